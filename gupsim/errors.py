@@ -1,0 +1,25 @@
+"""User-facing errors.
+
+Every mistake a user can make (a misspelt config key, an impossible torus
+shape, an unknown algorithm) is raised as :class:`GupsimError` with a single
+line that says what is wrong and where.  The CLI prints that line and exits
+with status 2; it never shows a traceback from inside SimPy or pydantic.
+"""
+
+from __future__ import annotations
+
+
+class GupsimError(Exception):
+    """An error caused by the user's input; its message is one readable line."""
+
+
+class UnknownNameError(GupsimError):
+    """A name (machine, algorithm, topology, ...) that is not registered."""
+
+    def __init__(self, kind: str, name: str, valid: list[str] | tuple[str, ...]):
+        self.kind, self.name, self.valid = kind, name, sorted(valid)
+        super().__init__(f"unknown {kind} {name!r}; valid choices: {', '.join(self.valid)}")
+
+
+class SimulationError(Exception):
+    """A broken model invariant (e.g. more than 1024 pending updates); a bug, not bad input."""
