@@ -1,0 +1,88 @@
+"""Update algorithms: how processes generate, send, receive, route and apply updates.
+
+Each algorithm is a small class behind one protocol (:class:`Algorithm`),
+registered by name with :func:`register_algorithm`.  The core simulator
+never branches on an algorithm's name: it builds the class the run names,
+starts :meth:`Algorithm.process` once per process (MPI rank) and reads
+:meth:`Algorithm.metrics` at the end.  Algorithm-specific settings are a
+validated pydantic model (``Options``); an unknown option is one clear line.
+
+Registered here: ``baseline`` (HPCC's MPI reference code, seed 000 §2 and
+§6.1) and ``one-packet`` (one packet per remote update, the UPC run of seed
+001).  Later algorithms (software routing, Data Vortex) register the same way.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar, Generator
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from gupsim.errors import GupsimError, UnknownNameError
+
+if TYPE_CHECKING:
+    from gupsim.simulation import Simulation
+
+ALGORITHMS: dict[str, type["Algorithm"]] = {}
+
+
+class NoOptions(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Algorithm:
+    """Protocol every update algorithm implements."""
+
+    name: ClassVar[str]
+    Options: ClassVar[type[BaseModel]] = NoOptions
+
+    def __init__(self, sim: "Simulation", options: BaseModel):
+        self.sim, self.options = sim, options
+
+    def process(self, rank: int) -> Generator[Any, Any, None]:
+        """The SimPy process of one rank."""
+        raise NotImplementedError
+
+    def metrics(self) -> dict[str, float]:
+        """Algorithm-specific results merged into the run record."""
+        return {}
+
+
+def register_algorithm(name: str):
+    def deco(cls: type[Algorithm]) -> type[Algorithm]:
+        cls.name = name
+        ALGORITHMS[name] = cls
+        return cls
+
+    return deco
+
+
+def algorithm_class(name: str) -> type[Algorithm]:
+    _load_builtin()
+    try:
+        return ALGORITHMS[name]
+    except KeyError:
+        raise UnknownNameError("algorithm", name, list(ALGORITHMS)) from None
+
+
+def validate_options(name: str, options: dict[str, Any]) -> BaseModel:
+    cls = algorithm_class(name)
+    try:
+        return cls.Options.model_validate(options)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(p) for p in err["loc"])
+        if err["type"] == "extra_forbidden":
+            valid = ", ".join(cls.Options.model_fields) or "none"
+            raise GupsimError(f"algorithm {name}: unknown option '{loc}' (valid: {valid})") from None
+        raise GupsimError(f"algorithm {name}: option {loc}: {err['msg']} (got {err.get('input')!r})") from None
+
+
+def available_algorithms() -> list[str]:
+    _load_builtin()
+    return sorted(ALGORITHMS)
+
+
+def _load_builtin() -> None:
+    # Imported lazily so that the registry module has no import cycle with them.
+    from gupsim.algorithms import baseline, one_packet  # noqa: F401

@@ -1,0 +1,215 @@
+"""``baseline``: HPCC's MPIRandomAccess reference code, as Blue Gene/L ran it.
+
+Seed 000 §2 and §6.1 describe the code; this class follows its main loop
+(``HPCC_AnyNodesMPIRandomAccessUpdate``) step by step:
+
+1. every iteration tests the posted receive (``MPI_Test``) and applies every
+   message that has arrived;
+2. while fewer than 1024 updates are pending, it generates one update: a
+   local one is applied at once, a remote one is appended to the bucket of
+   its destination and the max-heap of bucket sizes is updated (O(log N));
+3. at 1024 pending it tests the one outstanding send (``MPI_Test``); if that
+   send has completed it ``MPI_Isend``-s the largest bucket, otherwise the
+   test counts as *blocked*.  The send-blocking factor (SBF) is blocked tests
+   over all tests of the send request, exactly as seed 000 §6.1 defines it;
+4. at the end it flushes its buckets and, with ``termination: messages``,
+   sends a FINISHED message to every other process and receives theirs.
+
+An ``MPI_Isend`` costs the sender its share of the MPI call latency; the
+messaging co-processor (seed 000 §5.1, co-processor mode) then pushes the
+message's packets into the injection FIFO, and the send request completes
+when the last packet is in.  A full FIFO therefore shows up as blocked tests.
+
+``termination: counter`` (the default) replaces the O(N^2) FINISHED
+messages by a perfect detector: the run ends when every update has been
+applied.  The measured steady-state rate excludes the drain, so both give
+the same rate; ``messages`` is there to study the drain on small machines.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from gupsim.algorithms import Algorithm, register_algorithm
+
+UPDATE_BYTES = 8
+
+
+class Message:
+    """A software message: its updates arrive when its last packet does."""
+
+    __slots__ = ("updates", "nbytes", "npackets", "received", "finished")
+
+    def __init__(self, updates: list[int], nbytes: int, npackets: int, finished: bool = False):
+        self.updates, self.nbytes, self.npackets = updates, nbytes, npackets
+        self.received, self.finished = 0, finished
+
+
+@register_algorithm("baseline")
+class Baseline(Algorithm):
+    class Options(BaseModel):
+        model_config = ConfigDict(frozen=True, extra="forbid")
+        termination: Literal["counter", "messages"] = "counter"
+        max_pending: int = Field(default=1024, ge=1, le=1024)
+
+    def __init__(self, sim, options):
+        super().__init__(sim, options)
+        self.messages_sent = 0
+        self.packets_sent = 0
+        self.updates_sent = 0
+        self.send_tests = 0
+        self.send_tests_blocked = 0
+        self.finished_ranks = 0
+
+    # ------------------------------------------------------------------ messaging
+
+    def _packet_payloads(self, nbytes: int) -> list[int]:
+        size = self.sim.net.cfg.max_payload_bytes
+        full, rest = divmod(nbytes, size)
+        return [size] * full + ([rest] if rest else [])
+
+    def _isend(self, rank: int, dst: int, updates: list[int], finished: bool = False):
+        """The messaging co-processor pushes one message into the injection FIFO."""
+        net = self.sim.net
+        nbytes = UPDATE_BYTES * max(1, len(updates)) + self.sim.machine.mpi.header_bytes
+        payloads = self._packet_payloads(nbytes)
+        msg = Message(updates, nbytes, len(payloads), finished)
+        if not finished:
+            self.packets_sent += len(payloads)
+        for payload in payloads:
+            yield from net.inject(net.make_packet(rank, dst, payload, message=msg))
+
+    def _receive(self, rank: int, cpu) -> int:
+        """Copy every arrived packet out of the reception FIFO; apply completed messages."""
+        sim, net, cost = self.sim, self.sim.net, self.sim.cost
+        inbox = net.inbox[rank].items
+        finished = 0
+        while inbox:
+            pkt = inbox.popleft()
+            net.release_later(cpu.debt_s, net.reception[rank], pkt.chunks)
+            msg = pkt.message
+            msg.received += 1
+            if msg.received < msg.npackets:
+                continue
+            cpu.spend(cost.mpi_recv(msg.nbytes))
+            if msg.finished:
+                finished += 1
+                continue
+            cpu.spend(cost.update * len(msg.updates))
+            sim.apply(rank, msg.updates, delay_s=cpu.debt_s)
+        return finished
+
+    # ------------------------------------------------------------------ the process
+
+    def process(self, rank: int):
+        sim, env, cost = self.sim, self.sim.env, self.sim.cost
+        cpu, stream, inbox = sim.cpus[rank], sim.streams[rank], sim.net.inbox[rank]
+        heap_cost = cost.heap_update(sim.num_ranks - 1)
+        limit = self.options.max_pending
+        buckets: dict[int, list[int]] = {}
+        heap: list[tuple[int, int]] = []  # (-size, dest); stale entries are skipped on pop
+        state = {"pending": 0, "outreq": None, "finished": 0}
+
+        while stream.remaining:
+            cpu.spend(cost.mpi_test)
+            state["finished"] += self._receive(rank, cpu)
+            if state["pending"] < limit:
+                value, dest = stream.take()
+                cpu.spend(cost.generate)
+                if dest == rank:
+                    cpu.spend(cost.update)
+                    sim.apply(rank, [value], delay_s=cpu.debt_s)
+                else:
+                    bucket = buckets.setdefault(dest, [])
+                    bucket.append(value)
+                    heapq.heappush(heap, (-len(bucket), dest))
+                    cpu.spend(cost.bucket_insert + heap_cost)
+                    state["pending"] += 1
+                    sim.check_pending(rank, state["pending"])
+                yield cpu.flush()
+            else:
+                yield from self._test_and_send(rank, cpu, buckets, heap, state)
+
+        while state["pending"] > 0:
+            cpu.spend(cost.mpi_test)
+            state["finished"] += self._receive(rank, cpu)
+            yield from self._test_and_send(rank, cpu, buckets, heap, state)
+
+        if self.options.termination == "messages":
+            yield from self._finish(rank, cpu, state)
+            return
+        while True:  # keep applying what others send until the run ends
+            yield inbox.wait()
+            cpu.spend(cost.mpi_test)
+            self._receive(rank, cpu)
+            yield cpu.flush()
+
+    def _test_and_send(self, rank, cpu, buckets, heap, state):
+        """``MPI_Test`` the outstanding send; if it completed, ``MPI_Isend`` the largest bucket."""
+        sim, env, cost = self.sim, self.sim.env, self.sim.cost
+        cpu.spend(cost.mpi_test)
+        yield cpu.flush()
+        self.send_tests += 1
+        outreq = state["outreq"]
+        if outreq is None or not outreq.is_alive:
+            dest, updates = self._pop_largest(buckets, heap)
+            state["pending"] -= len(updates)
+            self.messages_sent += 1
+            self.updates_sent += len(updates)
+            cpu.spend(cost.mpi_send(UPDATE_BYTES * len(updates) + sim.machine.mpi.header_bytes))
+            yield cpu.flush()
+            state["outreq"] = env.process(self._isend(rank, dest, updates))
+            return
+        # Blocked: the real code spins, testing the receive and the send in turn.
+        # Wait for whichever changes first, and account for the tests of the spin.
+        self.send_tests_blocked += 1
+        spin_cycles = 2 * cost.mpi_test
+        start = env.now
+        yield env.any_of([outreq, sim.net.inbox[rank].wait()])
+        spins = math.ceil((env.now - start) / (spin_cycles * cpu.cycle_s) - 1e-9)
+        if spins > 0:
+            self.send_tests += spins - 1
+            self.send_tests_blocked += spins - 1
+            cpu.spend(spins * spin_cycles - (env.now - start) / cpu.cycle_s)
+
+    @staticmethod
+    def _pop_largest(buckets: dict[int, list[int]], heap: list[tuple[int, int]]):
+        while heap:
+            neg, dest = heapq.heappop(heap)
+            bucket = buckets.get(dest)
+            if bucket is not None and len(bucket) == -neg:
+                del buckets[dest]
+                return dest, bucket
+        raise AssertionError("no bucket to send although updates are pending")
+
+    def _finish(self, rank, cpu, state):
+        """HPCC's end game: FINISHED to every other process, then receive until all have finished."""
+        sim, env, cost = self.sim, self.sim.env, self.sim.cost
+        sends = []
+        for other in range(sim.num_ranks):
+            if other != rank:
+                cpu.spend(cost.mpi_send(UPDATE_BYTES))
+                yield cpu.flush()
+                sends.append(env.process(self._isend(rank, other, [], finished=True)))
+        inbox = sim.net.inbox[rank]
+        while state["finished"] < sim.num_ranks - 1:
+            yield inbox.wait()
+            cpu.spend(cost.mpi_test)
+            state["finished"] += self._receive(rank, cpu)
+            yield cpu.flush()
+        yield env.all_of(sends)
+        self.finished_ranks += 1
+
+    def metrics(self) -> dict[str, float]:
+        return {
+            "messages_sent": self.messages_sent,
+            "packets_sent": self.packets_sent,
+            "updates_per_message": self.updates_sent / self.messages_sent if self.messages_sent else float("nan"),
+            "updates_per_packet": self.updates_sent / self.packets_sent if self.packets_sent else float("nan"),
+            "send_blocking_factor": self.send_tests_blocked / self.send_tests if self.send_tests else 0.0,
+            "send_tests": self.send_tests,
+        }

@@ -1,0 +1,311 @@
+"""Machine descriptions: frozen, validated parameter sets loaded from YAML.
+
+A machine (``configs/machines/<name>.yaml``) holds every number the model
+uses, each with its unit in the key name (``clock_hz``, ``link_bytes_per_s``,
+``router_delay_ns``) and a comment in the YAML naming its source in the seeds.
+The sections mirror the model's parts:
+
+* ``network``: links, packet format, buffers (seed 000 §5.1);
+* ``cpu``: clock and the measured per-step cycle costs (seed 000 §5.2,
+  Table 1, read from the CSV the YAML names, never retyped);
+* ``mpi``: the costs of the MPI library the baseline code calls (seed 000
+  §5.2 and §6.1).
+
+Loading is strict: an unknown key, a wrong type or an impossible value is
+reported as one line naming the file and the field (:class:`GupsimError`),
+never as a pydantic traceback.  ``--set key=value`` overrides any leaf field
+for what-if runs, by its dotted path or by its bare name when unambiguous.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from gupsim.errors import GupsimError, UnknownNameError
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+MACHINES_DIR = REPO_ROOT / "configs" / "machines"
+
+_STRICT = ConfigDict(frozen=True, extra="forbid", strict=False)
+
+
+class NetworkConfig(BaseModel):
+    """Torus links, packet format and buffer depths."""
+
+    model_config = _STRICT
+
+    topology: Literal["torus", "mesh", "auto"] = Field(
+        description="'auto' builds a mesh up to mesh_up_to_nodes nodes and a torus above"
+    )
+    mesh_up_to_nodes: int = Field(ge=0, description="largest partition wired as a mesh when topology is auto")
+    link_bytes_per_s: float = Field(gt=0, description="bandwidth of one directed link")
+    chunk_bytes: int = Field(gt=0, description="packets are whole multiples of this many payload bytes")
+    max_chunks_per_packet: int = Field(ge=1)
+    packet_header_bytes: int = Field(ge=0, description="hardware header on the wire, per packet")
+    packet_trailer_bytes: int = Field(ge=0, description="hardware trailer (CRC) on the wire, per packet")
+    paper_packet_overhead_bytes: int = Field(
+        ge=0, description="per-packet overhead the bottleneck table of seed 000 used (b = 32 + this)"
+    )
+    router_delay_ns: float = Field(ge=0, description="pipeline latency of one router hop")
+    link_buffer_chunks: int = Field(ge=1, description="input buffer at the far end of each directed link")
+    injection_fifo_chunks: int = Field(ge=1, description="injection FIFO depth of a node")
+    reception_fifo_chunks: int = Field(ge=1, description="reception FIFO depth of a node")
+
+    @model_validator(mode="after")
+    def _buffers_hold_a_packet(self) -> "NetworkConfig":
+        largest = self.max_chunks_per_packet
+        for name in ("link_buffer_chunks", "injection_fifo_chunks", "reception_fifo_chunks"):
+            if getattr(self, name) < largest:
+                raise ValueError(
+                    f"{name}={getattr(self, name)} cannot hold one full packet "
+                    f"(max_chunks_per_packet={largest})"
+                )
+        return self
+
+    @property
+    def max_payload_bytes(self) -> int:
+        return self.chunk_bytes * self.max_chunks_per_packet
+
+    @property
+    def wire_overhead_bytes(self) -> int:
+        return self.packet_header_bytes + self.packet_trailer_bytes
+
+
+class CpuConfig(BaseModel):
+    """Clock and the measured cycle cost of each step of an update."""
+
+    model_config = _STRICT
+
+    clock_hz: float = Field(gt=0)
+    processes_per_node: int = Field(ge=1, le=4, description="1: co-processor mode; 2: virtual-node mode")
+    generate_cycles: int = Field(ge=0, description="t_g + t_o^s: form the next update")
+    update_cycles: int = Field(ge=0, description="t_u: XOR into a table word that misses every cache")
+    raw_device_cycle_table: str = Field(description="CSV of send/recv cycles by payload, relative to this file")
+
+
+class MpiConfig(BaseModel):
+    """Costs of the MPI calls the baseline code makes (seed 000 §5.2, §6.1)."""
+
+    model_config = _STRICT
+
+    latency_small_cycles: float = Field(gt=0, description="MPI call latency at latency_small_bytes")
+    latency_small_bytes: int = Field(gt=0)
+    latency_large_cycles: float = Field(gt=0, description="MPI call latency at latency_large_bytes")
+    latency_large_bytes: int = Field(gt=0)
+    send_share: float = Field(ge=0, le=1, description="fraction of a message's MPI cost paid by the sender")
+    header_bytes: int = Field(ge=0, description="software header MPI adds to each message")
+    test_cycles: float = Field(ge=0, description="one MPI_Test call")
+    bucket_insert_cycles: float = Field(ge=0, description="append an update to its destination bucket")
+    heap_cycles_per_level: float = Field(ge=0, description="heap update cost per level of a heap of N-1 entries")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "MpiConfig":
+        if self.latency_large_bytes <= self.latency_small_bytes:
+            raise ValueError("latency_large_bytes must exceed latency_small_bytes")
+        return self
+
+
+class MachineConfig(BaseModel):
+    """A whole machine: what the simulator needs to know about the hardware."""
+
+    model_config = _STRICT
+
+    name: str
+    description: str = ""
+    network: NetworkConfig
+    cpu: CpuConfig
+    mpi: MpiConfig
+    source_path: str = Field(default="", description="file this machine was loaded from (set by the loader)")
+
+    @cached_property
+    def costs(self) -> "RawDeviceCosts":
+        return RawDeviceCosts.from_csv(self._resolve(self.cpu.raw_device_cycle_table))
+
+    def _resolve(self, rel: str) -> Path:
+        base = Path(self.source_path).parent if self.source_path else MACHINES_DIR
+        path = (base / rel).resolve()
+        if not path.exists():
+            raise GupsimError(f"{self.source_path or self.name}: cpu.raw_device_cycle_table: file not found: {path}")
+        return path
+
+    @property
+    def cycle_s(self) -> float:
+        return 1.0 / self.cpu.clock_hz
+
+
+@dataclass(frozen=True)
+class RawDeviceCosts:
+    """Send/receive cycles of the raw torus device by payload (seed 000 Table 1).
+
+    Interpolated linearly between the measured payload sizes; a payload
+    smaller than the first row costs what the first row costs, because the
+    device moves whole chunks.
+    """
+
+    payload_bytes: np.ndarray
+    send_cycles: np.ndarray
+    recv_cycles: np.ndarray
+
+    @classmethod
+    def from_csv(cls, path: Path) -> "RawDeviceCosts":
+        frame = pd.read_csv(path)
+        need = {"payload_bytes", "send_mean_cycles", "recv_mean_cycles"}
+        missing = need - set(frame.columns)
+        if missing:
+            raise GupsimError(f"{path}: missing columns {sorted(missing)}")
+        frame = frame.sort_values("payload_bytes")
+        return cls(
+            frame["payload_bytes"].to_numpy(float),
+            frame["send_mean_cycles"].to_numpy(float),
+            frame["recv_mean_cycles"].to_numpy(float),
+        )
+
+    def send(self, payload_bytes: float) -> float:
+        return float(np.interp(payload_bytes, self.payload_bytes, self.send_cycles))
+
+    def recv(self, payload_bytes: float) -> float:
+        return float(np.interp(payload_bytes, self.payload_bytes, self.recv_cycles))
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def available_machines() -> list[str]:
+    return sorted(p.stem for p in MACHINES_DIR.glob("*.yaml"))
+
+
+def machine_path(name_or_path: str) -> Path:
+    """A registered machine name (``bgl``) or a path to a YAML file."""
+    candidate = Path(name_or_path)
+    if candidate.suffix in (".yaml", ".yml"):
+        if not candidate.exists():
+            raise GupsimError(f"machine file not found: {candidate}")
+        return candidate
+    path = MACHINES_DIR / f"{name_or_path}.yaml"
+    if not path.exists():
+        raise UnknownNameError("machine", name_or_path, available_machines())
+    return path
+
+
+def load_machine(name_or_path: str, overrides: dict[str, Any] | None = None) -> MachineConfig:
+    """Load, override and validate a machine; every failure is one line."""
+    path = machine_path(name_or_path)
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark is not None else ""
+        raise GupsimError(f"{path}: not valid YAML{where}: {getattr(exc, 'problem', exc)}") from None
+    if not isinstance(data, dict):
+        raise GupsimError(f"{path}: expected a mapping of machine fields at the top level")
+    data = apply_overrides(data, overrides or {}, str(path))
+    data["source_path"] = str(path)
+    return validate_machine(data, str(path))
+
+
+def validate_machine(data: dict[str, Any], where: str) -> MachineConfig:
+    try:
+        machine = MachineConfig.model_validate(data)
+    except ValidationError as exc:
+        raise GupsimError(f"{where}: {_one_line(exc, MachineConfig)}") from None
+    machine.costs  # noqa: B018 - load the cycle table now, so a bad path fails at load time
+    return machine
+
+
+def _one_line(exc: ValidationError, model: type[BaseModel]) -> str:
+    err = exc.errors()[0]
+    loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
+    if err["type"] == "extra_forbidden":
+        hint = _suggest(err["loc"], model)
+        return f"unknown key '{loc}'{hint}"
+    if err["type"] == "missing":
+        return f"missing required key '{loc}'"
+    msg = err["msg"].removeprefix("Value error, ")
+    got = err.get("input")
+    shown = "" if isinstance(got, dict) or got is None else f" (got {got!r})"
+    more = f" [+{len(exc.errors()) - 1} more]" if len(exc.errors()) > 1 else ""
+    return f"{loc}: {msg}{shown}{more}"
+
+
+def _leaf_paths(model: type[BaseModel], prefix: str = "") -> dict[str, type[BaseModel]]:
+    """Dotted path of every field, mapped to the model that owns it."""
+    out: dict[str, type[BaseModel]] = {}
+    for name, field in model.model_fields.items():
+        ann = field.annotation
+        if isinstance(ann, type) and issubclass(ann, BaseModel):
+            out.update(_leaf_paths(ann, f"{prefix}{name}."))
+        else:
+            out[f"{prefix}{name}"] = model
+    return out
+
+
+def leaf_fields() -> list[str]:
+    return [p for p in _leaf_paths(MachineConfig) if p != "source_path"]
+
+
+def _suggest(loc: tuple, model: type[BaseModel]) -> str:
+    sub: type[BaseModel] = model
+    for part in loc[:-1]:
+        ann = sub.model_fields[str(part)].annotation if str(part) in sub.model_fields else None
+        if not (isinstance(ann, type) and issubclass(ann, BaseModel)):
+            return ""
+        sub = ann
+    close = difflib.get_close_matches(str(loc[-1]), list(sub.model_fields), n=1)
+    return f" (did you mean '{close[0]}'?)" if close else f" (valid: {', '.join(sub.model_fields)})"
+
+
+def resolve_override_key(key: str) -> str:
+    """Map ``link_bytes_per_s`` or ``network.link_bytes_per_s`` to its dotted path."""
+    paths = leaf_fields()
+    if key in paths:
+        return key
+    matches = [p for p in paths if p.rsplit(".", 1)[-1] == key]
+    if len(matches) == 1:
+        return matches[0]
+    if len(matches) > 1:
+        raise GupsimError(f"--set {key}: ambiguous, use one of {', '.join(matches)}")
+    close = difflib.get_close_matches(key, [p.rsplit(".", 1)[-1] for p in paths] + paths, n=1)
+    hint = f" (did you mean '{close[0]}'?)" if close else ""
+    raise GupsimError(f"--set {key}: no such machine field{hint}")
+
+
+def parse_set_options(items: tuple[str, ...] | list[str]) -> dict[str, Any]:
+    """``["link_bytes_per_s=350e6"]`` -> ``{"network.link_bytes_per_s": 350000000.0}``."""
+    out: dict[str, Any] = {}
+    for item in items:
+        if "=" not in item:
+            raise GupsimError(f"--set {item!r}: expected KEY=VALUE, e.g. --set link_bytes_per_s=350e6")
+        key, raw = item.split("=", 1)
+        value = yaml.safe_load(raw) if raw.strip() else raw
+        if isinstance(value, str):  # YAML reads 350e6 as a string; numbers should be numbers
+            try:
+                value = float(value) if not value.lstrip("-").isdigit() else int(value)
+            except ValueError:
+                pass
+        out[resolve_override_key(key.strip())] = value
+    return out
+
+
+def apply_overrides(data: dict[str, Any], overrides: dict[str, Any], where: str) -> dict[str, Any]:
+    import copy
+
+    data = copy.deepcopy(data)
+    for dotted, value in overrides.items():
+        node = data
+        *parents, leaf = dotted.split(".")
+        for part in parents:
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                raise GupsimError(f"{where}: cannot override {dotted}: '{part}' is not a section")
+        node[leaf] = value
+    return data
+

@@ -1,0 +1,282 @@
+"""The torus network: directed links moving packets of 32-byte chunks.
+
+Seed 000 §5.1 describes the Blue Gene/L torus: packets of n x 32-byte
+chunks (n = 1..8), an 8-byte hardware header and a 4-byte trailer on the
+wire, cut-through routing and finite virtual-channel buffers.  This module is
+the readable SimPy reference model of that network:
+
+* **Serialization.**  A packet of ``c`` chunks occupies a directed link for
+  ``(32 c + header + trailer) / link_bytes_per_s`` seconds; packets on one
+  link are served first come, first served.
+* **Cut-through.**  The head reaches the next router one chunk time plus the
+  router delay after it starts on a link, and may start on the next link
+  then, while its tail is still arriving.
+* **Finite buffers, back-pressure.**  Each directed link ends in an input
+  buffer of ``link_buffer_chunks``.  A packet may start on a link only when
+  it has reserved room in that link's buffer; it frees the room it held
+  upstream when its tail has left.  A full buffer therefore stalls the link
+  feeding it, and congestion propagates back to the injection FIFO of the
+  sender, where it throttles the CPU (seed 000 §6.1's send-blocking factor)
+  or the messaging engine.
+* **Deadlock freedom.**  Dimension-order routing around a torus ring with
+  finite buffers can deadlock (every buffer on the ring full, each packet
+  waiting for the next).  Blue Gene/L avoids it with *bubble* flow control:
+  a packet may enter a ring (be injected, or turn into a new dimension) only
+  if the buffer it enters keeps room for one more full packet after it;
+  continuing along the ring needs room for itself only.  Meshes have no
+  rings and need no bubble.
+* **Reception.**  A packet that reaches its destination waits for room in
+  the receiving process's reception FIFO, which only the receiving CPU
+  drains: a slow receiver backs traffic up into the network.
+
+Counters per directed link: wire bytes, busy seconds and blocked seconds
+(packet-seconds spent waiting for room downstream before using the link).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import TYPE_CHECKING, Any
+
+import simpy
+
+if TYPE_CHECKING:
+    from gupsim.config import NetworkConfig
+    from gupsim.topology import Topology
+
+
+class Packet:
+    """One hardware packet; ``message`` ties it to the software message it is part of."""
+
+    __slots__ = ("src", "dst", "chunks", "wire_bytes", "payload", "message", "updates")
+
+    def __init__(self, src: int, dst: int, chunks: int, wire_bytes: int, payload: int,
+                 updates: Any = None, message: Any = None):
+        self.src, self.dst = src, dst  # ranks, not nodes
+        self.chunks, self.wire_bytes, self.payload = chunks, wire_bytes, payload
+        self.updates, self.message = updates, message
+
+
+class Mailbox:
+    """Packets that have fully arrived in a process's reception FIFO.
+
+    One waiter only (the process's own CPU), which is all a node needs and
+    costs one event per wake-up instead of SimPy Store's event per item.
+    """
+
+    __slots__ = ("env", "items", "_waiter")
+
+    def __init__(self, env: simpy.Environment):
+        self.env, self.items, self._waiter = env, deque(), None
+
+    def put(self, item: Any) -> None:
+        self.items.append(item)
+        waiter, self._waiter = self._waiter, None
+        if waiter is not None and not waiter.triggered:
+            waiter.succeed()
+
+    def wait(self) -> simpy.Event:
+        event = self.env.event()
+        if self.items:
+            event.succeed()
+        else:
+            self._waiter = event
+        return event
+
+
+class Credits:
+    """Room in a buffer, counted in chunks, granted without SimPy events when free.
+
+    Waiters are served in order, in two classes: packets continuing along a
+    ring come first, packets entering a ring (which must leave a bubble of
+    ``bubble`` chunks free behind them) second.  Keeping the classes apart is
+    what makes the bubble rule deadlock-free: a packet already on the ring is
+    never stuck behind one that is waiting to get on.
+    """
+
+    __slots__ = ("env", "capacity", "free", "_cont", "_enter")
+
+    def __init__(self, env: simpy.Environment, capacity: int):
+        self.env, self.capacity, self.free = env, capacity, capacity
+        self._cont: deque = deque()
+        self._enter: deque = deque()
+
+    def take(self, chunks: int, bubble: int = 0) -> bool:
+        """Take the room now if that is allowed without overtaking a waiter."""
+        if bubble:
+            if self._enter or self._cont or self.free < chunks + bubble:
+                return False
+        elif self._cont or self.free < chunks:
+            return False
+        self.free -= chunks
+        return True
+
+    def wait(self, chunks: int, bubble: int = 0) -> simpy.Event:
+        """An event that fires once the room has been granted (and taken)."""
+        event = self.env.event()
+        (self._enter if bubble else self._cont).append((event, chunks, bubble))
+        self._serve()
+        return event
+
+    def give(self, chunks: int) -> None:
+        self.free += chunks
+        self._serve()
+
+    def _serve(self) -> None:
+        for queue in (self._cont, self._enter):
+            while queue:
+                event, chunks, bubble = queue[0]
+                if self.free < chunks + bubble:
+                    return
+                queue.popleft()
+                self.free -= chunks
+                event.succeed()
+
+    @property
+    def waiting(self) -> int:
+        return len(self._cont) + len(self._enter)
+
+
+class Network:
+    """Directed links, buffers and FIFOs of a machine, with per-link counters."""
+
+    def __init__(self, env: simpy.Environment, topology: "Topology", net: "NetworkConfig",
+                 processes_per_node: int = 1):
+        self.env, self.topology, self.cfg = env, topology, net
+        self.ppn = processes_per_node
+        self.num_ranks = topology.num_nodes * processes_per_node
+        rate = net.link_bytes_per_s
+        self._chunk_s = net.chunk_bytes / rate
+        self._router_s = net.router_delay_ns * 1e-9
+        self._rate = rate
+        self._bubble = net.max_chunks_per_packet if topology.wraps else 0
+        slots = topology.num_nodes * topology.ports
+        self._free_at = [0.0] * slots
+        self._buffers: list[Credits | None] = [None] * slots  # made on first use
+        self.link_bytes = [0] * slots
+        self.link_busy_s = [0.0] * slots
+        self.link_blocked_s = [0.0] * slots
+        self.injection = [Credits(env, net.injection_fifo_chunks) for _ in range(self.num_ranks)]
+        self.reception = [Credits(env, net.reception_fifo_chunks) for _ in range(self.num_ranks)]
+        self.inbox = [Mailbox(env) for _ in range(self.num_ranks)]
+        self.packets_injected = 0
+        self.wire_bytes_injected = 0
+        self.packets_delivered = 0
+        self._routes: dict[tuple[int, int], list[int]] = {}
+
+    # ------------------------------------------------------------------ packets
+
+    def packet_chunks(self, payload_bytes: int) -> int:
+        chunks = max(1, -(-payload_bytes // self.cfg.chunk_bytes))
+        if chunks > self.cfg.max_chunks_per_packet:
+            raise ValueError(f"payload of {payload_bytes} B exceeds one packet")
+        return chunks
+
+    def make_packet(self, src: int, dst: int, payload_bytes: int, updates: Any = None,
+                    message: Any = None, wire_bytes: int | None = None) -> Packet:
+        chunks = self.packet_chunks(payload_bytes)
+        if wire_bytes is None:
+            wire_bytes = chunks * self.cfg.chunk_bytes + self.cfg.wire_overhead_bytes
+        return Packet(src, dst, chunks, wire_bytes, payload_bytes, updates, message)
+
+    def node_of(self, rank: int) -> int:
+        return rank // self.ppn
+
+    def route(self, src_node: int, dst_node: int) -> list[int]:
+        key = (src_node, dst_node)
+        route = self._routes.get(key)
+        if route is None:
+            route = self._routes[key] = self.topology.route(src_node, dst_node)
+        return route
+
+    def _buffer(self, link: int) -> Credits:
+        buf = self._buffers[link]
+        if buf is None:
+            buf = self._buffers[link] = Credits(self.env, self.cfg.link_buffer_chunks)
+        return buf
+
+    # ------------------------------------------------------------------ injection
+
+    def try_inject(self, pkt: Packet) -> bool:
+        """Put ``pkt`` in its sender's injection FIFO if there is room now."""
+        if not self.injection[pkt.src].take(pkt.chunks):
+            return False
+        self.launch(pkt)
+        return True
+
+    def inject(self, pkt: Packet):
+        """Generator: wait for room in the injection FIFO, then launch ``pkt``."""
+        if not self.injection[pkt.src].take(pkt.chunks):
+            yield self.injection[pkt.src].wait(pkt.chunks)
+        self.launch(pkt)
+
+    def request_injection(self, pkt: Packet) -> simpy.Event:
+        """Queue for room in the injection FIFO; :meth:`launch` once the event fires."""
+        return self.injection[pkt.src].wait(pkt.chunks)
+
+    def launch(self, pkt: Packet) -> None:
+        """Send ``pkt``, which already holds its room in the injection FIFO."""
+        self.packets_injected += 1
+        self.wire_bytes_injected += pkt.wire_bytes
+        self.env.process(self._transit(pkt))
+
+    def release_later(self, delay: float, credits: Credits, chunks: int) -> None:
+        """Give ``chunks`` back to ``credits`` after ``delay`` seconds."""
+        if delay <= 0:
+            credits.give(chunks)
+            return
+        ev = self.env.timeout(delay)
+        ev.callbacks.append(lambda _e: credits.give(chunks))
+
+    def _transit(self, pkt: Packet):
+        env = self.env
+        held = self.injection[pkt.src]
+        serial = pkt.wire_bytes / self._rate
+        head_s = min(serial, self._chunk_s) + self._router_s
+        start = env.now
+        ports = self.topology.ports
+        dim = -1
+        for link in self.route(self.node_of(pkt.src), self.node_of(pkt.dst)):
+            buf = self._buffer(link)
+            asked = env.now
+            link_dim = (link % ports) >> 1
+            # Entering a ring: a whole packet's room must stay free behind us.
+            bubble = self._bubble if link_dim != dim else 0
+            dim = link_dim
+            if not buf.take(pkt.chunks, bubble):
+                yield buf.wait(pkt.chunks, bubble)
+                self.link_blocked_s[link] += env.now - asked
+            start = max(env.now, self._free_at[link])
+            self._free_at[link] = start + serial
+            self.link_busy_s[link] += serial
+            self.link_bytes[link] += pkt.wire_bytes
+            self.release_later(start + serial - env.now, held, pkt.chunks)
+            held = buf
+            yield env.timeout(start + head_s - env.now)
+        # Destination: wait for room in the reception FIFO, then for the tail.
+        rec = self.reception[pkt.dst]
+        if not rec.take(pkt.chunks):
+            yield rec.wait(pkt.chunks)
+        tail = start + serial + self._router_s - env.now
+        if tail > 0:
+            yield env.timeout(tail)
+        held.give(pkt.chunks)
+        self.packets_delivered += 1
+        self.inbox[pkt.dst].put(pkt)
+
+    def consumed(self, pkt: Packet) -> None:
+        """The receiving CPU has read ``pkt`` out of its reception FIFO."""
+        self.reception[pkt.dst].give(pkt.chunks)
+
+    # ------------------------------------------------------------------ counters
+
+    def link_stats(self) -> dict[str, Any]:
+        import numpy as np
+
+        links = self.topology.links()
+        return {
+            "link": links,
+            "bytes": np.asarray(self.link_bytes, dtype=np.int64)[links],
+            "busy_s": np.asarray(self.link_busy_s)[links],
+            "blocked_s": np.asarray(self.link_blocked_s)[links],
+        }

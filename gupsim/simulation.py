@@ -1,0 +1,203 @@
+"""One simulated machine running one algorithm: the objects a run is made of.
+
+A :class:`Simulation` wires together, for one :class:`RunConfig`:
+
+* a SimPy environment that counts the events it processes;
+* the topology (mesh or torus, seed 000 §5.1) and the :class:`Network` on it;
+* one :class:`Cpu` and one HPCC update stream per process (MPI rank): rank
+  ``r`` runs on node ``r // processes_per_node``.  In HPCC, rank ``r`` owns
+  the slice of the one global stream that starts at
+  ``starts(4 * GlobalStartMyProc)`` and is 4 x its local table long.  A run
+  of ``U`` updates per process simulates ``U`` consecutive updates of each
+  rank's own slice, beginning ``floor(0.618 * slice) + s * U`` updates in,
+  ``s`` being the seed.  Why not at the slice's start: slices start at
+  ``x^(r * 2^k)``, and those LFSR states are sparse (squaring is linear in
+  GF(2)), so the first few thousand updates of power-of-two ranks carry
+  almost no owner bits and all go to rank 0.  A real run of 4 x 2^25
+  updates per process averages that transient away; a short simulated
+  stretch would not.  The golden-ratio point of the slice has no such
+  structure (checked in ``tests/test_simulation.py``);
+* the distributed table layout that maps an update's bits to its owner rank
+  and index, as HPCC's MPIRandomAccess does;
+* bookkeeping of updates generated and applied, which also times the
+  steady-state window the runner measures.
+
+With ``verify`` a real table is kept: every applied update is XORed into it
+after checking that it reached the rank that owns it.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Iterator
+
+import numpy as np
+import simpy
+from pydantic import BaseModel, ConfigDict, Field
+
+from gupsim import hpcc
+from gupsim.algorithms import algorithm_class, validate_options
+from gupsim.config import MachineConfig
+from gupsim.errors import GupsimError, SimulationError
+from gupsim.network import Network
+from gupsim.node import CostModel, Cpu
+from gupsim.topology import make_topology, parse_shape
+
+#: HPCC lets a process hold at most this many updates before applying them (seed 000 §2).
+MAX_PENDING_UPDATES = 1024
+#: The steady-state window: between these fractions of all updates applied.
+WINDOW = (0.25, 0.75)
+#: Table words per process when not verifying: half of a BG/L node's 512 MB (seed 000 §5.1).
+DEFAULT_LOG2_WORDS_PER_NODE = 25
+VERIFY_LOG2_WORDS_PER_PROCESS = 12
+#: Where in its HPCC slice a rank's simulated stretch begins (see the module docstring).
+SLICE_START_FRACTION = 0.6180339887498949
+
+
+class RunConfig(BaseModel):
+    """Everything a run depends on; a run is a pure function of it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    machine: MachineConfig
+    shape: str
+    algorithm: str
+    updates_per_process: int = Field(ge=1)
+    seed: int = Field(default=0, ge=0)
+    verify: bool = False
+    log2_table_size: int | None = Field(default=None, ge=1, le=63)
+    algorithm_options: dict[str, Any] = Field(default_factory=dict)
+
+
+class CountingEnvironment(simpy.Environment):
+    """A SimPy environment that counts processed events (the speed metric)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.events_processed = 0
+
+    def step(self) -> None:
+        self.events_processed += 1
+        super().step()
+
+
+class UpdateStream:
+    """One process's slice of the global HPCC stream, with each update's owner."""
+
+    BLOCK = 8192
+
+    def __init__(self, layout: hpcc.TableLayout, first: int, count: int):
+        self.layout, self.first, self.count = layout, first, count
+        self.taken = 0
+        self._it = self._gen()
+
+    def _gen(self) -> Iterator[tuple[int, int]]:
+        for start in range(0, self.count, self.BLOCK):
+            n = min(self.BLOCK, self.count - start)
+            values = hpcc.stream(self.first + start, n)
+            owners = self.layout.owner(values)
+            yield from zip(values.tolist(), owners.tolist())
+
+    def take(self) -> tuple[int, int]:
+        self.taken += 1
+        return next(self._it)
+
+    @property
+    def remaining(self) -> int:
+        return self.count - self.taken
+
+
+class Simulation:
+    """The assembled model of one run."""
+
+    def __init__(self, run: RunConfig):
+        self.run = run
+        m = self.machine = run.machine
+        self.env = CountingEnvironment()
+        kind = m.network.topology
+        shape = parse_shape(run.shape)
+        if kind == "auto":
+            kind = "mesh" if math.prod(shape) <= m.network.mesh_up_to_nodes else "torus"
+        self.topology = make_topology(kind, shape)
+        self.ppn = m.cpu.processes_per_node
+        self.num_ranks = self.topology.num_nodes * self.ppn
+        self.net = Network(self.env, self.topology, m.network, self.ppn)
+        self.cost = CostModel.from_machine(m)
+        self.layout = hpcc.TableLayout(self._log2_table_size(), self.num_ranks)
+        self.streams = [UpdateStream(self.layout, self.stream_start(r), run.updates_per_process)
+                        for r in range(self.num_ranks)]
+        self.cpus = [Cpu(self.env, r, m.cpu.clock_hz) for r in range(self.num_ranks)]
+        self.rng = np.random.default_rng(run.seed)
+        self.total_updates = self.num_ranks * run.updates_per_process
+        self.applied = 0
+        self._marks = [math.ceil(f * self.total_updates) for f in WINDOW]
+        self.window_times: list[float] = []
+        self.all_applied = self.env.event()
+        self.table = hpcc.initial_table(self.layout) if run.verify else None
+        options = validate_options(run.algorithm, run.algorithm_options)
+        self.algorithm = algorithm_class(run.algorithm)(self, options)
+
+    def _log2_table_size(self) -> int:
+        if self.run.log2_table_size is not None:
+            size = self.run.log2_table_size
+        elif self.run.verify:
+            size = int(math.log2(self.num_ranks)) + VERIFY_LOG2_WORDS_PER_PROCESS
+        else:
+            size = int(math.log2(self.topology.num_nodes)) + DEFAULT_LOG2_WORDS_PER_NODE
+        if 2**size < self.num_ranks:
+            raise GupsimError(f"log2_table_size={size} gives fewer table words than {self.num_ranks} processes")
+        return size
+
+    def stream_start(self, rank: int) -> int:
+        """Index in the global HPCC stream of this run's first update of ``rank``."""
+        u, seed = self.run.updates_per_process, self.run.seed
+        slice_len = 4 * self.layout.local_size(rank)
+        skip = int(SLICE_START_FRACTION * slice_len)
+        if skip + (seed + 1) * u > slice_len:
+            raise GupsimError(
+                f"updates_per_process={u} with seed={seed} runs past rank {rank}'s HPCC slice "
+                f"of {slice_len} updates (4 x its table); use fewer updates, a lower seed or a larger table"
+            )
+        return 4 * self.layout.global_start(rank) + skip + seed * u
+
+    # ------------------------------------------------------------------ bookkeeping
+
+    def apply(self, rank: int, values: list[int], delay_s: float = 0.0) -> None:
+        """``rank`` XORs ``values`` into its part of the table, ``delay_s`` from now.
+
+        The delay is the CPU work the process has spent but not yet turned into
+        time (see :class:`gupsim.node.Cpu`); it only matters for the window marks.
+        """
+        if self.table is not None:
+            arr = np.asarray(values, dtype=np.uint64)
+            owners = self.layout.owner(arr)
+            if (owners != rank).any():
+                raise SimulationError(f"rank {rank} applied an update owned by rank {int(owners[owners != rank][0])}")
+            hpcc.apply_updates(self.table, arr, self.layout)
+        before = self.applied
+        self.applied += len(values)
+        for mark in self._marks[len(self.window_times):]:
+            if before < mark <= self.applied:
+                self.window_times.append(self.env.now + delay_s)
+        if self.applied == self.total_updates:
+            self.all_applied.succeed()
+        elif self.applied > self.total_updates:
+            raise SimulationError("more updates applied than generated")
+
+    @property
+    def generated(self) -> int:
+        return sum(s.taken for s in self.streams)
+
+    def check_pending(self, rank: int, pending: int) -> None:
+        if pending > MAX_PENDING_UPDATES:
+            raise SimulationError(
+                f"rank {rank} holds {pending} pending updates; HPCC allows at most {MAX_PENDING_UPDATES}"
+            )
+
+    def verify(self) -> hpcc.VerifyResult:
+        """HPCC's check: re-apply every generated update; at most 1% of words may differ."""
+        if self.table is None:
+            raise GupsimError("verification needs a run made with verify=True")
+        u = self.run.updates_per_process
+        values = np.concatenate([hpcc.stream(self.stream_start(r), u) for r in range(self.num_ranks)])
+        return hpcc.verify(self.table, values, self.layout)
