@@ -89,6 +89,7 @@ class CpuConfig(BaseModel):
     processes_per_node: int = Field(ge=1, le=4, description="1: co-processor mode; 2: virtual-node mode")
     generate_cycles: int = Field(ge=0, description="t_g + t_o^s: form the next update")
     update_cycles: int = Field(ge=0, description="t_u: XOR into a table word that misses every cache")
+    packet_overhead_cycles: float = Field(ge=0, description="t_o^p of eq. (1): per remote update, beyond send and receive")
     raw_device_cycle_table: str = Field(description="CSV of send/recv cycles by payload, relative to this file")
 
 
@@ -170,10 +171,21 @@ class RawDeviceCosts:
         )
 
     def send(self, payload_bytes: float) -> float:
-        return float(np.interp(payload_bytes, self.payload_bytes, self.send_cycles))
+        return self._lookup(payload_bytes)[0]
 
     def recv(self, payload_bytes: float) -> float:
-        return float(np.interp(payload_bytes, self.payload_bytes, self.recv_cycles))
+        return self._lookup(payload_bytes)[1]
+
+    def _lookup(self, payload_bytes: float) -> tuple[float, float]:
+        # Payload sizes repeat endlessly in a run; interpolate each size once.
+        cache = self.__dict__.setdefault("_cache", {})
+        hit = cache.get(payload_bytes)
+        if hit is None:
+            hit = cache[payload_bytes] = (
+                float(np.interp(payload_bytes, self.payload_bytes, self.send_cycles)),
+                float(np.interp(payload_bytes, self.payload_bytes, self.recv_cycles)),
+            )
+        return hit
 
 
 # --------------------------------------------------------------------------- loading
@@ -209,7 +221,14 @@ def load_machine(name_or_path: str, overrides: dict[str, Any] | None = None) -> 
         raise GupsimError(f"{path}: expected a mapping of machine fields at the top level")
     data = apply_overrides(data, overrides or {}, str(path))
     data["source_path"] = str(path)
-    return validate_machine(data, str(path))
+    try:
+        return validate_machine(data, str(path))
+    except GupsimError as exc:
+        # Blame the override, not the file, when the bad field came from --set.
+        for dotted, value in (overrides or {}).items():
+            if f": {dotted}:" in str(exc):
+                raise GupsimError(f"--set {dotted}={value}: {str(exc).split(f': {dotted}: ', 1)[1]}") from None
+        raise
 
 
 def validate_machine(data: dict[str, Any], where: str) -> MachineConfig:

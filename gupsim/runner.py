@@ -22,7 +22,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from gupsim.errors import SimulationError
+from pydantic import ValidationError
+
+from gupsim.errors import GupsimError, SimulationError
 from gupsim.simulation import WINDOW, RunConfig, Simulation
 
 #: Documented minimum run length (updates per process) for a steady-state rate.
@@ -56,6 +58,16 @@ def simulate(run: RunConfig) -> tuple[Simulation, dict[str, Any]]:
 
 def run(run_config: RunConfig) -> dict[str, Any]:
     return simulate(run_config)[1]
+
+
+def make_run_config(**fields: Any) -> RunConfig:
+    """Validate run parameters; a bad one is one line of :class:`GupsimError`."""
+    try:
+        return RunConfig(**fields)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(p) for p in err["loc"])
+        raise GupsimError(f"{loc}: {err['msg']} (got {err.get('input')!r})") from None
 
 
 def _runs_to_completion(sim: Simulation) -> bool:
@@ -92,11 +104,11 @@ def make_record(sim: Simulation, wall_s: float) -> dict[str, Any]:
         "updates_generated": sim.generated,
         "updates_applied": sim.applied,
         "sim_time_s": t,
-        "events": sim.env.events_processed,
+        "events": sim.env.events_scheduled,
         "wall_s": wall_s,
         "peak_rss_mb": peak_rss_mb(),
         "packets_injected": net.packets_injected,
-        "events_per_s": sim.env.events_processed / wall_s if wall_s > 0 else float("nan"),
+        "events_per_s": sim.env.events_scheduled / wall_s if wall_s > 0 else float("nan"),
     }
     record.update({f"alg_{k}": v for k, v in alg.items()})
     record["config"] = resolved_config(sim.run)

@@ -70,15 +70,16 @@ class RunConfig(BaseModel):
 
 
 class CountingEnvironment(simpy.Environment):
-    """A SimPy environment that counts processed events (the speed metric)."""
+    """A SimPy environment that reports how many events it has scheduled (the speed metric).
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.events_processed = 0
+    SimPy numbers every scheduled event from one counter; reading it costs
+    nothing per event, unlike overriding ``step``.
+    """
 
-    def step(self) -> None:
-        self.events_processed += 1
-        super().step()
+    @property
+    def events_scheduled(self) -> int:
+        # itertools.count's repr is "count(N)": the next id, i.e. the number scheduled so far.
+        return int(repr(self._eid)[6:-1])
 
 
 class UpdateStream:

@@ -28,13 +28,13 @@ the same rate; ``messages`` is there to study the drain on small machines.
 
 from __future__ import annotations
 
-import heapq
 import math
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from gupsim.algorithms import Algorithm, register_algorithm
+from gupsim.bucketing import Buckets
 
 UPDATE_BYTES = 8
 
@@ -110,34 +110,30 @@ class Baseline(Algorithm):
         cpu, stream, inbox = sim.cpus[rank], sim.streams[rank], sim.net.inbox[rank]
         heap_cost = cost.heap_update(sim.num_ranks - 1)
         limit = self.options.max_pending
-        buckets: dict[int, list[int]] = {}
-        heap: list[tuple[int, int]] = []  # (-size, dest); stale entries are skipped on pop
-        state = {"pending": 0, "outreq": None, "finished": 0}
+        buckets = Buckets()
+        state = {"outreq": None, "finished": 0}
 
         while stream.remaining:
             cpu.spend(cost.mpi_test)
             state["finished"] += self._receive(rank, cpu)
-            if state["pending"] < limit:
+            if buckets.pending < limit:
                 value, dest = stream.take()
                 cpu.spend(cost.generate)
                 if dest == rank:
                     cpu.spend(cost.update)
                     sim.apply(rank, [value], delay_s=cpu.debt_s)
                 else:
-                    bucket = buckets.setdefault(dest, [])
-                    bucket.append(value)
-                    heapq.heappush(heap, (-len(bucket), dest))
+                    buckets.add(dest, value)
                     cpu.spend(cost.bucket_insert + heap_cost)
-                    state["pending"] += 1
-                    sim.check_pending(rank, state["pending"])
+                    sim.check_pending(rank, buckets.pending)
                 yield cpu.flush()
             else:
-                yield from self._test_and_send(rank, cpu, buckets, heap, state)
+                yield from self._test_and_send(rank, cpu, buckets, state)
 
-        while state["pending"] > 0:
+        while buckets.pending > 0:
             cpu.spend(cost.mpi_test)
             state["finished"] += self._receive(rank, cpu)
-            yield from self._test_and_send(rank, cpu, buckets, heap, state)
+            yield from self._test_and_send(rank, cpu, buckets, state)
 
         if self.options.termination == "messages":
             yield from self._finish(rank, cpu, state)
@@ -148,7 +144,7 @@ class Baseline(Algorithm):
             self._receive(rank, cpu)
             yield cpu.flush()
 
-    def _test_and_send(self, rank, cpu, buckets, heap, state):
+    def _test_and_send(self, rank, cpu, buckets: Buckets, state):
         """``MPI_Test`` the outstanding send; if it completed, ``MPI_Isend`` the largest bucket."""
         sim, env, cost = self.sim, self.sim.env, self.sim.cost
         cpu.spend(cost.mpi_test)
@@ -156,8 +152,7 @@ class Baseline(Algorithm):
         self.send_tests += 1
         outreq = state["outreq"]
         if outreq is None or not outreq.is_alive:
-            dest, updates = self._pop_largest(buckets, heap)
-            state["pending"] -= len(updates)
+            dest, updates = buckets.pop_largest()
             self.messages_sent += 1
             self.updates_sent += len(updates)
             cpu.spend(cost.mpi_send(UPDATE_BYTES * len(updates) + sim.machine.mpi.header_bytes))
@@ -175,16 +170,6 @@ class Baseline(Algorithm):
             self.send_tests += spins - 1
             self.send_tests_blocked += spins - 1
             cpu.spend(spins * spin_cycles - (env.now - start) / cpu.cycle_s)
-
-    @staticmethod
-    def _pop_largest(buckets: dict[int, list[int]], heap: list[tuple[int, int]]):
-        while heap:
-            neg, dest = heapq.heappop(heap)
-            bucket = buckets.get(dest)
-            if bucket is not None and len(bucket) == -neg:
-                del buckets[dest]
-                return dest, bucket
-        raise AssertionError("no bucket to send although updates are pending")
 
     def _finish(self, rank, cpu, state):
         """HPCC's end game: FINISHED to every other process, then receive until all have finished."""

@@ -1,0 +1,134 @@
+"""Analytic upper bounds on GUPS: the CPU bound (eq. 1) and the network bound (eq. 2).
+
+Seed 000 §3.1, eq. (1): with ``N`` processes each spending ``t_g + t_u +
+t_o^s`` cycles per update and, for the ``(N-1)/N`` remote updates, ``t_s +
+t_r + t_o^p`` more,
+
+    GUPS <= N * clock / (t_g + t_u + t_o^s + (N-1)/N * (t_s + t_r + t_o^p)).
+
+Seed 000 §3.2, eq. (2): every cut (S, S̄) must carry ``b U |S||S̄|/N`` bytes,
+so with ``alpha(G)`` the smallest edge expansion (in links) and ``C`` one
+link's bandwidth,
+
+    GUPS <= (2N / b) * alpha(G) * C.
+
+§5.2 evaluates both for Blue Gene/L with one update per packet: ``t_s`` and
+``t_r`` from Table 1 at a 32-byte payload, ``t_g + t_o^s = 18``, ``t_u =
+86``, and "b = 32 + 14 = 44".  The arithmetic in that sentence is off: 32 +
+14 = 46, and Table 2's network column is what b = 46 gives (equivalently,
+b = 44 at 167.4 MB/s).  The physical wire bytes of a one-chunk packet with
+BG/L's 8-byte header and 4-byte trailer are 32 + 12 = 44.  :func:`bounds`
+reports both: ``network_bound_gups`` with the wire bytes of the machine
+model, ``network_bound_gups_paper`` with the paper's 32 + 14.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+from gupsim.config import MachineConfig
+from gupsim.topology import Topology, make_topology, parse_shape
+
+
+@dataclass(frozen=True)
+class Bounds:
+    nodes: int
+    processes: int
+    shape: str
+    topology: str
+    alpha_over_C: float
+    bisection_links: int
+    clock_hz: float
+    link_bytes_per_s: float
+    t_local_cycles: float
+    t_send_cycles: float
+    t_recv_cycles: float
+    t_packet_overhead_cycles: float
+    cycles_per_update: float
+    cpu_bound_gups: float
+    bytes_per_update: float
+    network_bound_gups: float
+    bytes_per_update_paper: float
+    network_bound_gups_paper: float
+
+    @property
+    def bottleneck(self) -> str:
+        return "network" if self.network_bound_gups < self.cpu_bound_gups else "cpu"
+
+    def as_dict(self) -> dict:
+        return asdict(self) | {"bottleneck": self.bottleneck}
+
+
+def machine_topology(machine: MachineConfig, shape: str) -> Topology:
+    """The topology a machine builds for a partition shape (mesh or torus)."""
+    dims = parse_shape(shape)
+    kind = machine.network.topology
+    if kind == "auto":
+        kind = "mesh" if math.prod(dims) <= machine.network.mesh_up_to_nodes else "torus"
+    return make_topology(kind, dims)
+
+
+def cpu_bound_gups(processes: int, clock_hz: float, t_local: float, t_send: float, t_recv: float,
+                   t_packet_overhead: float = 0.0) -> tuple[float, float]:
+    """Eq. (1): (GUPS bound, cycles per update)."""
+    n = processes
+    cycles = t_local + (n - 1) / n * (t_send + t_recv + t_packet_overhead)
+    return n * clock_hz / cycles / 1e9, cycles
+
+
+def network_bound_gups(nodes: int, alpha_links: float, link_bytes_per_s: float, bytes_per_update: float) -> float:
+    """Eq. (2): (2N/b) * alpha * C."""
+    return 2 * nodes / bytes_per_update * alpha_links * link_bytes_per_s / 1e9
+
+
+def bounds(machine: MachineConfig, shape: str, bytes_per_update: float | None = None) -> Bounds:
+    """Both bounds for ``machine`` partitioned as ``shape``, one update per packet (seed 000 §5.2)."""
+    topo = machine_topology(machine, shape)
+    net, cpu = machine.network, machine.cpu
+    payload = net.chunk_bytes  # one update in one chunk-sized packet
+    t_local = cpu.generate_cycles + cpu.update_cycles
+    t_send, t_recv = machine.costs.send(payload), machine.costs.recv(payload)
+    procs = topo.num_nodes * cpu.processes_per_node
+    cpu_gups, cycles = cpu_bound_gups(procs, cpu.clock_hz, t_local, t_send, t_recv, cpu.packet_overhead_cycles)
+    alpha = float(topo.edge_expansion())
+    b_wire = bytes_per_update if bytes_per_update is not None else payload + net.wire_overhead_bytes
+    b_paper = payload + net.paper_packet_overhead_bytes
+    return Bounds(
+        nodes=topo.num_nodes,
+        processes=procs,
+        shape="x".join(map(str, topo.shape)),
+        topology=topo.kind,
+        alpha_over_C=alpha,
+        bisection_links=topo.bisection_links(),
+        clock_hz=cpu.clock_hz,
+        link_bytes_per_s=net.link_bytes_per_s,
+        t_local_cycles=t_local,
+        t_send_cycles=t_send,
+        t_recv_cycles=t_recv,
+        t_packet_overhead_cycles=cpu.packet_overhead_cycles,
+        cycles_per_update=cycles,
+        cpu_bound_gups=cpu_gups,
+        bytes_per_update=b_wire,
+        network_bound_gups=network_bound_gups(topo.num_nodes, alpha, net.link_bytes_per_s, b_wire),
+        bytes_per_update_paper=b_paper,
+        network_bound_gups_paper=network_bound_gups(topo.num_nodes, alpha, net.link_bytes_per_s, b_paper),
+    )
+
+
+def fit_packet_overhead(machine: MachineConfig, rows: list[tuple[int, float]]) -> float:
+    """Least-squares ``t_o^p`` (cycles) that makes eq. (1) give the published CPU bounds.
+
+    ``rows`` are (processes, published GUPS) pairs; eq. (1) is linear in
+    ``t_o^p`` once inverted to cycles per update, so the fit is closed form.
+    """
+    cpu = machine.cpu
+    t_local = cpu.generate_cycles + cpu.update_cycles
+    payload = machine.network.chunk_bytes
+    t_sr = machine.costs.send(payload) + machine.costs.recv(payload)
+    xs, ys = [], []
+    for n, gups in rows:
+        cycles = n * cpu.clock_hz / (gups * 1e9)
+        xs.append((n - 1) / n)
+        ys.append(cycles - t_local - xs[-1] * t_sr)
+    return sum(x * y for x, y in zip(xs, ys)) / sum(x * x for x in xs)

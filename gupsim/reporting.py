@@ -1,0 +1,70 @@
+"""Human-readable summaries of run records and bounds (the CLI's output)."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+SUMMARY_ROWS = (
+    ("gups", "GUPS (steady state)", "{:.4f}"),
+    ("gups_total", "GUPS (whole run, HPCC's metric)", "{:.4f}"),
+    ("cycles_per_update", "cycles per update per process", "{:.1f}"),
+    ("bytes_per_update", "wire bytes per update", "{:.2f}"),
+    ("updates_per_message", "updates per message", "{:.3f}"),
+    ("updates_per_packet", "updates per packet", "{:.3f}"),
+    ("send_blocking_factor", "send-blocking factor", "{:.5f}"),
+    ("link_utilisation_mean", "link utilisation, mean", "{:.3f}"),
+    ("link_utilisation_max", "link utilisation, max", "{:.3f}"),
+    ("updates_generated", "updates generated", "{:,}"),
+    ("updates_applied", "updates applied", "{:,}"),
+    ("sim_time_s", "simulated time [s]", "{:.6f}"),
+    ("events", "events", "{:,}"),
+    ("wall_s", "wall time [s]", "{:.2f}"),
+    ("events_per_s", "events per wall second", "{:,.0f}"),
+    ("peak_rss_mb", "peak memory [MB]", "{:.0f}"),
+)
+
+
+def _fmt(fmt: str, value: Any) -> str:
+    if isinstance(value, float) and math.isnan(value):
+        return "n/a"
+    return fmt.format(value)
+
+
+def format_record(record: dict[str, Any]) -> str:
+    head = (f"{record['algorithm']} on {record['machine']} {record['shape']} {record['topology']}: "
+            f"{record['processes']} processes x {record['updates_per_process']} updates, seed {record['seed']}")
+    width = max(len(label) for _, label, _ in SUMMARY_ROWS)
+    lines = [head] + [f"  {label:<{width}}  {_fmt(fmt, record[key])}" for key, label, fmt in SUMMARY_ROWS]
+    if "verify_errors" in record:
+        verdict = "passed" if record["verify_passed"] else "FAILED"
+        lines.append(f"  {'HPCC verification':<{width}}  {verdict} ({record['verify_errors']} errors "
+                     f"in {record['verify_table_size']:,} words)")
+    return "\n".join(lines)
+
+
+def format_bounds(b: dict[str, Any]) -> str:
+    return "\n".join([
+        f"Bounds for {b['shape']} {b['topology']} ({b['nodes']} nodes, {b['processes']} processes)",
+        f"  CPU bound, eq. (1)      {b['cpu_bound_gups']:.4g} GUPS  "
+        f"({b['cycles_per_update']:.2f} cycles/update = {b['t_local_cycles']:g} local + (N-1)/N x "
+        f"({b['t_send_cycles']:g} send + {b['t_recv_cycles']:g} recv + {b['t_packet_overhead_cycles']:g} t_o^p) "
+        f"at {b['clock_hz'] / 1e6:g} MHz)",
+        f"  network bound, eq. (2)  {b['network_bound_gups']:.4g} GUPS  "
+        f"(alpha = {b['alpha_over_C']:g} links, b = {b['bytes_per_update']:g} B/update on the wire, "
+        f"C = {b['link_bytes_per_s'] / 1e6:g} MB/s)",
+        f"  network bound, paper's b {b['network_bound_gups_paper']:.4g} GUPS  "
+        f"(b = {b['bytes_per_update_paper']:g} = 32 + 14, the value seed 000 Table 2 used)",
+        f"  bisection               {b['bisection_links']} links each way",
+        f"  bottleneck              {b['bottleneck']}",
+    ])
+
+
+def to_json(obj: Any) -> str:
+    def default(o: Any) -> Any:
+        if hasattr(o, "item"):
+            return o.item()
+        return str(o)
+
+    return json.dumps(obj, default=default, sort_keys=False)
