@@ -43,8 +43,12 @@ class Algorithm:
         """The SimPy process of one rank."""
         raise NotImplementedError
 
-    def metrics(self) -> dict[str, float]:
-        """Algorithm-specific results merged into the run record."""
+    def metrics(self, window: tuple[float, float]) -> dict[str, float]:
+        """Algorithm-specific results merged into the run record.
+
+        ``window`` is the steady-state interval the runner measures over;
+        ratios such as updates per message should be taken inside it.
+        """
         return {}
 
 
