@@ -69,6 +69,11 @@ class NetworkConfig(BaseModel):
                     f"{name}={getattr(self, name)} cannot hold one full packet "
                     f"(max_chunks_per_packet={largest})"
                 )
+        if self.topology != "mesh" and self.link_buffer_chunks < 2 * largest:
+            raise ValueError(
+                f"link_buffer_chunks={self.link_buffer_chunks} is too small for a torus: bubble flow "
+                f"control needs room for two full packets ({2 * largest} chunks)"
+            )
         return self
 
     @property
