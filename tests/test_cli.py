@@ -1,0 +1,78 @@
+"""The command-line contract: summaries, one JSON object, one-line errors with exit status 2."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from gupsim.cli import main
+from gupsim.runner import RECORD_KEYS
+
+
+def _call(capsys, *argv):
+    with pytest.raises(SystemExit) as exc:
+        main(list(argv))
+        raise SystemExit(0)
+    out = capsys.readouterr()
+    return exc.value.code or 0, out.out, out.err
+
+
+def test_run_json_prints_exactly_one_object_with_the_record_keys(capsys):
+    code, out, _ = _call(capsys, "run", "--shape", "2x2x2", "--algorithm", "one-packet", "--updates", "300", "--json")
+    assert code == 0
+    record = json.loads(out)
+    assert set(RECORD_KEYS) <= set(record)
+    assert record["updates_generated"] == record["updates_applied"] == 2400
+    assert record["config"]["machine"]["network"]["link_bytes_per_s"] == 175e6
+
+
+def test_run_summary_and_verify(capsys):
+    code, out, _ = _call(capsys, "run", "--shape", "2x2x2", "--updates", "1500", "--verify")
+    assert code == 0
+    assert "GUPS (steady state)" in out and "HPCC verification" in out and "passed" in out
+
+
+def test_set_changes_the_machine(capsys):
+    _, slow, _ = _call(capsys, "run", "--shape", "2x2x2", "--algorithm", "one-packet", "--updates", "400", "--json")
+    _, fast, _ = _call(capsys, "run", "--shape", "2x2x2", "--algorithm", "one-packet", "--updates", "400", "--json",
+                       "--set", "link_bytes_per_s=350e6")
+    assert json.loads(fast)["config"]["machine"]["network"]["link_bytes_per_s"] == 350e6
+    assert json.loads(fast)["sim_time_s"] < json.loads(slow)["sim_time_s"]
+
+
+def test_bounds_json(capsys):
+    code, out, _ = _call(capsys, "bounds", "--shape", "64x32x32", "--json")
+    b = json.loads(out)
+    assert code == 0 and b["nodes"] == 65536 and b["bottleneck"] == "network"
+    assert {"cpu_bound_gups", "network_bound_gups", "alpha_over_C", "bytes_per_update"} <= set(b)
+
+
+@pytest.mark.parametrize(
+    "argv, expected",
+    [
+        (["run", "--algorithm", "routd"], "unknown algorithm 'routd'; valid choices: baseline, one-packet"),
+        (["run", "--machine", "bgq"], "unknown machine 'bgq'; valid choices: bgl"),
+        (["run", "--shape", "8x8"], "invalid shape '8x8'"),
+        (["run", "--shape", "8x-1x8"], "invalid shape '8x-1x8'"),
+        (["bounds", "--shape", "1x1x1"], "at least 2 nodes"),
+        (["run", "--set", "link_bytes_per_s=-5"], "--set network.link_bytes_per_s=-5: Input should be greater than 0"),
+        (["run", "--set", "clockhz=1"], "no such machine field"),
+        (["run", "--option", "termination=never"], "option termination"),
+        (["run", "--updates", "0"], "Invalid value for '--updates'"),
+        (["bounds", "--shape", "8x8x8", "--bytes-per-update", "-1"], "Invalid value for '--bytes-per-update'"),
+        (["run", "--machine", "missing.yaml"], "machine file not found"),
+    ],
+)
+def test_bad_input_is_one_clear_line_and_exit_2(capsys, argv, expected):
+    code, out, err = _call(capsys, *argv)
+    assert code == 2
+    assert expected in err
+    assert "Traceback" not in err
+    if err.startswith("gupsim: error:"):
+        assert len(err.strip().splitlines()) == 1
+
+
+def test_list(capsys):
+    code, out, _ = _call(capsys, "list")
+    assert "baseline" in out and "one-packet" in out and "torus" in out and "bgl" in out
