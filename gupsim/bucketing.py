@@ -83,7 +83,7 @@ def mean_bucket_size(num_procs: int, messages: int = 4000, rank: int = 0,
     buckets = Buckets()
     sizes: list[int] = []
     block = 8192
-    while len(sizes) < messages:
+    while len(sizes) <= messages:
         values = hpcc.stream(first, block)
         first += block
         for dest in layout.owner(values).tolist():

@@ -145,20 +145,6 @@ def stream(first: int, count: int, lanes: int | None = None) -> NDArray[np.uint6
     return out if out.size == count else out[:count].copy()
 
 
-def process_first_index(proc: int, updates_per_proc: int) -> int:
-    """Index in the global stream just before process ``proc``'s first value.
-
-    HPCC gives each process ``4 * LocalTableSize`` updates starting at
-    ``HPCC_starts(4 * GlobalStartMyProc)``; we generalise to an arbitrary
-    number of updates per process, so process ``p`` owns the slice that
-    begins after ``p * updates_per_proc`` values: pass the result as
-    ``first`` to :func:`stream`.
-    """
-    if proc < 0 or updates_per_proc < 0:
-        raise GupsimError(
-            f"proc and updates_per_proc must be >= 0, got {proc} and {updates_per_proc}"
-        )
-    return proc * updates_per_proc
 
 
 @dataclass(frozen=True)

@@ -14,9 +14,11 @@ Seed 000 §3.1 splits an update into *generate*, *send*, *receive* and
 A :class:`Cpu` is one application process's processor.  It runs one step at
 a time: an algorithm *spends* cycles as it executes steps, and the spent
 cycles turn into simulated time only when the process next interacts with
-the outside world (:meth:`Cpu.flush`).  Batching cycles this way is exact,
-because nothing outside the process can observe its private work, and it
-saves one SimPy event per step.
+the outside world (:meth:`Cpu.flush`).  Batching saves one SimPy event per
+step and does not change when private work ends.  Its one convention: a
+process polls its reception FIFO at the start of a loop iteration (the
+state at the time the previous iteration's cycles ran out), so a poll can
+see the network up to one iteration early.
 """
 
 from __future__ import annotations

@@ -55,7 +55,8 @@ def format_bounds(b: dict[str, Any]) -> str:
         f"(alpha = {b['alpha_over_C']:g} links, b = {b['bytes_per_update']:g} B/update on the wire, "
         f"C = {b['link_bytes_per_s'] / 1e6:g} MB/s)",
         f"  network bound, paper's b {b['network_bound_gups_paper']:.4g} GUPS  "
-        f"(b = {b['bytes_per_update_paper']:g} = 32 + 14, the value seed 000 Table 2 used)",
+        f"(b = {b['bytes_per_update_paper']:g}: one chunk + the paper's per-packet overhead, "
+        f"the convention of seed 000 Table 2)",
         f"  bisection               {b['bisection_links']} links each way",
         f"  bottleneck              {b['bottleneck']}",
     ])

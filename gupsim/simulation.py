@@ -47,7 +47,7 @@ from gupsim.topology import make_topology, parse_shape
 MAX_PENDING_UPDATES = 1024
 #: The steady-state window: between these fractions of all updates applied.
 WINDOW = (0.25, 0.75)
-#: Table words per process when not verifying: half of a BG/L node's 512 MB (seed 000 §5.1).
+#: Table words per node when not verifying: half of a BG/L node's 512 MB (seed 000 §5.1).
 DEFAULT_LOG2_WORDS_PER_NODE = 25
 VERIFY_LOG2_WORDS_PER_PROCESS = 12
 #: Where in its HPCC slice a rank's simulated stretch begins (see the module docstring).
@@ -128,7 +128,6 @@ class Simulation:
         self.streams = [UpdateStream(self.layout, self.stream_start(r), run.updates_per_process)
                         for r in range(self.num_ranks)]
         self.cpus = [Cpu(self.env, r, m.cpu.clock_hz) for r in range(self.num_ranks)]
-        self.rng = np.random.default_rng(run.seed)
         self.total_updates = self.num_ranks * run.updates_per_process
         self.applied = 0
         self._marks = [math.ceil(f * self.total_updates) for f in WINDOW]
@@ -150,7 +149,11 @@ class Simulation:
         return size
 
     def stream_start(self, rank: int) -> int:
-        """Index in the global HPCC stream of this run's first update of ``rank``."""
+        """Where ``rank``'s simulated stretch starts: its first update is value number start + 1.
+
+        (:func:`gupsim.hpcc.stream` returns values ``first+1 .. first+count``, as HPCC
+        steps the generator before each use.)
+        """
         u, seed = self.run.updates_per_process, self.run.seed
         slice_len = 4 * self.layout.local_size(rank)
         skip = int(SLICE_START_FRACTION * slice_len)

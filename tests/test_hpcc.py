@@ -17,7 +17,6 @@ from gupsim.hpcc import (
     apply_updates,
     initial_table,
     next_ran,
-    process_first_index,
     starts,
     stream,
     verify,
@@ -164,16 +163,6 @@ def test_stream_concatenation(f, a, b, lanes):
     whole = stream(f, a + b, lanes=lanes)
     parts = np.concatenate([stream(f, a, lanes=lanes), stream(f + a, b)])
     assert np.array_equal(whole, parts)
-
-
-def test_process_first_index_slices_global_stream():
-    per = 37
-    whole = stream(0, 4 * per)
-    for p in range(4):
-        assert process_first_index(p, per) == p * per
-        assert np.array_equal(stream(process_first_index(p, per), per), whole[p * per : (p + 1) * per])
-    with pytest.raises(GupsimError):
-        process_first_index(-1, per)
 
 
 # --- table layout -------------------------------------------------------------

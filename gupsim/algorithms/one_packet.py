@@ -17,8 +17,8 @@ packet and "performance is limited by the network".  The process loop is:
 
 No update is held back, so the 1024-pending rule is met trivially.  The
 payload and its size on the wire are options: the default is one 8-byte
-update in one 32-byte chunk (44 bytes on the wire with BG/L's header and
-trailer, seed 000 §5.2); the UPC run's 64-byte packet with 75 bytes on the
+update in one 32-byte chunk (44 bytes on the wire with BG/L's 8-byte header
+and 4-byte trailer, seed 000 §5.1); the UPC run's 64-byte packet with 75 bytes on the
 wire (seed 001, backup slide) is ``payload_bytes=64, wire_bytes=75``.
 """
 

@@ -1,0 +1,181 @@
+"""Comparing simulated numbers with published ones, and reporting every error.
+
+An experiment (one script per table in ``experiments/``) produces a
+:class:`Comparison`: the published table as read from
+``../shared/reference``, a ``sim_<column>`` beside every compared column and
+a ``rel_err_<column>`` (simulated / published - 1).  Each compared column has
+a stated target; rows that miss it are listed with the experiment's
+explanation.  :func:`write_markdown` turns a set of comparisons into
+``docs/validation.md``; nobody edits that file by hand.
+
+Published numbers enter here only as the targets the simulation is judged
+against: nothing in a model reads them (the one measured cost table that the
+model does read, seed 000 Table 1, is loaded by :mod:`gupsim.config`).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import pandas as pd
+
+from gupsim.config import REPO_ROOT
+from gupsim.errors import GupsimError, UnknownNameError
+
+REFERENCE_DIR = REPO_ROOT.parent / "shared" / "reference"
+EXPERIMENTS_DIR = REPO_ROOT / "experiments"
+
+
+def reference_table(name: str) -> pd.DataFrame:
+    path = REFERENCE_DIR / name
+    if not path.exists():
+        raise GupsimError(f"reference table not found: {path} (shared/ must sit beside the repository)")
+    return pd.read_csv(path)
+
+
+@dataclass
+class Comparison:
+    """One reproduced table: published columns, simulated columns, errors, targets."""
+
+    name: str
+    title: str
+    key: str
+    frame: pd.DataFrame
+    targets: dict[str, float]
+    notes: dict[tuple[Any, str], str] = field(default_factory=dict)
+    method: str = ""
+    wall_s: float = float("nan")
+    shown: list[str] = field(default_factory=list)  # extra columns for the docs, without a target
+
+    def errors(self, column: str) -> pd.Series:
+        return self.frame[f"rel_err_{column}"]
+
+    def misses(self) -> list[tuple[Any, str, float, float]]:
+        """(row key, column, relative error, target) for every compared value worse than its target."""
+        out = []
+        for column, target in self.targets.items():
+            err = self.errors(column)
+            for key, value in zip(self.frame[self.key], err):
+                if not (isinstance(value, float) and math.isnan(value)) and abs(value) > target:
+                    out.append((key, column, float(value), target))
+        return out
+
+    def summary_lines(self) -> list[str]:
+        lines = []
+        for column, target in self.targets.items():
+            err = self.errors(column).abs().dropna()
+            if err.empty:
+                lines.append(f"{self.name}: {column}: no simulated rows")
+                continue
+            worst_idx = err.idxmax()
+            worst_key = self.frame.loc[worst_idx, self.key]
+            missed = int((err > target).sum())
+            lines.append(
+                f"{self.name}: {column}: mean |err| {err.mean():.1%}, worst {err.max():.1%} "
+                f"({self.key}={worst_key}); target {target:.0%}: {len(err) - missed}/{len(err)} rows within"
+            )
+        return lines
+
+    def write_csv(self, out_dir: Path) -> Path:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        path = out_dir / f"{self.name}.csv"
+        self.frame.to_csv(path, index=False)
+        return path
+
+
+def compare(reference: pd.DataFrame, simulated: pd.DataFrame, key: str, columns: list[str]) -> pd.DataFrame:
+    """Reference columns, then ``sim_<c>`` and ``rel_err_<c>`` for each compared column."""
+    merged = reference.merge(simulated, on=key, how="left", validate="one_to_one")
+    for column in columns:
+        sim = merged[f"sim_{column}"].astype(float)
+        ref = merged[column].astype(float)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            merged[f"rel_err_{column}"] = np.where(ref != 0, sim / ref - 1.0, np.nan)
+    ordered = list(reference.columns)
+    for column in columns:
+        ordered += [f"sim_{column}", f"rel_err_{column}"]
+    extra = [c for c in merged.columns if c not in ordered]
+    return merged[ordered + extra]
+
+
+# ------------------------------------------------------------------ experiments registry
+
+
+def available_experiments() -> list[str]:
+    return sorted(p.stem.replace("_", "-") for p in EXPERIMENTS_DIR.glob("bgl_*.py"))
+
+
+def load_experiment(name: str) -> Callable[..., Comparison]:
+    """The ``reproduce(quick=...)`` function of ``experiments/<name>.py``."""
+    path = EXPERIMENTS_DIR / f"{name.replace('-', '_')}.py"
+    if not path.exists():
+        raise UnknownNameError("experiment", name, available_experiments() + ["all"])
+    spec = importlib.util.spec_from_file_location(f"gupsim_experiment_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    assert spec.loader is not None
+    spec.loader.exec_module(module)
+    return module.reproduce
+
+
+# ------------------------------------------------------------------ docs
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, (float, np.floating)):
+        if math.isnan(value):
+            return "–"
+        return f"{value:.4g}"
+    return str(value)
+
+
+def markdown_table(frame: pd.DataFrame, columns: list[str], err_columns: set[str]) -> str:
+    head = "| " + " | ".join(columns) + " |"
+    rule = "|" + "|".join("---" for _ in columns) + "|"
+    rows = []
+    for _, row in frame[columns].iterrows():
+        cells = []
+        for c in columns:
+            v = row[c]
+            if c in err_columns and isinstance(v, (float, np.floating)) and not math.isnan(v):
+                cells.append(f"{v:+.1%}")
+            else:
+                cells.append(_fmt(v))
+        rows.append("| " + " | ".join(cells) + " |")
+    return "\n".join([head, rule, *rows])
+
+
+def comparison_markdown(c: Comparison) -> str:
+    cols = [c.key]
+    for column in c.targets:
+        cols += [column, f"sim_{column}", f"rel_err_{column}"]
+    cols += c.shown
+    parts = [f"## {c.title}", "", c.method.strip(), "", markdown_table(c.frame, cols, {f"rel_err_{k}" for k in c.targets}),
+             "", "Summary:", ""]
+    parts += [f"- {line}" for line in c.summary_lines()]
+    misses = c.misses()
+    if misses:
+        parts += ["", "Rows worse than their target:", ""]
+        for key, column, err, target in misses:
+            why = c.notes.get((key, column)) or c.notes.get(("*", column)) or "No explanation recorded yet."
+            parts.append(f"- **{c.key}={key}, {column}**: {err:+.1%} (target ±{target:.0%}). {why}")
+    if not math.isnan(c.wall_s):
+        parts += ["", f"_Reproduced in {c.wall_s:.1f} s wall._"]
+    return "\n".join(parts)
+
+
+def write_markdown(comparisons: list[Comparison], path: Path, command: str) -> None:
+    header = [
+        "# Validation against the published tables",
+        "",
+        f"Generated by `{command}` from the CSVs it writes; do not edit by hand.",
+        "Errors are simulated / published - 1. Each table states its target and explains every row that misses it.",
+        "",
+    ]
+    body = "\n\n".join(comparison_markdown(c) for c in comparisons)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(header) + body + "\n")
