@@ -39,7 +39,7 @@ def reproduce(quick: bool = False) -> Comparison:
     limit = QUICK_MAX_NODES if quick else FULL_MAX_NODES
     rows = []
     for n in ref["nodes"]:
-        row = {"nodes": n, "sim_mean_bucket_size": mean_bucket_size(int(n), messages=2000 if quick else 4000)}
+        row = {"nodes": n, "sim_mean_bucket_size": mean_bucket_size(int(n), updates=2**15 if quick else 2**17)}
         if n <= limit and n in shapes:
             rec = simulate(make_run_config(machine=machine, shape=shapes[n], algorithm="baseline",
                                            updates_per_process=UPDATES))[1]
@@ -59,7 +59,7 @@ def reproduce(quick: bool = False) -> Comparison:
         notes=notes,
         method=(
             f"Bucket size: the bucketing model for every N (one rank's stream, "
-            f"{2000 if quick else 4000} messages after warm-up). GUPS, cycles per update and SBF: full "
+            f"{2**15 if quick else 2**17} updates after warm-up). GUPS, cycles per update and SBF: full "
             f"simulations, {UPDATES} updates per process, for N <= {limit}; larger rows need the fast engine "
             f"and are left empty. The SBF is shown beside the published one (published values are tiny, so "
             f"no relative target)."

@@ -68,13 +68,13 @@ class Buckets:
         return len(self._buckets)
 
 
-def mean_bucket_size(num_procs: int, messages: int = 4000, rank: int = 0,
+def mean_bucket_size(num_procs: int, updates: int = 2**17, rank: int = 0,
                      log2_words_per_proc: int = 25, start_fraction: float = 0.6180339887498949) -> float:
     """Mean updates per message of the baseline on ``num_procs`` processes.
 
     Simulates one rank's stretch of its own HPCC slice (the same stretch the
     full simulation uses), discards the warm-up (until the first message),
-    and averages the sizes of the next ``messages`` messages.
+    and averages over the messages that carry the next ``updates`` updates.
     """
     if num_procs < 2:
         raise ValueError("bucketing needs at least two processes")
@@ -82,8 +82,9 @@ def mean_bucket_size(num_procs: int, messages: int = 4000, rank: int = 0,
     first = 4 * layout.global_start(rank) + int(start_fraction * 4 * layout.local_size(rank))
     buckets = Buckets()
     sizes: list[int] = []
+    sent = -1  # counting starts after the first message, which ends the warm-up
     block = 8192
-    while len(sizes) <= messages:
+    while sent < updates:
         values = hpcc.stream(first, block)
         first += block
         for dest in layout.owner(values).tolist():
@@ -91,7 +92,12 @@ def mean_bucket_size(num_procs: int, messages: int = 4000, rank: int = 0,
                 continue
             buckets.add(dest, 0)
             if buckets.pending == MAX_PENDING:
-                sizes.append(len(buckets.pop_largest()[1]))
-                if len(sizes) == messages + 1:
+                size = len(buckets.pop_largest()[1])
+                if sent < 0:
+                    sent = 0
+                    continue
+                sizes.append(size)
+                sent += size
+                if sent >= updates:
                     break
-    return float(np.mean(sizes[1:]))  # the first message ends the warm-up
+    return float(np.mean(sizes))

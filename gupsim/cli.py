@@ -83,6 +83,38 @@ def bounds(machine, shape, bytes_per_update, sets, as_json) -> None:
     click.echo(to_json(b) if as_json else format_bounds(b))
 
 
+@cli.command()
+@click.argument("names", nargs=-1, required=True)
+@click.option("--out", "out_dir", default="results", show_default=True, type=click.Path(file_okay=False),
+              help="folder for the CSVs")
+@click.option("--quick", is_flag=True, help="reduced sizes/lengths, for CI")
+@click.option("--docs", "docs_path", default=None, type=click.Path(dir_okay=False),
+              help="write the validation page here (default: docs/validation.md unless --quick)")
+def reproduce(names, out_dir, quick, docs_path) -> None:
+    """Reproduce published tables: bgl-table2, bgl-table3, ... or all."""
+    from pathlib import Path
+
+    from gupsim.config import REPO_ROOT
+    from gupsim.validation import available_experiments, load_experiment, write_markdown
+
+    wanted = available_experiments() if "all" in names else list(dict.fromkeys(names))
+    runners = [(name, load_experiment(name)) for name in wanted]  # unknown names fail before any work
+    comparisons = []
+    for name, reproduce_fn in runners:
+        comparison = reproduce_fn(quick=quick)
+        path = comparison.write_csv(Path(out_dir))
+        comparisons.append(comparison)
+        click.echo(f"{name}: wrote {path} ({comparison.wall_s:.1f} s)")
+        for line in comparison.summary_lines():
+            click.echo(f"  {line}")
+    if docs_path is None and not quick:
+        docs_path = str(REPO_ROOT / "docs" / "validation.md")
+    if docs_path:
+        command = "gupsim reproduce " + " ".join(names) + (" --quick" if quick else "")
+        write_markdown(comparisons, Path(docs_path), command)
+        click.echo(f"wrote {docs_path}")
+
+
 @cli.command(name="list")
 def list_() -> None:
     """List the machines, algorithms and topologies gupsim knows."""
@@ -93,6 +125,9 @@ def list_() -> None:
     click.echo(f"machines:   {', '.join(available_machines())}")
     click.echo(f"algorithms: {', '.join(available_algorithms())}")
     click.echo(f"topologies: {', '.join(sorted(TOPOLOGIES))}")
+    from gupsim.validation import available_experiments
+
+    click.echo(f"experiments: {', '.join(available_experiments())}")
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -19,8 +19,8 @@ def test_table3_mean_bucket_size_within_5_percent(row):
 
 
 def test_bucket_size_is_stable_across_ranks_and_lengths():
-    a = mean_bucket_size(256, messages=4000, rank=0)
-    b = mean_bucket_size(256, messages=8000, rank=7)
+    a = mean_bucket_size(256, updates=2**15, rank=0)
+    b = mean_bucket_size(256, updates=2**16, rank=7)
     assert a == pytest.approx(b, rel=0.02)
 
 

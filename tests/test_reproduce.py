@@ -1,0 +1,54 @@
+"""Every reproduced table runs in CI at its reduced (--quick) size, with its stated targets."""
+
+from __future__ import annotations
+
+import pytest
+
+from gupsim.cli import main
+from gupsim.validation import available_experiments, load_experiment, write_markdown
+
+
+@pytest.fixture(scope="module")
+def quick_results():
+    return {name: load_experiment(name)(quick=True) for name in available_experiments()}
+
+
+def test_every_experiment_writes_reference_sim_and_error_columns(quick_results, tmp_path):
+    for name, c in quick_results.items():
+        path = c.write_csv(tmp_path)
+        assert path.name == f"{name}.csv"
+        for column in c.targets:
+            assert {column, f"sim_{column}", f"rel_err_{column}"} <= set(c.frame.columns)
+        assert c.summary_lines()
+
+
+def test_table2_meets_its_targets_except_the_documented_row(quick_results):
+    c = quick_results["bgl-table2"]
+    misses = c.misses()
+    assert [(key, col) for key, col, _, _ in misses] == [(64, "cpu_bound_gups")]
+    assert (64, "cpu_bound_gups") in c.notes
+
+
+def test_table3_bucket_size_within_5_percent_every_row(quick_results):
+    c = quick_results["bgl-table3"]
+    assert c.errors("mean_bucket_size").abs().max() < 0.05
+    assert c.errors("mean_bucket_size").notna().all()
+    assert c.frame["sim_gups"].notna().sum() >= 2  # the quick run still simulates the baseline
+
+
+def test_validation_page_lists_every_miss_with_its_explanation(quick_results, tmp_path):
+    page = tmp_path / "validation.md"
+    write_markdown(list(quick_results.values()), page, "gupsim reproduce all --quick")
+    text = page.read_text()
+    for c in quick_results.values():
+        assert c.title in text
+        for key, column, _, _ in c.misses():
+            assert f"**{c.key}={key}, {column}**" in text
+    assert "No explanation recorded yet" not in text
+
+
+def test_unknown_experiment_lists_the_valid_ones(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["reproduce", "bgl-tabel2"])
+    assert exc.value.code == 2
+    assert "valid choices: all, bgl-table2" in capsys.readouterr().err
