@@ -95,6 +95,7 @@ class CpuConfig(BaseModel):
     generate_cycles: int = Field(ge=0, description="t_g + t_o^s: form the next update")
     update_cycles: int = Field(ge=0, description="t_u: XOR into a table word that misses every cache")
     packet_overhead_cycles: float = Field(ge=0, description="t_o^p of eq. (1): per remote update, beyond send and receive")
+    route_hop_cycles: float = Field(ge=0, description="software routing: per update per software hop, packets excluded")
     raw_device_cycle_table: str = Field(description="CSV of send/recv cycles by payload, relative to this file")
 
 

@@ -94,12 +94,13 @@ class Credits:
     never stuck behind one that is waiting to get on.
     """
 
-    __slots__ = ("env", "capacity", "free", "_cont", "_enter")
+    __slots__ = ("env", "capacity", "free", "_cont", "_enter", "_watchers")
 
     def __init__(self, env: simpy.Environment, capacity: int):
         self.env, self.capacity, self.free = env, capacity, capacity
         self._cont: deque = deque()
         self._enter: deque = deque()
+        self._watchers: list[tuple[int, simpy.Event]] = []
 
     def take(self, chunks: int, bubble: int = 0) -> bool:
         """Take the room now if that is allowed without overtaking a waiter."""
@@ -118,9 +119,25 @@ class Credits:
         self._serve()
         return event
 
+    def when_free(self, chunks: int) -> simpy.Event:
+        """An event that fires once at least ``chunks`` are free (nothing is taken)."""
+        event = self.env.event()
+        if self.free >= chunks and not self.waiting:
+            event.succeed()
+        else:
+            self._watchers.append((min(chunks, self.capacity), event))
+        return event
+
     def give(self, chunks: int) -> None:
         self.free += chunks
         self._serve()
+        if self._watchers:
+            ready = [w for w in self._watchers if self.free >= w[0]]
+            if ready:
+                self._watchers = [w for w in self._watchers if self.free < w[0]]
+                for _, event in ready:
+                    if not event.triggered:
+                        event.succeed()
 
     def _serve(self) -> None:
         for queue in (self._cont, self._enter):

@@ -89,4 +89,4 @@ def available_algorithms() -> list[str]:
 
 def _load_builtin() -> None:
     # Imported lazily so that the registry module has no import cycle with them.
-    from gupsim.algorithms import baseline, one_packet  # noqa: F401
+    from gupsim.algorithms import baseline, one_packet, routed  # noqa: F401

@@ -1,0 +1,282 @@
+"""``routed``: software routing and aggregation (seed 000 §4.2-4.3, Figures 1 and 2).
+
+Instead of one bucket per destination (which shrinks to one update per
+message on a large machine, seed 000 Table 3), every process keeps one
+bucket per *software router*: the processes that share all but one of its
+coordinates.  An update from ``<x_i, y_i, z_i>`` to ``<x_j, y_j, z_j>``
+travels x first, then y, then z, through the routers ``<x_j, y_i, z_i>``
+and ``<x_j, y_j, z_i>``, and is re-bucketed at each.  With ``X + Y + Z``
+buckets of ``1024 / (X + Y + Z)`` updates each (three of them receive
+buckets, one per dimension), the 1024-pending rule holds by construction and
+a 64x32x32 machine still packs 8 updates into a packet.
+
+In virtual-node mode (seed 000 §6.2) each node runs two processes; the
+process's core is a fourth software dimension, routed after x, y and z ("an
+additional software routing hop"), with one more receive bucket.
+
+The process loop is Figure 1:
+
+1. *send*: for each dimension, if one of its buckets is full and the
+   injection FIFO has room, write the bucket's packets (raw device, Table 1
+   send cycles); a full bucket that finds no room counts as a *blocked*
+   send (the send-blocking factor, SBF = blocked / attempted sends);
+2. *receive*: for each dimension, while a packet from that dimension is
+   waiting and its receive bucket is empty, receive it (Table 1 receive
+   cycles) and route its updates (Figure 2); stop at the first update whose
+   next bucket is full -- the rest stays in the receive bucket, and the
+   dimension's next packet stays in the network;
+3. *form*: if no bucket is full, generate one update and route it.
+
+At most one bucket per dimension is ever full (an update is only inserted
+when no bucket of its dimension is full), so the send logic needs no search.
+
+Termination: once a process has formed all its updates it keeps routing,
+and whenever it finds nothing to send or receive it flushes its largest
+non-empty bucket, so the last partial buckets drain.  The run ends when every
+update has been applied (a perfect termination detector, as for the
+baseline's ``counter`` mode).
+
+Costs: ``cpu.route_hop_cycles`` per update per software hop (lookup, insert,
+copy out of the receive buffer; seed 000 §6.2 estimates about 128 cycles per
+hop in all, packet costs included), plus the raw-device send and receive
+cycles of each packet and ``t_u`` per local update.
+"""
+
+from __future__ import annotations
+
+import math
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from gupsim.algorithms import Algorithm, register_algorithm
+
+UPDATE_BYTES = 8
+
+
+class _Rank:
+    """Per-process state of the routed algorithm."""
+
+    __slots__ = ("buckets", "full", "recvbuf", "waiting", "sending", "coords")
+
+    def __init__(self, ndims: int, coords: tuple[int, ...]):
+        self.buckets: dict[int, list] = {}  # router rank -> [(value, owner), ...]
+        self.full: list[int | None] = [None] * ndims  # the one full bucket of each dimension
+        self.recvbuf: list[list] = [[] for _ in range(ndims)]
+        self.waiting: list[list] = [[] for _ in range(ndims)]  # arrived packets not yet received
+        self.sending: list[list | None] = [None] * ndims  # packets of a full bucket still to write
+        self.coords = coords
+
+
+@register_algorithm("routed")
+class Routed(Algorithm):
+    class Options(BaseModel):
+        model_config = ConfigDict(frozen=True, extra="forbid")
+        software_header_bytes: int = Field(default=16, ge=0, description="per-packet software header (assumed)")
+        bucket_capacity: int | None = Field(default=None, ge=1, description="default 1024 / (X + Y + Z [+ cores])")
+
+    def __init__(self, sim, options):
+        super().__init__(sim, options)
+        topo = sim.topology
+        self.lengths = list(topo.shape) + ([sim.ppn] if sim.ppn > 1 else [])
+        self.ndims = len(self.lengths)
+        self.capacity = options.bucket_capacity or 1024 // sum(self.lengths)
+        if self.capacity < 1:
+            raise ValueError("machine too large for software routing with 1024 pending updates")
+        per_packet = (sim.net.cfg.max_payload_bytes - options.software_header_bytes) // UPDATE_BYTES
+        if per_packet < 1:
+            from gupsim.errors import GupsimError
+
+            raise GupsimError("routed: software_header_bytes leaves no room for an update in a packet")
+        self.per_packet = per_packet
+        # software coordinates of every rank: (x, y, z[, core])
+        self.strides = [1]
+        for length in self.lengths[:-1]:
+            self.strides.append(self.strides[-1] * length)
+        self.sends = 0
+        self.sends_blocked = 0
+        self.packets = 0
+        self.packet_updates = 0
+        self.hops = 0
+        self.packet_log: list[tuple[float, int]] = []  # (time, updates) of every packet written
+
+    # ------------------------------------------------------------------ geometry
+
+    def _rank_coords(self, rank: int) -> tuple[int, ...]:
+        sim = self.sim
+        node, core = divmod(rank, sim.ppn)
+        coords = sim.topology.coords(node)
+        return tuple(coords) + ((core,) if sim.ppn > 1 else ())
+
+    def _rank_of(self, coords: tuple[int, ...] | list[int]) -> int:
+        sim = self.sim
+        x, y, z = coords[0], coords[1], coords[2]
+        node = sim.topology.node_id((x, y, z))
+        return node * sim.ppn + (coords[3] if sim.ppn > 1 else 0)
+
+    def _next_hop(self, st: _Rank, dest: int) -> tuple[int, int]:
+        """(dimension, router rank) of the next software hop towards ``dest``."""
+        mine = st.coords
+        theirs = self._rank_coords(dest)
+        for d in range(self.ndims):
+            if mine[d] != theirs[d]:
+                hop = list(mine)
+                hop[d] = theirs[d]
+                return d, self._rank_of(hop)
+        raise AssertionError("next hop asked for a local update")
+
+    # ------------------------------------------------------------------ Figure 2
+
+    def _route(self, rank: int, st: _Rank, cpu, updates: list, start: int) -> int:
+        """routeUpdates: apply or re-bucket updates from ``start``; return where it stopped."""
+        sim, cost = self.sim, self.sim.cost
+        hop_cycles = sim.machine.cpu.route_hop_cycles
+        i = start
+        while i < len(updates):
+            value, owner = updates[i]
+            if owner == rank:
+                cpu.spend(cost.update)
+                sim.apply(rank, [value], delay_s=cpu.debt_s)
+            else:
+                d, router = self._next_hop(st, owner)
+                if st.full[d] is not None:
+                    return i
+                bucket = st.buckets.setdefault(router, [])
+                bucket.append((value, owner))
+                cpu.spend(hop_cycles)
+                self.hops += 1
+                if len(bucket) >= self.capacity:
+                    st.full[d] = router
+            i += 1
+        return i
+
+    # ------------------------------------------------------------------ sending
+
+    def _packets_of(self, bucket: list) -> list[list]:
+        n = self.per_packet
+        return [bucket[i:i + n] for i in range(0, len(bucket), n)]
+
+    def _write_packets(self, rank: int, st: _Rank, cpu, d: int) -> bool:
+        """Write as many packets of dimension ``d``'s full bucket as the FIFO takes; True when done."""
+        sim, net, cost = self.sim, self.sim.net, self.sim.cost
+        router = st.full[d]
+        if st.sending[d] is None:
+            st.sending[d] = self._packets_of(st.buckets.pop(router))
+        pending = st.sending[d]
+        hdr = self.options.software_header_bytes
+        while pending:
+            updates = pending[0]
+            pkt = net.make_packet(rank, router, hdr + UPDATE_BYTES * len(updates), updates=updates, message=d)
+            if not net.try_inject(pkt):
+                return False
+            pending.pop(0)
+            cpu.spend(cost.raw_send(pkt.payload))
+            self.packets += 1
+            self.packet_updates += len(updates)
+            self.packet_log.append((sim.env.now + cpu.debt_s, len(updates)))
+        st.sending[d] = None
+        st.full[d] = None
+        return True
+
+    def _send_logic(self, rank: int, st: _Rank, cpu) -> bool:
+        progressed = False
+        for d in range(self.ndims):
+            if st.full[d] is None:
+                continue
+            self.sends += 1
+            if self._write_packets(rank, st, cpu, d):
+                progressed = True
+            else:
+                self.sends_blocked += 1
+        return progressed
+
+    def _flush_partial(self, rank: int, st: _Rank, cpu) -> bool:
+        """FinishLogic: when idle after forming every update, send the largest partial bucket."""
+        candidates = [(len(b), r) for r, b in st.buckets.items() if b and r not in st.full]
+        if not candidates:
+            return False
+        _, router = max(candidates)
+        d = self._next_dim(st, router)
+        if st.full[d] is not None:
+            return False
+        st.full[d] = router
+        self._write_packets(rank, st, cpu, d)
+        return True
+
+    def _next_dim(self, st: _Rank, router: int) -> int:
+        theirs = self._rank_coords(router)
+        return next(d for d in range(self.ndims) if theirs[d] != st.coords[d])
+
+    @staticmethod
+    def _pending(st: _Rank) -> int:
+        """Updates held by the process: buckets, packets not yet written, receive buckets."""
+        held = sum(len(b) for b in st.buckets.values()) + sum(len(r) for r in st.recvbuf)
+        return held + sum(len(u) for pkts in st.sending if pkts for u in pkts)
+
+    # ------------------------------------------------------------------ receiving
+
+    def _receive_logic(self, rank: int, st: _Rank, cpu) -> bool:
+        sim, net, cost = self.sim, self.sim.net, self.sim.cost
+        inbox = net.inbox[rank].items
+        while inbox:  # sort arrivals by the dimension they came from
+            pkt = inbox.popleft()
+            st.waiting[pkt.message].append(pkt)
+        progressed = False
+        for d in range(self.ndims):
+            while True:
+                buf = st.recvbuf[d]
+                if not buf:
+                    if not st.waiting[d]:
+                        break
+                    pkt = st.waiting[d].pop(0)
+                    cpu.spend(cost.raw_recv(pkt.payload))
+                    net.release_later(cpu.debt_s, net.reception[rank], pkt.chunks)
+                    buf = st.recvbuf[d] = list(pkt.updates)
+                    sim.check_pending(rank, self._pending(st))
+                    progressed = True
+                done = self._route(rank, st, cpu, buf, 0)
+                if done:
+                    progressed = True
+                st.recvbuf[d] = buf[done:]
+                if st.recvbuf[d]:
+                    break
+        return progressed
+
+    # ------------------------------------------------------------------ the process
+
+    def process(self, rank: int):
+        sim, env, cost = self.sim, self.sim.env, self.sim.cost
+        net = sim.net
+        cpu, stream, inbox = sim.cpus[rank], sim.streams[rank], net.inbox[rank]
+        st = _Rank(self.ndims, self._rank_coords(rank))
+        fifo = net.injection[rank]
+        while True:
+            progressed = self._send_logic(rank, st, cpu)
+            progressed |= self._receive_logic(rank, st, cpu)
+            if stream.remaining:
+                if all(f is None for f in st.full):
+                    value, owner = stream.take()
+                    cpu.spend(cost.generate)
+                    self._route(rank, st, cpu, [(value, owner)], 0)
+                    progressed = True
+            elif not progressed and not any(st.waiting) and not any(st.recvbuf):
+                progressed = self._flush_partial(rank, st, cpu)
+            if cpu.debt:
+                yield cpu.flush()
+            if not progressed:
+                # Nothing to do until a packet arrives or the injection FIFO drains.
+                events = [inbox.wait()]
+                if any(f is not None for f in st.full):
+                    events.append(fifo.when_free(sim.net.cfg.max_chunks_per_packet))
+                yield env.any_of(events)
+
+    def metrics(self, window: tuple[float, float]) -> dict[str, float]:
+        lo, hi = window
+        inside = [u for t, u in self.packet_log if lo <= t <= hi] or [u for _, u in self.packet_log]
+        return {
+            "packets_sent": self.packets,
+            "updates_per_packet": sum(inside) / len(inside) if inside else math.nan,
+            "updates_per_message": sum(inside) / len(inside) if inside else math.nan,
+            "send_blocking_factor": self.sends_blocked / self.sends if self.sends else 0.0,
+            "software_hops_per_update": self.hops / self.sim.total_updates,
+            "bucket_capacity": self.capacity,
+        }

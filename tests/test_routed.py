@@ -1,0 +1,63 @@
+"""The software-routed algorithm: correctness, aggregation and the hop count it implies."""
+
+from __future__ import annotations
+
+import pytest
+
+from gupsim.config import load_machine
+from gupsim.runner import make_run_config, simulate
+
+
+def _run(machine, shape, updates, **kw):
+    return simulate(make_run_config(machine=machine, shape=shape, algorithm="routed", updates_per_process=updates, **kw))
+
+
+@pytest.fixture(scope="module")
+def bgl_vn():
+    return load_machine("bgl", {"cpu.processes_per_node": 2})
+
+
+@pytest.mark.parametrize("shape", ["2x2x2", "3x2x2", "4x1x1"])
+@pytest.mark.parametrize("mode", ["co", "vn"])
+def test_routed_loses_nothing_and_verifies(bgl, bgl_vn, shape, mode):
+    machine = bgl if mode == "co" else bgl_vn
+    sim, rec = _run(machine, shape, 1200, verify=True)
+    assert rec["updates_generated"] == rec["updates_applied"] == sim.num_ranks * 1200
+    assert sim.verify().errors == 0
+
+
+def test_bucket_capacity_is_1024_over_the_routers(bgl, bgl_vn):
+    assert _run(bgl, "4x4x2", 200)[0].algorithm.capacity == 1024 // 10
+    assert _run(bgl_vn, "4x4x2", 200)[0].algorithm.capacity == 1024 // 12  # the core is a fourth dimension
+
+
+@pytest.mark.parametrize("shape", ["4x4x2", "4x2x2"])
+def test_software_hops_match_the_dimension_order_expectation(bgl, shape):
+    # Seed 000 §6.2: on 4x4x2 an update needs 3/4 + 3/4 + 1/2 = 2 software hops on average.
+    sim, rec = _run(bgl, shape, 3000)
+    expected = sum((length - 1) / length for length in sim.topology.shape)
+    assert rec["alg_software_hops_per_update"] == pytest.approx(expected, rel=0.03)
+
+
+def test_routing_packs_more_updates_per_packet_than_the_baseline(bgl):
+    # Even at 64 nodes, where the baseline still aggregates 32 updates per message on average.
+    sim, routed = _run(bgl, "4x4x4", 2048)
+    base = simulate(make_run_config(machine=bgl, shape="4x4x4", algorithm="baseline", updates_per_process=2048))[1]
+    assert routed["updates_per_packet"] > base["updates_per_packet"]
+    assert routed["updates_per_packet"] > 0.75 * min(sim.algorithm.capacity, sim.algorithm.per_packet)
+
+
+def test_routed_is_deterministic(bgl):
+    a, b = (_run(bgl, "3x2x2", 800, seed=2)[1] for _ in range(2))
+    volatile = {"wall_s", "peak_rss_mb", "events_per_s"}
+    assert {k: v for k, v in a.items() if k not in volatile} == {k: v for k, v in b.items() if k not in volatile}
+
+
+def test_pending_updates_stay_within_1024(bgl, monkeypatch):
+    from gupsim.simulation import Simulation
+
+    seen = []
+    original = Simulation.check_pending
+    monkeypatch.setattr(Simulation, "check_pending", lambda self, r, p: (seen.append(p), original(self, r, p)))
+    _run(bgl, "4x4x2", 1500)
+    assert seen and max(seen) <= 1024
