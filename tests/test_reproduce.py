@@ -36,6 +36,15 @@ def test_table3_bucket_size_within_5_percent_every_row(quick_results):
     assert c.frame["sim_gups"].notna().sum() >= 2  # the quick run still simulates the baseline
 
 
+def test_table4_simulated_rows_meet_their_targets(quick_results):
+    c = quick_results["bgl-table4"]
+    simulated = c.frame["sim_gups"].notna()
+    assert simulated.sum() >= 2
+    for column, target in c.targets.items():
+        errors = c.errors(column)[simulated].dropna()
+        assert (errors.abs() <= target).all(), (column, errors.tolist())
+
+
 def test_validation_page_lists_every_miss_with_its_explanation(quick_results, tmp_path):
     page = tmp_path / "validation.md"
     write_markdown(list(quick_results.values()), page, "gupsim reproduce all --quick")

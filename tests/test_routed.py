@@ -61,3 +61,16 @@ def test_pending_updates_stay_within_1024(bgl, monkeypatch):
     monkeypatch.setattr(Simulation, "check_pending", lambda self, r, p: (seen.append(p), original(self, r, p)))
     _run(bgl, "4x4x2", 1500)
     assert seen and max(seen) <= 1024
+
+
+def test_route_hop_cost_in_the_machine_is_the_fit_on_the_named_row(bgl):
+    # cpu.route_hop_cycles was fitted so that 4x4x2 (Table 4, N = 32) costs 360 cycles per update.
+    rec = _run(bgl, "4x4x2", 4096)[1]
+    assert rec["cycles_per_update"] == pytest.approx(360, rel=0.01)
+
+
+def test_virtual_node_mode_gains_about_70_percent_on_a_cpu_bound_machine(bgl, bgl_vn):
+    # Seed 000 §6.2: about +70% for N <= 8192, where the benchmark is CPU bound.
+    co = _run(bgl, "4x4x2", 2048)[1]["gups"]
+    vn = _run(bgl_vn, "4x4x2", 2048)[1]["gups"]
+    assert 1.4 < vn / co < 2.0
