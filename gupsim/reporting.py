@@ -62,6 +62,30 @@ def format_bounds(b: dict[str, Any]) -> str:
     ])
 
 
+def machine_parameter_table(yaml_path) -> str:
+    """Markdown table of a machine file's fields, values and source comments.
+
+    Read from the YAML text itself, so the documentation cannot drift from
+    the file: every ``key: value  # source`` line under a section becomes a row.
+    """
+    from pathlib import Path
+
+    rows = ["| key | value | source |", "|---|---|---|"]
+    section = ""
+    for line in Path(yaml_path).read_text().splitlines():
+        body, _, comment = line.partition("#")
+        if not body.strip() or ":" not in body:
+            continue
+        key, _, value = body.partition(":")
+        if not line.startswith(" "):
+            section = key.strip() if not value.strip() else ""
+            if not value.strip():
+                continue
+        name = f"{section}.{key.strip()}" if line.startswith(" ") and section else key.strip()
+        rows.append(f"| `{name}` | `{value.strip()}` | {comment.strip()} |")
+    return "\n".join(rows)
+
+
 def to_json(obj: Any) -> str:
     def default(o: Any) -> Any:
         if hasattr(o, "item"):
