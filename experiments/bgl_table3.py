@@ -9,6 +9,14 @@
   can run here (N <= 512; N <= 64 with --quick).  Larger rows need the fast
   engine and are left empty, not extrapolated.
 
+Calibration (:func:`fit_mpi_costs`): ``mpi.test_cycles`` and
+``mpi.heap_cycles_per_level`` are fitted on the two 32-node figures of §6.1
+-- 1,018 cycles per update as is, 435 (0.0515 GUPS) when the receive is
+tested only every 60th iteration -- and on nothing else.  The other causes
+§6.1 names are modelled, not fitted: MPI call latency from the §5.2 line
+divided by the simulated bucket size, O(log N) heap levels.  L1 misses past
+32 KB are not yet modelled.
+
 Run: ``gupsim reproduce bgl-table3``.
 """
 
@@ -25,10 +33,38 @@ from gupsim.validation import Comparison, compare, reference_table
 
 FULL_MAX_NODES, QUICK_MAX_NODES = 512, 64
 UPDATES = 4096
+FIT_SHAPE, FIT_CYCLES, FIT_CYCLES_TEST_EVERY_60 = "4x4x2", 1018.0, 435.0  # seed 000 §6.1 text, N = 32
 COST_NOTE = (
-    "The baseline's MPI costs (MPI_Test, bucket insert, heap level) are provisional values, not yet "
-    "calibrated; modelling each cause of the 1,018 -> 9,002 cycle growth is the BG/L reproduction issue's work."
+    "Seed 000 §6.1 attributes part of the growth to L1 misses once the working set (16 B per pending update, "
+    "20 B per destination, MPI state) passes 32 KB, from N >= 512; that cause is not modelled yet, so the "
+    "simulation under-counts cycles from N = 512 on."
 )
+
+
+def _cycles(machine, every: int) -> float:
+    rec = simulate(make_run_config(machine=machine, shape=FIT_SHAPE, algorithm="baseline", updates_per_process=UPDATES,
+                                   algorithm_options={"receive_test_every": every}))[1]
+    return rec["cycles_per_update"]
+
+
+def fit_mpi_costs() -> tuple[float, float]:
+    """(test_cycles, heap_cycles_per_level) matching §6.1's two 32-node figures.
+
+    Cycles per update are linear in both costs while the run is CPU bound, so
+    three runs per variant fix the plane and one 2x2 solve gives the fit.
+    """
+    import numpy as np
+
+    points = [(300.0, 20.0), (600.0, 20.0), (300.0, 40.0)]
+    rows, rhs = [], []
+    for every, target in ((1, FIT_CYCLES), (60, FIT_CYCLES_TEST_EVERY_60)):
+        c = [_cycles(load_machine("bgl", {"mpi.test_cycles": t, "mpi.heap_cycles_per_level": h}), every)
+             for t, h in points]
+        d_t, d_h = (c[1] - c[0]) / 300.0, (c[2] - c[0]) / 20.0
+        rows.append([d_t, d_h])
+        rhs.append(target - c[0] + d_t * 300.0 + d_h * 20.0)
+    t, h = np.linalg.solve(np.array(rows), np.array(rhs))
+    return float(t), float(h)
 
 
 def reproduce(quick: bool = False) -> Comparison:
@@ -50,6 +86,8 @@ def reproduce(quick: bool = False) -> Comparison:
     frame = compare(ref, pd.DataFrame(rows), "nodes",
                     ["gups", "cycles_per_update", "mean_bucket_size", "send_blocking_factor"])
     notes = {("*", "gups"): COST_NOTE, ("*", "cycles_per_update"): COST_NOTE}
+    fit_note = "Row used for the fit (with §6.1's 1-in-60 figure)."
+    notes |= {(32, "gups"): fit_note, (32, "cycles_per_update"): fit_note}
     return Comparison(
         name="bgl-table3",
         title="Seed 000 Table 3: MPI baseline (GUPS, cycles per update, bucket size, SBF)",
@@ -58,6 +96,8 @@ def reproduce(quick: bool = False) -> Comparison:
         targets={"gups": 0.15, "cycles_per_update": 0.15, "mean_bucket_size": 0.05},
         notes=notes,
         method=(
+            f"MPI_Test = {machine.mpi.test_cycles} and heap level = {machine.mpi.heap_cycles_per_level} cycles, "
+            f"fitted on N = 32 only (§6.1: 1,018 cycles; 435 testing 1 in 60); rows N > 32 are predictions. "
             f"Bucket size: the bucketing model for every N (one rank's stream, "
             f"{2**15 if quick else 2**17} updates after warm-up). GUPS, cycles per update and SBF: full "
             f"simulations, {UPDATES} updates per process, for N <= {limit}; larger rows need the fast engine "

@@ -113,6 +113,11 @@ def reproduce(names, out_dir, quick, docs_path) -> None:
         command = "gupsim reproduce " + " ".join(names) + (" --quick" if quick else "")
         write_markdown(comparisons, Path(docs_path), command)
         click.echo(f"wrote {docs_path}")
+    if not quick:
+        from gupsim.config import MACHINES_DIR
+        from gupsim.reporting import refresh_parameter_tables
+
+        refresh_parameter_tables(REPO_ROOT / "docs" / "model.md", MACHINES_DIR)
 
 
 @cli.command(name="list")

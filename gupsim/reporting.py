@@ -86,6 +86,20 @@ def machine_parameter_table(yaml_path) -> str:
     return "\n".join(rows)
 
 
+def refresh_parameter_tables(doc_path, machines_dir) -> None:
+    """Rewrite every ``<!-- machine-parameters:NAME -->`` block of a Markdown file from its YAML."""
+    import re
+    from pathlib import Path
+
+    path = Path(doc_path)
+    pattern = re.compile(r"(<!-- machine-parameters:(\w+) .*?-->\n)(.*?)(\n<!-- /machine-parameters -->)", re.S)
+    text = pattern.sub(
+        lambda m: m.group(1) + machine_parameter_table(Path(machines_dir) / f"{m.group(2)}.yaml") + m.group(4),
+        path.read_text(),
+    )
+    path.write_text(text)
+
+
 def to_json(obj: Any) -> str:
     def default(o: Any) -> Any:
         if hasattr(o, "item"):

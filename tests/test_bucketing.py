@@ -57,3 +57,13 @@ def test_buckets_conserve_updates_and_always_pop_a_maximum(dests):
             assert len(bucket) == max(sizes.values()) == sizes.pop(dest)
             out += len(bucket)
     assert out + b.pending == len(dests)
+
+
+def test_mpi_costs_in_the_machine_reproduce_their_two_calibration_points(bgl):
+    # mpi.test_cycles and mpi.heap_cycles_per_level were fitted on seed 000 §6.1's 32-node figures.
+    def cycles(every):
+        return simulate(make_run_config(machine=bgl, shape="4x4x2", algorithm="baseline", updates_per_process=4096,
+                                        algorithm_options={"receive_test_every": every}))[1]["cycles_per_update"]
+
+    assert cycles(1) == pytest.approx(1018, rel=0.01)
+    assert cycles(60) == pytest.approx(435, rel=0.01)

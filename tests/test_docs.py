@@ -12,6 +12,8 @@ def test_model_doc_parameter_table_matches_the_machine_file():
     text = (REPO_ROOT / "docs" / "model.md").read_text()
     block = re.search(r"<!-- machine-parameters:bgl .*?-->\n(.*?)\n<!-- /machine-parameters -->", text, re.S)
     assert block, "docs/model.md lost its generated parameter table"
+    # regenerate with: python -c "from gupsim.reporting import *; from gupsim.config import *;
+    #   refresh_parameter_tables(REPO_ROOT / 'docs/model.md', MACHINES_DIR)"  (gupsim reproduce does it too)
     assert block.group(1).strip() == machine_parameter_table(MACHINES_DIR / "bgl.yaml").strip()
 
 

@@ -55,6 +55,9 @@ class Baseline(Algorithm):
         model_config = ConfigDict(frozen=True, extra="forbid")
         termination: Literal["counter", "messages"] = "counter"
         max_pending: int = Field(default=1024, ge=1, le=1024)
+        receive_test_every: int = Field(
+            default=1, ge=1,
+            description="test the posted receive every k-th loop iteration (HPCC: 1; seed 000 §6.1 tried 60)")
 
     def __init__(self, sim, options):
         super().__init__(sim, options)
@@ -119,10 +122,13 @@ class Baseline(Algorithm):
         limit = self.options.max_pending
         buckets = Buckets()
         state = {"outreq": None, "finished": 0}
+        every, iteration = self.options.receive_test_every, 0
 
         while stream.remaining:
-            cpu.spend(cost.mpi_test)
-            state["finished"] += self._receive(rank, cpu)
+            iteration += 1
+            if iteration % every == 0:
+                cpu.spend(cost.mpi_test)
+                state["finished"] += self._receive(rank, cpu)
             if buckets.pending < limit:
                 value, dest = stream.take()
                 cpu.spend(cost.generate)
