@@ -31,7 +31,7 @@ NOTES = {
 }
 
 
-def reproduce(quick: bool = False) -> Comparison:
+def reproduce(quick: bool = False, inputs: dict | None = None) -> Comparison:
     t0 = time.perf_counter()
     ref = reference_table("bgl_table2_bottlenecks.csv")
     machine = load_machine("bgl")

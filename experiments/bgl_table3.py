@@ -67,7 +67,7 @@ def fit_mpi_costs() -> tuple[float, float]:
     return float(t), float(h)
 
 
-def reproduce(quick: bool = False) -> Comparison:
+def reproduce(quick: bool = False, inputs: dict | None = None) -> Comparison:
     t0 = time.perf_counter()
     ref = reference_table("bgl_table3_baseline.csv")
     shapes = dict(zip(*reference_table("bgl_table2_bottlenecks.csv")[["nodes", "shape"]].T.values))

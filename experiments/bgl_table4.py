@@ -66,7 +66,7 @@ def fit_route_hop_cycles(target_cycles: float, shape: str = "4x4x2", tol: float 
     return x1
 
 
-def reproduce(quick: bool = False) -> Comparison:
+def reproduce(quick: bool = False, inputs: dict | None = None) -> Comparison:
     t0 = time.perf_counter()
     ref = reference_table("bgl_table4_routed.csv")
     shapes = dict(zip(*reference_table("bgl_table2_bottlenecks.csv")[["nodes", "shape"]].T.values))

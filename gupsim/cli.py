@@ -95,16 +95,15 @@ def reproduce(names, out_dir, quick, docs_path) -> None:
     from pathlib import Path
 
     from gupsim.config import REPO_ROOT
-    from gupsim.validation import available_experiments, load_experiment, write_markdown
+    from gupsim.validation import available_experiments, run_experiments, write_markdown
 
     wanted = available_experiments() if "all" in names else list(dict.fromkeys(names))
-    runners = [(name, load_experiment(name)) for name in wanted]  # unknown names fail before any work
-    comparisons = []
-    for name, reproduce_fn in runners:
-        comparison = reproduce_fn(quick=quick)
+    comparisons = run_experiments(wanted, quick)
+    for comparison in comparisons:
         path = comparison.write_csv(Path(out_dir))
-        comparisons.append(comparison)
-        click.echo(f"{name}: wrote {path} ({comparison.wall_s:.1f} s)")
+        for extra in comparison.figures(Path(out_dir)):
+            click.echo(f"{comparison.name}: wrote {extra}")
+        click.echo(f"{comparison.name}: wrote {path} ({comparison.wall_s:.1f} s)")
         for line in comparison.summary_lines():
             click.echo(f"  {line}")
     if docs_path is None and not quick:

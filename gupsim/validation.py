@@ -19,7 +19,7 @@ import importlib.util
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -51,6 +51,7 @@ class Comparison:
     method: str = ""
     wall_s: float = float("nan")
     shown: list[str] = field(default_factory=list)  # extra columns for the docs, without a target
+    plot: Any = None  # optional callable(out_dir) -> [paths] for experiments that are figures
 
     def errors(self, column: str) -> pd.Series:
         return self.frame[f"rel_err_{column}"]
@@ -81,6 +82,10 @@ class Comparison:
             )
         return lines
 
+    def figures(self, out_dir: Path) -> list[Path]:
+        """Write the experiment's figures (if it has a plotter) and return their paths."""
+        return self.plot(out_dir) if self.plot is not None else []
+
     def write_csv(self, out_dir: Path) -> Path:
         out_dir.mkdir(parents=True, exist_ok=True)
         path = out_dir / f"{self.name}.csv"
@@ -110,8 +115,8 @@ def available_experiments() -> list[str]:
     return sorted(p.stem.replace("_", "-") for p in EXPERIMENTS_DIR.glob("bgl_*.py"))
 
 
-def load_experiment(name: str) -> Callable[..., Comparison]:
-    """The ``reproduce(quick=...)`` function of ``experiments/<name>.py``."""
+def load_experiment(name: str):
+    """The module ``experiments/<name>.py``: ``reproduce(quick, inputs)`` and optional ``NEEDS``."""
     path = EXPERIMENTS_DIR / f"{name.replace('-', '_')}.py"
     if not path.exists():
         raise UnknownNameError("experiment", name, available_experiments() + ["all"])
@@ -119,7 +124,27 @@ def load_experiment(name: str) -> Callable[..., Comparison]:
     module = importlib.util.module_from_spec(spec)
     assert spec.loader is not None
     spec.loader.exec_module(module)
-    return module.reproduce
+    return module
+
+
+def run_experiments(names: list[str], quick: bool) -> list[Comparison]:
+    """Run experiments in dependency order (``NEEDS``); each runs once, dependencies first."""
+    done: dict[str, Comparison] = {}
+    modules = {}
+
+    def visit(name: str) -> None:
+        if name in done:
+            return
+        module = modules.setdefault(name, load_experiment(name))
+        for need in getattr(module, "NEEDS", ()):
+            visit(need)
+        done[name] = module.reproduce(quick=quick, inputs=done)
+
+    for name in names:
+        modules[name] = load_experiment(name)  # unknown names fail before any work
+    for name in names:
+        visit(name)
+    return [done[n] for n in done]
 
 
 # ------------------------------------------------------------------ docs

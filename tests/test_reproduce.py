@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 
 from gupsim.cli import main
-from gupsim.validation import available_experiments, load_experiment, write_markdown
+from gupsim.validation import available_experiments, run_experiments, write_markdown
 
 
 @pytest.fixture(scope="module")
 def quick_results():
-    return {name: load_experiment(name)(quick=True) for name in available_experiments()}
+    return {c.name: c for c in run_experiments(available_experiments(), quick=True)}
 
 
 def test_every_experiment_writes_reference_sim_and_error_columns(quick_results, tmp_path):
@@ -61,3 +61,9 @@ def test_unknown_experiment_lists_the_valid_ones(capsys):
         main(["reproduce", "bgl-tabel2"])
     assert exc.value.code == 2
     assert "valid choices: all, bgl-table2" in capsys.readouterr().err
+
+
+def test_figure3_writes_png_and_svg(quick_results, tmp_path):
+    paths = quick_results["bgl-figure3"].figures(tmp_path)
+    assert sorted(p.suffix for p in paths) == [".png", ".svg"]
+    assert all(p.stat().st_size > 5000 for p in paths)

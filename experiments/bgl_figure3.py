@@ -1,0 +1,88 @@
+"""Seed 000 Figure 3: log-log GUPS against nodes -- CPU and network bounds, baseline and optimized.
+
+The figure's data are Tables 2-4; this experiment draws them with the
+simulated values beside the published points:
+
+* published points: baseline (Table 3) and optimized (Table 4) GUPS, and
+  Table 4's CPU and network bounds;
+* simulated lines: the baseline and ``routed`` GUPS from the Table 3 and
+  Table 4 experiments (only the rows they simulated), and their bounds.
+
+Writes ``bgl-figure3.png`` and ``.svg`` beside the CSV.  The CSV holds the
+GUPS comparisons for both algorithms (targets as in Tables 3 and 4).
+Run: ``gupsim reproduce bgl-figure3``.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from gupsim.validation import Comparison
+
+NEEDS = ("bgl-table3", "bgl-table4")
+
+
+def _plot(frame: pd.DataFrame, out_dir: Path) -> list[Path]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 5))
+    n = frame["nodes"]
+    series = [
+        ("cpu_bound_gups", "CPU bound (Table 4)", "tab:green", "^"),
+        ("network_bound_gups", "network bound (Table 4)", "tab:red", "v"),
+        ("baseline_gups", "baseline (Table 3)", "tab:blue", "o"),
+        ("optimized_gups", "optimized (Table 4)", "tab:orange", "s"),
+    ]
+    for column, label, colour, marker in series:
+        ax.plot(n, frame[column], marker, color=colour, label=f"{label}, published", markersize=6, linestyle="none")
+        sim = frame[f"sim_{column}"]
+        ok = sim.notna()
+        if ok.any():
+            ax.plot(n[ok], sim[ok], "-", color=colour, label=f"{label.split(' (')[0]}, simulated")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("nodes")
+    ax.set_ylabel("GUPS (giga-updates per second)")
+    ax.set_title("Blue Gene/L RandomAccess: bounds and performance (seed 000 Fig. 3)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7, ncol=2, loc="lower right")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = [out_dir / "bgl-figure3.png", out_dir / "bgl-figure3.svg"]
+    for path in paths:
+        fig.savefig(path, dpi=130, bbox_inches="tight")
+    plt.close(fig)
+    return paths
+
+
+def reproduce(quick: bool = False, inputs: dict | None = None) -> Comparison:
+    t0 = time.perf_counter()
+    t3 = inputs["bgl-table3"].frame.set_index("nodes")
+    t4 = inputs["bgl-table4"].frame.set_index("nodes")
+    nodes = sorted(set(t3.index) | set(t4.index))
+    frame = pd.DataFrame({"nodes": nodes})
+    frame["baseline_gups"] = frame["nodes"].map(t3["gups"])
+    frame["sim_baseline_gups"] = frame["nodes"].map(t3["sim_gups"])
+    frame["optimized_gups"] = frame["nodes"].map(t4["gups"])
+    frame["sim_optimized_gups"] = frame["nodes"].map(t4["sim_gups"])
+    for bound in ("cpu_bound_gups", "network_bound_gups"):
+        frame[bound] = frame["nodes"].map(t4[bound])
+        frame[f"sim_{bound}"] = frame["nodes"].map(t4[f"sim_{bound}"])
+    for column in ("baseline_gups", "optimized_gups", "cpu_bound_gups", "network_bound_gups"):
+        frame[f"rel_err_{column}"] = frame[f"sim_{column}"] / frame[column] - 1
+    return Comparison(
+        name="bgl-figure3",
+        title="Seed 000 Figure 3: bounds and GUPS against machine size",
+        key="nodes",
+        frame=frame,
+        targets={"baseline_gups": 0.15, "optimized_gups": 0.15},
+        notes={("*", "baseline_gups"): inputs["bgl-table3"].notes.get(("*", "gups"), "")},
+        method="The data of Tables 3 and 4 (see those sections); the figure is `bgl-figure3.png`/`.svg`.",
+        wall_s=time.perf_counter() - t0,
+        plot=lambda out_dir: _plot(frame, out_dir),
+    )
