@@ -60,7 +60,7 @@ def test_unknown_experiment_lists_the_valid_ones(capsys):
     with pytest.raises(SystemExit) as exc:
         main(["reproduce", "bgl-tabel2"])
     assert exc.value.code == 2
-    assert "valid choices: all, bgl-table2" in capsys.readouterr().err
+    assert "valid choices: all, bgl-figure3, bgl-table2, bgl-table3, bgl-table4" in capsys.readouterr().err
 
 
 def test_figure3_writes_png_and_svg(quick_results, tmp_path):
