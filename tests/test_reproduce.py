@@ -67,3 +67,12 @@ def test_figure3_writes_png_and_svg(quick_results, tmp_path):
     paths = quick_results["bgl-figure3"].figures(tmp_path)
     assert sorted(p.suffix for p in paths) == [".png", ".svg"]
     assert all(p.stat().st_size > 5000 for p in paths)
+
+
+def test_upc_simulated_rows_meet_their_target_and_the_limit_is_eq2(quick_results):
+    c = quick_results["bgl-upc"]
+    simulated = c.frame["sim_gups"].notna()
+    assert simulated.sum() >= 1
+    assert (c.errors("gups")[simulated].abs() <= c.targets["gups"]).all()
+    limit = c.frame.set_index("processors").loc[131072, "sim_network_bound_gups"]
+    assert limit == pytest.approx(2 * 65536 / 75 * (1 / 16) * 175e6 / 1e9)

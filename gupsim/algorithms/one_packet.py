@@ -19,7 +19,9 @@ No update is held back, so the 1024-pending rule is met trivially.  The
 payload and its size on the wire are options: the default is one 8-byte
 update in one 32-byte chunk (44 bytes on the wire with BG/L's 8-byte header
 and 4-byte trailer, seed 000 §5.1); the UPC run's 64-byte packet with 75 bytes on the
-wire (seed 001, backup slide) is ``payload_bytes=64, wire_bytes=75``.
+wire (seed 001, backup slide) is ``payload_bytes=64, wire_bytes=75``, and
+the UPC runtime's own per-update costs are ``local_overhead_cycles`` and
+``remote_overhead_cycles`` (fitted by ``experiments/bgl_upc.py``).
 """
 
 from __future__ import annotations
@@ -35,6 +37,10 @@ class OnePacket(Algorithm):
         model_config = ConfigDict(frozen=True, extra="forbid")
         payload_bytes: int = Field(default=8, ge=8, description="bytes the packet carries")
         wire_bytes: int | None = Field(default=None, ge=1, description="override the bytes on the wire")
+        local_overhead_cycles: float = Field(
+            default=0.0, ge=0, description="runtime cost per local update beyond t_g + t_u (e.g. UPC pointer translation)")
+        remote_overhead_cycles: float = Field(
+            default=0.0, ge=0, description="runtime cost per remote update at the sender, beyond the raw send")
 
     def __init__(self, sim, options):
         super().__init__(sim, options)
@@ -61,11 +67,11 @@ class OnePacket(Algorithm):
             value, dest = stream.take()
             cpu.spend(cost.generate)
             if dest == rank:
-                cpu.spend(cost.update)
+                cpu.spend(cost.update + self.options.local_overhead_cycles)
                 sim.apply(rank, [value], delay_s=cpu.debt_s)
                 yield cpu.flush()
                 continue
-            cpu.spend(cost.raw_send(payload))
+            cpu.spend(cost.raw_send(payload) + self.options.remote_overhead_cycles)
             yield cpu.flush()
             pkt = net.make_packet(rank, dest, payload, updates=value, wire_bytes=wire)
             self.sends += 1
