@@ -45,6 +45,10 @@ if TYPE_CHECKING:
     from gupsim.topology import Topology
 
 
+#: Routes remembered at most (about 100 bytes each).
+ROUTE_CACHE_LIMIT = 1 << 20
+
+
 class Packet:
     """One hardware packet; ``message`` ties it to the software message it is part of."""
 
@@ -203,6 +207,8 @@ class Network:
         key = (src_node, dst_node)
         route = self._routes.get(key)
         if route is None:
+            if len(self._routes) >= ROUTE_CACHE_LIMIT:
+                self._routes.clear()  # all-to-all traffic on a big machine would otherwise keep N^2 routes
             route = self._routes[key] = self.topology.route(src_node, dst_node)
         return route
 
