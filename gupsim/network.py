@@ -45,8 +45,8 @@ if TYPE_CHECKING:
     from gupsim.topology import Topology
 
 
-#: Routes remembered at most (about 100 bytes each).
-ROUTE_CACHE_LIMIT = 1 << 20
+#: Routes remembered at most (about 430 bytes each, measured: ~110 MB at the cap).
+ROUTE_CACHE_LIMIT = 1 << 18
 
 
 class Packet:
