@@ -56,6 +56,8 @@ class NetworkConfig(BaseModel):
         ge=0, description="per-packet overhead the bottleneck table of seed 000 used (b = 32 + this)"
     )
     router_delay_ns: float = Field(ge=0, description="pipeline latency of one router hop")
+    flow_control: Literal["bubble", "none"] = Field(
+        description="torus deadlock avoidance: BG/L's bubble rule, or none (a what-if that can deadlock)")
     link_buffer_chunks: int = Field(ge=1, description="input buffer at the far end of each directed link")
     injection_fifo_chunks: int = Field(ge=1, description="injection FIFO depth of a node")
     reception_fifo_chunks: int = Field(ge=1, description="reception FIFO depth of a node")
@@ -69,7 +71,7 @@ class NetworkConfig(BaseModel):
                     f"{name}={getattr(self, name)} cannot hold one full packet "
                     f"(max_chunks_per_packet={largest})"
                 )
-        if self.topology != "mesh" and self.link_buffer_chunks < 2 * largest:
+        if self.topology != "mesh" and self.flow_control == "bubble" and self.link_buffer_chunks < 2 * largest:
             raise ValueError(
                 f"link_buffer_chunks={self.link_buffer_chunks} is too small for a torus: bubble flow "
                 f"control needs room for two full packets ({2 * largest} chunks)"

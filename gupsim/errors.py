@@ -23,3 +23,11 @@ class UnknownNameError(GupsimError):
 
 class SimulationError(Exception):
     """A broken model invariant (e.g. more than 1024 pending updates); a bug, not bad input."""
+
+
+class DeadlockError(GupsimError):
+    """The simulated machine stopped with work left: every process waits on another.
+
+    A property of the configuration (for example a torus without deadlock
+    avoidance), so it is reported as one line naming the waiting processes.
+    """

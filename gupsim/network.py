@@ -170,7 +170,7 @@ class Network:
         self._chunk_s = net.chunk_bytes / rate
         self._router_s = net.router_delay_ns * 1e-9
         self._rate = rate
-        self._bubble = net.max_chunks_per_packet if topology.wraps else 0
+        self._bubble = net.max_chunks_per_packet if topology.wraps and net.flow_control == "bubble" else 0
         slots = topology.num_nodes * topology.ports
         self._free_at = [0.0] * slots
         self._buffers: list[Credits | None] = [None] * slots  # made on first use

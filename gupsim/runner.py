@@ -28,7 +28,7 @@ import pandas as pd
 
 from pydantic import ValidationError
 
-from gupsim.errors import GupsimError, SimulationError
+from gupsim.errors import DeadlockError, GupsimError, SimulationError
 from gupsim.simulation import WINDOW, RunConfig, Simulation
 
 #: Documented minimum run length (updates per process) for a steady-state rate.
@@ -51,7 +51,12 @@ def simulate(run: RunConfig) -> tuple[Simulation, dict[str, Any]]:
     sim = Simulation(run)
     procs = [sim.env.process(sim.algorithm.process(r)) for r in range(sim.num_ranks)]
     finish = sim.env.all_of(procs) if _runs_to_completion(sim) else sim.all_applied
-    sim.env.run(until=finish)
+    try:
+        sim.env.run(until=finish)
+    except RuntimeError as exc:
+        if "No scheduled events left" not in str(exc):
+            raise
+        raise _deadlock(sim, procs) from None
     wall = time.perf_counter() - wall0
     if sim.applied != sim.generated or sim.generated != sim.total_updates:
         raise SimulationError(
@@ -72,6 +77,18 @@ def make_run_config(**fields: Any) -> RunConfig:
         err = exc.errors()[0]
         loc = ".".join(str(p) for p in err["loc"])
         raise GupsimError(f"{loc}: {err['msg']} (got {err.get('input')!r})") from None
+
+
+def _deadlock(sim: Simulation, procs: list) -> DeadlockError:
+    """Describe a run whose event queue emptied before it finished."""
+    stuck = [r for r in range(sim.num_ranks) if sim.streams[r].remaining or sim.net.inbox[r].items]
+    waiting = stuck or [r for r, p in enumerate(procs) if p.is_alive]
+    shown = ", ".join(map(str, waiting[:8])) + (", ..." if len(waiting) > 8 else "")
+    in_network = sim.net.packets_injected - sim.net.packets_delivered
+    return DeadlockError(
+        f"deadlock at t={sim.env.now:.6g} s: {len(waiting)} processes wait on each other (ranks {shown}); "
+        f"{in_network} packets stuck in the network, {sim.applied:,} of {sim.total_updates:,} updates applied"
+    )
 
 
 def _runs_to_completion(sim: Simulation) -> bool:

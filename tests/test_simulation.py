@@ -110,3 +110,47 @@ def test_link_counters_add_up(bgl):
     assert per_packet == 44
     assert 0 < mean_hops <= sim.topology.diameter
     assert 0 < rec["link_utilisation_mean"] <= rec["link_utilisation_max"] <= 1
+
+
+@pytest.fixture
+def ring_flood():
+    """A test-only algorithm: every rank floods the rank half-way round a ring (all traffic one way)."""
+    from gupsim.algorithms import ALGORITHMS, Algorithm, register_algorithm
+
+    @register_algorithm("test-ring-flood")
+    class RingFlood(Algorithm):
+        def process(self, rank):
+            sim, net = self.sim, self.sim.net
+            n = sim.num_ranks
+            inbox = net.inbox[rank]
+
+            def drain():
+                while True:
+                    yield inbox.wait()
+                    while inbox.items:
+                        pkt = inbox.items.popleft()
+                        net.consumed(pkt)
+                        sim.apply(rank, [pkt.updates])
+
+            sim.env.process(drain())
+            while sim.streams[rank].remaining:
+                value, _ = sim.streams[rank].take()
+                yield from net.inject(net.make_packet(rank, (rank + n // 2) % n, 256, updates=value))
+
+    yield "test-ring-flood"
+    ALGORITHMS.pop("test-ring-flood")
+
+
+def test_a_deadlocked_machine_is_reported_in_one_line_naming_the_waiting_ranks(capsys, ring_flood):
+    # What if the torus had no deadlock avoidance? Traffic that all goes one way round a ring locks up.
+    from gupsim.cli import main
+    base = ["run", "--shape", "6x1x1", "--algorithm", "test-ring-flood", "--updates", "60",
+            "--set", "network.topology=torus", "--set", "link_buffer_chunks=16", "--set", "injection_fifo_chunks=8", "--set", "reception_fifo_chunks=8"]
+    with pytest.raises(SystemExit) as exc:
+        main(base + ["--set", "flow_control=none"])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2
+    assert err.startswith("gupsim: error: deadlock at t=") and "ranks 0" in err and "packets stuck" in err
+    assert len(err.strip().splitlines()) == 1
+    main(base)  # the same run with the bubble rule completes
+    assert "GUPS (steady state)" in capsys.readouterr().out
