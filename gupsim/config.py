@@ -56,6 +56,9 @@ class NetworkConfig(BaseModel):
         ge=0, description="per-packet overhead the bottleneck table of seed 000 used (b = 32 + this)"
     )
     router_delay_ns: float = Field(ge=0, description="pipeline latency of one router hop")
+    routing: Literal["deterministic", "adaptive"] = Field(
+        description="deterministic: dimension order; adaptive: minimal adaptive on a dynamic VC, "
+        "dimension-order escape VC")
     flow_control: Literal["bubble", "none"] = Field(
         description="torus deadlock avoidance: BG/L's bubble rule, or none (a what-if that can deadlock)")
     link_buffer_chunks: int = Field(ge=1, description="input buffer at the far end of each directed link")

@@ -25,6 +25,13 @@ the readable SimPy reference model of that network:
   if the buffer it enters keeps room for one more full packet after it;
   continuing along the ring needs room for itself only.  Meshes have no
   rings and need no bubble.
+* **Routing.**  ``deterministic``: dimension order (x, y, z), ties on a
+  torus going ``+``.  ``adaptive`` (BG/L's dynamic routing, seed 000 §5.1):
+  every link has a second input buffer, a dynamic virtual channel; at each
+  hop a packet takes the dynamic channel of any *minimal* direction that has
+  room (the least busy link first), and otherwise waits on the
+  dimension-order escape channel with the bubble rule, which keeps the
+  whole scheme deadlock-free (escape channels form an acyclic order).
 * **Reception.**  A packet that reaches its destination waits for room in
   the receiving process's reception FIFO, which only the receiving CPU
   drains: a slow receiver backs traffic up into the network.
@@ -171,6 +178,9 @@ class Network:
         self._router_s = net.router_delay_ns * 1e-9
         self._rate = rate
         self._bubble = net.max_chunks_per_packet if topology.wraps and net.flow_control == "bubble" else 0
+        self._adaptive = net.routing == "adaptive"
+        self._dynamic: list[Credits | None] = [None] * (topology.num_nodes * topology.ports)
+        self._link_dst = [int(v) for v in topology.neighbor_array().ravel()]
         slots = topology.num_nodes * topology.ports
         self._free_at = [0.0] * slots
         self._buffers: list[Credits | None] = [None] * slots  # made on first use
@@ -258,17 +268,26 @@ class Network:
         head_s = min(serial, self._chunk_s) + self._router_s
         start = env.now
         ports = self.topology.ports
-        dim = -1
-        for link in self.route(self.node_of(pkt.src), self.node_of(pkt.dst)):
-            buf = self._buffer(link)
+        node, dst = self.node_of(pkt.src), self.node_of(pkt.dst)
+        route = None if self._adaptive else self.route(node, dst)
+        hop, dim = 0, -1  # dim: the escape ring the packet is in, -1 for none
+        while node != dst:
             asked = env.now
-            link_dim = (link % ports) >> 1
-            # Entering a ring: a whole packet's room must stay free behind us.
-            bubble = self._bubble if link_dim != dim else 0
-            dim = link_dim
-            if not buf.take(pkt.chunks, bubble):
-                yield buf.wait(pkt.chunks, bubble)
-                self.link_blocked_s[link] += env.now - asked
+            link, buf = self._dynamic_choice(node, dst, pkt.chunks) if self._adaptive else (-1, None)
+            if buf is not None:
+                dim = -1  # on a dynamic channel: re-entering the escape ring needs the bubble again
+            else:
+                link = route[hop] if route is not None else node * ports + self.topology.next_port(node, dst)
+                buf = self._buffer(link)
+                link_dim = (link % ports) >> 1
+                # Entering a ring: a whole packet's room must stay free behind us.
+                bubble = self._bubble if link_dim != dim else 0
+                dim = link_dim
+                if not buf.take(pkt.chunks, bubble):
+                    yield buf.wait(pkt.chunks, bubble)
+                    self.link_blocked_s[link] += env.now - asked
+            hop += 1
+            node = self._link_dst[link]
             start = max(env.now, self._free_at[link])
             self._free_at[link] = start + serial
             self.link_busy_s[link] += serial
@@ -286,6 +305,23 @@ class Network:
         held.give(pkt.chunks)
         self.packets_delivered += 1
         self.inbox[pkt.dst].put(pkt)
+
+    def _dynamic_choice(self, node: int, dst: int, chunks: int) -> tuple[int, Credits | None]:
+        """Take room on the least busy minimal link's dynamic channel, if any has room now."""
+        ports = self.topology.ports
+        best = -1
+        for port in self.topology.minimal_ports(node, dst):
+            link = node * ports + port
+            vc = self._dynamic[link]
+            if vc is None:
+                vc = self._dynamic[link] = Credits(self.env, self.cfg.link_buffer_chunks)
+            if vc.free >= chunks and not vc.waiting and (best < 0 or self._free_at[link] < self._free_at[best]):
+                best = link
+        if best < 0:
+            return -1, None
+        vc = self._dynamic[best]
+        vc.take(chunks)
+        return best, vc
 
     def consumed(self, pkt: Packet) -> None:
         """The receiving CPU has read ``pkt`` out of its reception FIFO."""

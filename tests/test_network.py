@@ -113,13 +113,14 @@ def test_without_the_bubble_the_same_ring_deadlocks():
 @settings(max_examples=25, deadline=None)
 @given(
     kind=st.sampled_from(["torus", "mesh"]),
+    routing=st.sampled_from(["deterministic", "adaptive"]),
     shape=st.tuples(st.integers(1, 4), st.integers(1, 4), st.integers(1, 3)).filter(lambda s: s[0] * s[1] * s[2] >= 2),
     buffers=st.integers(16, 40),
     traffic=st.lists(st.tuples(st.integers(0, 47), st.integers(0, 47), st.integers(1, 256)), min_size=1, max_size=60),
 )
-def test_nothing_is_lost_and_every_credit_comes_back(kind, shape, buffers, traffic):
+def test_nothing_is_lost_and_every_credit_comes_back(kind, routing, shape, buffers, traffic):
     env, net, _ = _net(kind, shape, link_buffer_chunks=buffers, injection_fifo_chunks=buffers,
-                       reception_fifo_chunks=buffers)
+                       reception_fifo_chunks=buffers, routing=routing)
     n = net.num_ranks
     logs = {r: [] for r in range(n)}
     for r in range(n):
@@ -133,8 +134,41 @@ def test_nothing_is_lost_and_every_credit_comes_back(kind, shape, buffers, traff
     assert net.packets_delivered == len(traffic)
     assert all(pkt.dst == r for r, log in logs.items() for _, pkt in log)
     assert all(c.free == c.capacity for c in net.injection + net.reception)
-    assert all(b is None or b.free == b.capacity for b in net._buffers)
+    assert all(b is None or b.free == b.capacity for b in net._buffers + net._dynamic)
     hops = sum(net.topology.hops(p.src, p.dst) for log in logs.values() for _, p in log)
     assert sum(net.link_bytes) == sum(p.wire_bytes * net.topology.hops(p.src, p.dst)
                                       for log in logs.values() for _, p in log)
     assert hops <= len(traffic) * net.topology.diameter
+
+
+def _diagonal_flood(routing: str, packets: int = 60):
+    """Every node of a 4x4 torus sends to (x+2, y+2): a tie in both dimensions."""
+    env, net, _ = _net("torus", (4, 4, 1), routing=routing)
+    topo = net.topology
+    logs = {r: [] for r in range(16)}
+    for r in range(16):
+        x, y, _z = topo.coords(r)
+        env.process(_consumer(env, net, r, logs[r]))
+        dst = topo.node_id(((x + 2) % 4, (y + 2) % 4, 0))
+        env.process(_sender(env, net, [net.make_packet(r, dst, 256) for _ in range(packets)]))
+    env.run(until=1.0)
+    assert net.packets_delivered == 16 * packets
+    return max(t for log in logs.values() for t, _ in log), net
+
+
+def test_adaptive_routing_spreads_tied_traffic_over_both_directions():
+    det_time, det = _diagonal_flood("deterministic")
+    ada_time, ada = _diagonal_flood("adaptive")
+    used = lambda net: sum(1 for b in net.link_bytes if b)  # noqa: E731
+    assert used(det) == 32 and used(ada) == 64  # dimension order uses only the + links
+    assert ada_time < 0.7 * det_time
+
+
+def test_adaptive_routing_on_the_one_way_ring_that_deadlocks_without_the_bubble():
+    env, net, _ = _net("torus", (6, 1, 1), routing="adaptive", link_buffer_chunks=16, injection_fifo_chunks=8,
+                       reception_fifo_chunks=8)
+    for r in range(6):
+        env.process(_consumer(env, net, r, []))
+        env.process(_sender(env, net, [net.make_packet(r, (r + 3) % 6, 256) for _ in range(80)]))
+    env.run(until=1.0)
+    assert net.packets_delivered == 480

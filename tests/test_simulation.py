@@ -154,3 +154,14 @@ def test_a_deadlocked_machine_is_reported_in_one_line_naming_the_waiting_ranks(c
     assert len(err.strip().splitlines()) == 1
     main(base)  # the same run with the bubble rule completes
     assert "GUPS (steady state)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("algorithm", ["baseline", "one-packet", "routed"])
+def test_adaptive_routing_loses_nothing_and_verifies(algorithm):
+    from gupsim.config import load_machine
+
+    machine = load_machine("bgl", {"network.routing": "adaptive", "network.topology": "torus"})
+    sim, rec = _run(machine, algorithm, shape="4x4x2", updates=1200, verify=True)
+    assert rec["updates_applied"] == 32 * 1200
+    assert sim.verify().errors == 0
+    assert sum(1 for c in sim.net._dynamic if c is not None) > 0  # the dynamic channels were used
