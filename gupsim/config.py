@@ -35,7 +35,7 @@ from gupsim.errors import GupsimError, UnknownNameError
 REPO_ROOT = Path(__file__).resolve().parents[1]
 MACHINES_DIR = REPO_ROOT / "configs" / "machines"
 
-_STRICT = ConfigDict(frozen=True, extra="forbid", strict=False)
+_STRICT = ConfigDict(frozen=True, extra="forbid", strict=True, allow_inf_nan=False)
 
 
 class NetworkConfig(BaseModel):

@@ -47,7 +47,12 @@ class OnePacket(Algorithm):
         self.sends = 0
         self.sends_blocked = 0
         self.blocked_s = 0.0
-        sim.net.packet_chunks(options.payload_bytes)  # fails early if it cannot be one packet
+        largest = sim.net.cfg.max_payload_bytes
+        if options.payload_bytes > largest:
+            from gupsim.errors import GupsimError
+
+            raise GupsimError(f"algorithm one-packet: payload_bytes={options.payload_bytes} does not fit one "
+                              f"packet (at most {largest} bytes on this machine)")
 
     def _receive(self, rank: int, cpu) -> None:
         sim, net, cost = self.sim, self.sim.net, self.sim.cost

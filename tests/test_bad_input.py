@@ -1,0 +1,109 @@
+"""Fuzzing the front door: broken machine files and command lines are rejected in one line.
+
+Every case must end with exit status 2 and a single ``gupsim: error:`` (or
+click usage) line on stderr -- never a traceback, never a silent default.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from gupsim.cli import main
+from gupsim.config import MACHINES_DIR
+
+BASE = yaml.safe_load((MACHINES_DIR / "bgl.yaml").read_text())
+BASE["cpu"]["raw_device_cycle_table"] = str((MACHINES_DIR / BASE["cpu"]["raw_device_cycle_table"]).resolve())
+LEAVES = [(section, key) for section, body in BASE.items() if isinstance(body, dict) for key in body]
+NUMERIC = [(s, k) for s, k in LEAVES if isinstance(BASE[s][k], (int, float)) and not isinstance(BASE[s][k], bool)]
+BAD_VALUES = st.sampled_from([-1, -1e9, "fast", None, [], {"a": 1}, "", float("nan"), float("-inf"), True])
+
+
+def _reject(capsys, argv) -> str:
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    err = capsys.readouterr().err
+    assert exc.value.code == 2, (argv, err)
+    assert "Traceback" not in err
+    lines = [line for line in err.strip().splitlines() if line.strip()]
+    if lines and lines[0].startswith("gupsim: error:"):
+        assert len(lines) == 1, err
+    else:  # click's own usage errors: a usage line, a hint line and one "Error:" line
+        assert any(line.startswith("Error:") for line in lines), err
+    return err
+
+
+def _write(tmp_path: Path, data, name="m.yaml") -> str:
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(data) if not isinstance(data, str) else data)
+    return str(path)
+
+
+mutations = st.one_of(
+    st.tuples(st.just("bad_value"), st.sampled_from(NUMERIC), BAD_VALUES),
+    st.tuples(st.just("unknown_key"), st.sampled_from(LEAVES), st.text("abcdefghijklmnopqrstuvwxyz_", min_size=3, max_size=12)),
+    st.tuples(st.just("missing_key"), st.sampled_from(LEAVES), st.none()),
+    st.tuples(st.just("bad_section"), st.sampled_from(["network", "cpu", "mpi"]), st.sampled_from([1, "x", [], None])),
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(mutation=mutations)
+def test_broken_machine_files_are_rejected_in_one_line(tmp_path, capsys, mutation):
+    kind, where, value = mutation
+    data = copy.deepcopy(BASE)
+    if kind == "bad_value":
+        section, key = where
+        if value is True and key in ("processes_per_node",):
+            value = "two"
+        data[section][key] = value
+    elif kind == "unknown_key":
+        section, key = where
+        if value in data[section]:
+            value += "_x"
+        data[section][value] = 1
+    elif kind == "missing_key":
+        section, key = where
+        del data[section][key]
+    else:
+        data[where] = value
+    err = _reject(capsys, ["run", "--machine", _write(tmp_path, data), "--shape", "2x2x2", "--updates", "10"])
+    assert "m.yaml" in err or "--set" in err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["run", "--shape", "0x4x4"], ["run", "--shape", "4x4"], ["run", "--shape", "4x4x4x4"], ["run", "--shape", "axbxc"],
+        ["run", "--shape", ""], ["run", "--shape", "1x1x1"], ["run", "--shape", "4.5x4x4"], ["run", "--shape", "-4x4x4"],
+        ["run", "--algorithm", ""], ["run", "--algorithm", "BASELINE"], ["run", "--machine", "nosuch"],
+        ["run", "--machine", "/nonexistent/m.yaml"], ["run", "--updates", "-3"], ["run", "--updates", "many"],
+        ["run", "--seed", "-1"], ["run", "--set", "clock_hz"], ["run", "--set", "=5"], ["run", "--set", "nosuch=1"],
+        ["run", "--set", "clock_hz=zero"], ["run", "--set", "clock_hz=0"], ["run", "--set", "link_bytes_per_s=-1e6"],
+        ["run", "--set", "chunk_bytes=0"], ["run", "--set", "max_chunks_per_packet=0"],
+        ["run", "--set", "link_buffer_chunks=1"], ["run", "--set", "topology=ring"], ["run", "--set", "routing=magic"],
+        ["run", "--set", "processes_per_node=9"], ["run", "--set", "network=3"], ["run", "--option", "foo=1"],
+        ["run", "--option", "max_pending=2000"], ["run", "--option", "max_pending=0"], ["run", "--option", "noequals"],
+        ["run", "--algorithm", "one-packet", "--option", "payload_bytes=4096"],
+        ["run", "--algorithm", "one-packet", "--option", "payload_bytes=2"],
+        ["run", "--algorithm", "routed", "--option", "software_header_bytes=999"],
+        ["run", "--log2-table-size", "0"], ["run", "--log2-table-size", "64"], ["run", "--log2-table-size", "3"],
+        ["run", "--verify", "--updates", "100000"], ["bounds"], ["bounds", "--shape", "8x8"],
+        ["bounds", "--shape", "8x8x8", "--bytes-per-update", "0"], ["bounds", "--shape", "8x8x8", "--set", "x=1"],
+        ["reproduce"], ["reproduce", "bgl-nope"], ["nosuchcommand"], ["run", "--nosuchflag"],
+        ["run", "--set", "mpi.latency_large_bytes=4"], ["run", "--set", "cpu.raw_device_cycle_table=missing.csv"],
+        ["run", "--set", "send_share=1.5"],
+    ],
+)
+def test_broken_command_lines_are_rejected_in_one_line(capsys, argv):
+    _reject(capsys, argv)
+
+
+@pytest.mark.parametrize("text", ["", "[1, 2]", "name: [unclosed", "network: 5", "\t-bad"])
+def test_broken_yaml_text_is_rejected_in_one_line(tmp_path, capsys, text):
+    _reject(capsys, ["run", "--machine", _write(tmp_path, text), "--shape", "2x2x2"])
