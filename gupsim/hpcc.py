@@ -211,6 +211,13 @@ class TableLayout:
         small = (g - np.uint64(self.remainder)) // mlts
         return np.where(g < np.uint64(self.top), big, small).astype(np.int64)
 
+    def owner_of(self, value: int) -> int:
+        """Scalar :meth:`owner`, for the simulator's per-update path."""
+        g = value & (self.table_size - 1)
+        if g < self.top:
+            return g // (self.min_local_table_size + 1)
+        return (g - self.remainder) // self.min_local_table_size
+
     def local_offset(self, values: ArrayLike, owner: ArrayLike) -> NDArray[np.int64]:
         """Offset of each update's entry within its owner's local table."""
         g = self.global_offset(values)

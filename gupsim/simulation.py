@@ -29,7 +29,7 @@ after checking that it reached the rank that owns it.
 from __future__ import annotations
 
 import math
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 import simpy
@@ -83,25 +83,26 @@ class CountingEnvironment(simpy.Environment):
 
 
 class UpdateStream:
-    """One process's slice of the global HPCC stream, with each update's owner."""
+    """One process's slice of the global HPCC stream, with each update's owner.
 
-    BLOCK = 8192
+    Holds only the LFSR register: a few hundred bytes per process whatever the
+    run length, which is what lets a whole machine's streams fit in memory.
+    """
+
+    __slots__ = ("layout", "first", "count", "taken", "_ran")
 
     def __init__(self, layout: hpcc.TableLayout, first: int, count: int):
         self.layout, self.first, self.count = layout, first, count
         self.taken = 0
-        self._it = self._gen()
-
-    def _gen(self) -> Iterator[tuple[int, int]]:
-        for start in range(0, self.count, self.BLOCK):
-            n = min(self.BLOCK, self.count - start)
-            values = hpcc.stream(self.first + start, n)
-            owners = self.layout.owner(values)
-            yield from zip(values.tolist(), owners.tolist())
+        self._ran: int | None = None  # jump ahead lazily: starts() costs ~0.4 ms
 
     def take(self) -> tuple[int, int]:
+        if self.taken >= self.count:
+            raise StopIteration("stream exhausted")
+        ran = hpcc.starts(self.first) if self._ran is None else self._ran
+        ran = self._ran = hpcc.next_ran(ran)
         self.taken += 1
-        return next(self._it)
+        return ran, self.layout.owner_of(ran)
 
     @property
     def remaining(self) -> int:

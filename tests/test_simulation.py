@@ -165,3 +165,16 @@ def test_adaptive_routing_loses_nothing_and_verifies(algorithm):
     assert rec["updates_applied"] == 32 * 1200
     assert sim.verify().errors == 0
     assert sum(1 for c in sim.net._dynamic if c is not None) > 0  # the dynamic channels were used
+
+
+def test_update_stream_matches_the_vectorised_hpcc_stream():
+    from gupsim.simulation import UpdateStream
+
+    for procs in (8, 12):
+        layout = hpcc.TableLayout(20, procs)
+        stream = UpdateStream(layout, 123_456, 500)
+        taken = [stream.take() for _ in range(500)]
+        values = hpcc.stream(123_456, 500)
+        assert [v for v, _ in taken] == values.tolist()
+        assert [o for _, o in taken] == layout.owner(values).tolist()
+        assert stream.remaining == 0
