@@ -176,13 +176,17 @@ def markdown_table(frame: pd.DataFrame, columns: list[str], err_columns: set[str
     return "\n".join([head, rule, *rows])
 
 
-def comparison_markdown(c: Comparison) -> str:
+def comparison_markdown(c: Comparison, figures_dir: Path | None = None) -> str:
     cols = [c.key]
     for column in c.targets:
         cols += [column, f"sim_{column}", f"rel_err_{column}"]
     cols += c.shown
-    parts = [f"## {c.title}", "", c.method.strip(), "", markdown_table(c.frame, cols, {f"rel_err_{k}" for k in c.targets}),
-             "", "Summary:", ""]
+    parts = [f"## {c.title}", "", c.method.strip(), ""]
+    if figures_dir is not None and c.plot is not None:
+        for path in c.figures(figures_dir):
+            if path.suffix == ".png":
+                parts += [f"![{c.title}]({figures_dir.name}/{path.name})", ""]
+    parts += [markdown_table(c.frame, cols, {f"rel_err_{k}" for k in c.targets}), "", "Summary:", ""]
     parts += [f"- {line}" for line in c.summary_lines()]
     misses = c.misses()
     if misses:
@@ -204,6 +208,7 @@ def write_markdown(comparisons: list[Comparison], path: Path, command: str) -> N
         "",
         "",
     ]
-    body = "\n\n".join(comparison_markdown(c) for c in comparisons)
+    figures = path.parent / "figures"
+    body = "\n\n".join(comparison_markdown(c, figures) for c in comparisons)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(header) + body + "\n")
