@@ -103,7 +103,7 @@ def make_record(sim: Simulation, wall_s: float) -> dict[str, Any]:
     rate = window_updates / (t_hi - t_lo) if t_hi > t_lo else float("nan")
     links = net.link_stats()
     util = links["busy_s"] / t if t > 0 else np.zeros(1)
-    alg = sim.algorithm.metrics((t_lo, t_hi))
+    alg = sim.algorithm.metrics((sim.window_counters[0], sim.window_counters[1]))
     record: dict[str, Any] = {
         "machine": m.name,
         "shape": sim.run.shape,

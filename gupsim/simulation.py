@@ -133,6 +133,7 @@ class Simulation:
         self.applied = 0
         self._marks = [math.ceil(f * self.total_updates) for f in WINDOW]
         self.window_times: list[float] = []
+        self.window_counters: list[dict[str, float]] = []
         self.all_applied = self.env.event()
         self.table = hpcc.initial_table(self.layout) if run.verify else None
         options = validate_options(run.algorithm, run.algorithm_options)
@@ -184,6 +185,7 @@ class Simulation:
         for mark in self._marks[len(self.window_times):]:
             if before < mark <= self.applied:
                 self.window_times.append(self.env.now + delay_s)
+                self.window_counters.append(self.algorithm.counters())
         if self.applied == self.total_updates:
             self.all_applied.succeed()
         elif self.applied > self.total_updates:

@@ -43,11 +43,16 @@ class Algorithm:
         """The SimPy process of one rank."""
         raise NotImplementedError
 
-    def metrics(self, window: tuple[float, float]) -> dict[str, float]:
+    def counters(self) -> dict[str, float]:
+        """Cumulative counters; the simulation snapshots them at the window's two marks."""
+        return {}
+
+    def metrics(self, window: tuple[dict[str, float], dict[str, float]]) -> dict[str, float]:
         """Algorithm-specific results merged into the run record.
 
-        ``window`` is the steady-state interval the runner measures over;
-        ratios such as updates per message should be taken inside it.
+        ``window`` holds :meth:`counters` at the start and the end of the
+        steady-state window; ratios such as updates per message are taken from
+        their differences, so nothing per message needs to be kept.
         """
         return {}
 

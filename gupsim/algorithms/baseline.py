@@ -67,7 +67,6 @@ class Baseline(Algorithm):
         self.send_tests = 0
         self.send_tests_blocked = 0
         self.finished_ranks = 0
-        self.sends: list[tuple[float, int, int]] = []  # (time, updates, packets) of each update message
 
     # ------------------------------------------------------------------ messaging
 
@@ -88,7 +87,6 @@ class Baseline(Algorithm):
         msg = Message(updates, nbytes, len(payloads), finished)
         if not finished:
             self.packets_sent += len(payloads)
-            self.sends.append((self.sim.env.now, len(updates), len(payloads)))
         for payload in payloads:
             yield from net.inject(net.make_packet(rank, dst, payload, message=msg))
 
@@ -202,15 +200,19 @@ class Baseline(Algorithm):
         yield env.all_of(sends)
         self.finished_ranks += 1
 
-    def metrics(self, window: tuple[float, float]) -> dict[str, float]:
+    def counters(self) -> dict[str, float]:
+        return {"updates": self.updates_sent, "messages": self.messages_sent, "packets": self.packets_sent}
+
+    def metrics(self, window) -> dict[str, float]:
         lo, hi = window
-        inside = [(u, p) for t, u, p in self.sends if lo <= t <= hi] or [(u, p) for _, u, p in self.sends]
-        updates = sum(u for u, _ in inside)
+        d = {k: hi[k] - lo[k] for k in hi}
+        if not d["messages"]:  # no message inside the window: fall back to the whole run
+            d = self.counters()
         return {
             "messages_sent": self.messages_sent,
             "packets_sent": self.packets_sent,
-            "updates_per_message": updates / len(inside) if inside else float("nan"),
-            "updates_per_packet": updates / sum(p for _, p in inside) if inside else float("nan"),
+            "updates_per_message": d["updates"] / d["messages"] if d["messages"] else float("nan"),
+            "updates_per_packet": d["updates"] / d["packets"] if d["packets"] else float("nan"),
             "send_blocking_factor": self.send_tests_blocked / self.send_tests if self.send_tests else 0.0,
             "send_tests": self.send_tests,
         }

@@ -95,7 +95,7 @@ class OnePacket(Algorithm):
             self._receive(rank, cpu)
             yield cpu.flush()
 
-    def metrics(self, window: tuple[float, float]) -> dict[str, float]:
+    def metrics(self, window) -> dict[str, float]:
         return {
             "packets_sent": self.sends,
             "updates_per_message": 1.0,

@@ -97,7 +97,6 @@ class Routed(Algorithm):
         self.packets = 0
         self.packet_updates = 0
         self.hops = 0
-        self.packet_log: list[tuple[float, int]] = []  # (time, updates) of every packet written
 
     # ------------------------------------------------------------------ geometry
 
@@ -172,7 +171,6 @@ class Routed(Algorithm):
             cpu.spend(cost.raw_send(pkt.payload))
             self.packets += 1
             self.packet_updates += len(updates)
-            self.packet_log.append((sim.env.now + cpu.debt_s, len(updates)))
         st.sending[d] = None
         st.full[d] = None
         return True
@@ -269,13 +267,19 @@ class Routed(Algorithm):
                     events.append(fifo.when_free(sim.net.cfg.max_chunks_per_packet))
                 yield env.any_of(events)
 
-    def metrics(self, window: tuple[float, float]) -> dict[str, float]:
+    def counters(self) -> dict[str, float]:
+        return {"packets": self.packets, "updates": self.packet_updates}
+
+    def metrics(self, window) -> dict[str, float]:
         lo, hi = window
-        inside = [u for t, u in self.packet_log if lo <= t <= hi] or [u for _, u in self.packet_log]
+        packets, updates = hi["packets"] - lo["packets"], hi["updates"] - lo["updates"]
+        if not packets:  # no packet inside the window: fall back to the whole run
+            packets, updates = self.packets, self.packet_updates
+        per_packet = updates / packets if packets else math.nan
         return {
             "packets_sent": self.packets,
-            "updates_per_packet": sum(inside) / len(inside) if inside else math.nan,
-            "updates_per_message": sum(inside) / len(inside) if inside else math.nan,
+            "updates_per_packet": per_packet,
+            "updates_per_message": per_packet,
             "send_blocking_factor": self.sends_blocked / self.sends if self.sends else 0.0,
             "software_hops_per_update": self.hops / self.sim.total_updates,
             "bucket_capacity": self.capacity,
