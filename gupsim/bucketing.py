@@ -54,7 +54,7 @@ class Buckets:
             if bucket is not None and len(bucket) == -neg:
                 del buckets[dest]
                 self.pending -= len(bucket)
-                if len(heap) > 4 * (self.pending + 16):
+                if len(heap) > 4 * (len(buckets) + 16):
                     self._compact()
                 return dest, bucket
         raise IndexError("pop_largest from empty Buckets")

@@ -39,6 +39,7 @@ from gupsim import hpcc
 from gupsim.algorithms import algorithm_class, validate_options
 from gupsim.config import MachineConfig
 from gupsim.errors import GupsimError, SimulationError
+from gupsim.memory import check_fits
 from gupsim.network import Network
 from gupsim.node import CostModel, Cpu
 from gupsim.topology import make_topology, parse_shape
@@ -118,10 +119,14 @@ class Simulation:
         self.env = CountingEnvironment()
         kind = m.network.topology
         shape = parse_shape(run.shape)
+        self.ppn = m.cpu.processes_per_node
+        # Refuse a run that cannot fit before building anything of its size.
+        self.memory_estimate_bytes = check_fits(
+            math.prod(shape) * self.ppn, algorithm_class(run.algorithm).memory_per_rank_bytes,
+            f"{run.algorithm} on {run.shape} ({self.ppn} per node)")
         if kind == "auto":
             kind = "mesh" if math.prod(shape) <= m.network.mesh_up_to_nodes else "torus"
         self.topology = make_topology(kind, shape)
-        self.ppn = m.cpu.processes_per_node
         self.num_ranks = self.topology.num_nodes * self.ppn
         self.net = Network(self.env, self.topology, m.network, self.ppn)
         self.cost = CostModel.from_machine(m)

@@ -178,3 +178,22 @@ def test_update_stream_matches_the_vectorised_hpcc_stream():
         assert [v for v, _ in taken] == values.tolist()
         assert [o for _, o in taken] == layout.owner(values).tolist()
         assert stream.remaining == 0
+
+
+def test_a_run_that_cannot_fit_in_memory_is_refused_before_it_starts(bgl):
+    import time
+
+    t0 = time.perf_counter()
+    with pytest.raises(GupsimError, match=r"needs about .* GB .* but only .* GB are available"):
+        Simulation(make_run_config(machine=bgl, shape="256x256x256", algorithm="routed", updates_per_process=10))
+    assert time.perf_counter() - t0 < 1  # refused from the estimate, not after building anything big
+
+
+def test_memory_estimate_refuses_when_little_is_available(bgl, monkeypatch):
+    from gupsim import memory
+
+    monkeypatch.setattr(memory, "available_bytes", lambda: 200 * 2**20)
+    with pytest.raises(GupsimError, match="needs about"):
+        _run(bgl, "baseline", shape="4x4x4", updates=10)
+    monkeypatch.setattr(memory, "available_bytes", lambda: 64 * 2**30)
+    assert _run(bgl, "baseline", shape="4x4x4", updates=10)[0].memory_estimate_bytes < 64 * 2**30

@@ -35,6 +35,8 @@ class Algorithm:
 
     name: ClassVar[str]
     Options: ClassVar[type[BaseModel]] = NoOptions
+    #: Peak memory per process in the SimPy engine, measured (see gupsim.memory).
+    memory_per_rank_bytes: ClassVar[int] = 200_000
 
     def __init__(self, sim: "Simulation", options: BaseModel):
         self.sim, self.options = sim, options

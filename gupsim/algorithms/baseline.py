@@ -51,6 +51,8 @@ class Message:
 
 @register_algorithm("baseline")
 class Baseline(Algorithm):
+    memory_per_rank_bytes = 200_000  # up to 1024 one-update buckets per process on a large machine
+
     class Options(BaseModel):
         model_config = ConfigDict(frozen=True, extra="forbid")
         termination: Literal["counter", "messages"] = "counter"

@@ -69,6 +69,8 @@ class _Rank:
 
 @register_algorithm("routed")
 class Routed(Algorithm):
+    memory_per_rank_bytes = 100_000  # measured peak 67-86 KB per process on 4x4x4 and 8x8x8
+
     class Options(BaseModel):
         model_config = ConfigDict(frozen=True, extra="forbid")
         software_header_bytes: int = Field(default=16, ge=0, description="per-packet software header (assumed)")

@@ -1,0 +1,49 @@
+"""Estimating a run's memory before building it, and refusing runs that cannot fit.
+
+The SimPy reference engine keeps Python objects per process (CPU, stream,
+FIFOs, the algorithm's buckets and in-flight packets) and a bounded route
+cache.  The per-process figures are the peaks ``tracemalloc`` measured on
+4x4x4 and 8x8x8 runs (docs/performance.md), rounded up; each algorithm class
+states its own as ``memory_per_rank_bytes``.  The estimate is deliberately
+pessimistic: a refused run would have been at risk, an accepted one should
+fit.
+"""
+
+from __future__ import annotations
+
+from gupsim.errors import GupsimError
+
+#: Interpreter, NumPy, pandas, SimPy, ... (measured after imports: about 90 MB).
+BASE_BYTES = 100 * 2**20
+#: Route cache at its cap (2^18 routes at about 430 B each).
+ROUTE_CACHE_BYTES = 110 * 2**20
+#: Refuse when the estimate exceeds this share of the memory available now.
+HEADROOM = 0.9
+
+
+def estimate_bytes(num_ranks: int, per_rank_bytes: int) -> int:
+    return BASE_BYTES + ROUTE_CACHE_BYTES + num_ranks * per_rank_bytes
+
+
+def available_bytes() -> int | None:
+    """MemAvailable from /proc/meminfo, or None where the system does not say."""
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
+
+
+def check_fits(num_ranks: int, per_rank_bytes: int, what: str) -> int:
+    """Raise a one-line :class:`GupsimError` if the run would not fit; return the estimate."""
+    need = estimate_bytes(num_ranks, per_rank_bytes)
+    have = available_bytes()
+    if have is not None and need > HEADROOM * have:
+        raise GupsimError(
+            f"{what} needs about {need / 2**30:.1f} GB (estimate for {num_ranks:,} processes), but only "
+            f"{have / 2**30:.1f} GB are available; use a smaller shape or fewer processes per node"
+        )
+    return need
