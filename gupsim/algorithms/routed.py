@@ -45,6 +45,7 @@ cycles of each packet and ``t_u`` per local update.
 from __future__ import annotations
 
 import math
+from collections import deque
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -62,7 +63,7 @@ class _Rank:
         self.buckets: dict[int, list] = {}  # router rank -> [(value, owner), ...]
         self.full: list[int | None] = [None] * ndims  # the one full bucket of each dimension
         self.recvbuf: list[list] = [[] for _ in range(ndims)]
-        self.waiting: list[list] = [[] for _ in range(ndims)]  # arrived packets not yet received
+        self.waiting: list[deque] = [deque() for _ in range(ndims)]  # arrived packets not yet received
         self.sending: list[list | None] = [None] * ndims  # packets of a full bucket still to write
         self.coords = coords
 
@@ -227,7 +228,7 @@ class Routed(Algorithm):
                 if not buf:
                     if not st.waiting[d]:
                         break
-                    pkt = st.waiting[d].pop(0)
+                    pkt = st.waiting[d].popleft()
                     cpu.spend(cost.raw_recv(pkt.payload))
                     net.release_later(cpu.debt_s, net.reception[rank], pkt.chunks)
                     buf = st.recvbuf[d] = list(pkt.updates)
