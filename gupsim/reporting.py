@@ -37,6 +37,11 @@ def format_record(record: dict[str, Any]) -> str:
             f"{record['processes']} processes x {record['updates_per_process']} updates, seed {record['seed']}")
     width = max(len(label) for _, label, _ in SUMMARY_ROWS)
     lines = [head] + [f"  {label:<{width}}  {_fmt(fmt, record[key])}" for key, label, fmt in SUMMARY_ROWS]
+    if not record.get("steady_state", True):
+        from gupsim.runner import MIN_STEADY_UPDATES
+
+        lines.append(f"  note: fewer than {MIN_STEADY_UPDATES} updates per process; the window may still "
+                     f"include warm-up or drain, so treat the rate as indicative")
     if "verify_errors" in record:
         verdict = "passed" if record["verify_passed"] else "FAILED"
         lines.append(f"  {'HPCC verification':<{width}}  {verdict} ({record['verify_errors']} errors "

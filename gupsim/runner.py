@@ -114,6 +114,7 @@ def make_record(sim: Simulation, wall_s: float) -> dict[str, Any]:
         "updates_per_process": sim.run.updates_per_process,
         "seed": sim.run.seed,
         "gups": rate / 1e9,
+        "steady_state": sim.run.updates_per_process >= MIN_STEADY_UPDATES,
         "gups_total": sim.total_updates / t / 1e9 if t > 0 else float("nan"),
         "cycles_per_update": sim.num_ranks * m.cpu.clock_hz / rate,
         "bytes_per_update": net.wire_bytes_injected / sim.total_updates,

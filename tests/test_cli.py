@@ -76,3 +76,10 @@ def test_bad_input_is_one_clear_line_and_exit_2(capsys, argv, expected):
 def test_list(capsys):
     code, out, _ = _call(capsys, "list")
     assert "baseline" in out and "one-packet" in out and "torus" in out and "bgl" in out
+
+
+def test_short_runs_are_flagged_as_not_steady(capsys):
+    code, out, _ = _call(capsys, "run", "--shape", "2x2x2", "--updates", "100")
+    assert "treat the rate as indicative" in out
+    code, out, _ = _call(capsys, "run", "--shape", "2x2x2", "--updates", "100", "--json")
+    assert json.loads(out)["steady_state"] is False
