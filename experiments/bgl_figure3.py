@@ -51,7 +51,7 @@ def _plot(frame: pd.DataFrame, out_dir: Path) -> list[Path]:
     ax.set_ylabel("GUPS (giga-updates per second)")
     ax.set_title("Blue Gene/L RandomAccess: bounds and performance (seed 000 Fig. 3)")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7, ncol=2, loc="lower right")
+    ax.legend(fontsize=7, ncol=2, loc="upper left")
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = [out_dir / "bgl-figure3.png", out_dir / "bgl-figure3.svg"]
     for path in paths:
