@@ -10,7 +10,7 @@ import networkx as nx
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gupsim.errors import GupsimError, UnknownNameError

@@ -116,7 +116,7 @@ class Baseline(Algorithm):
     # ------------------------------------------------------------------ the process
 
     def process(self, rank: int):
-        sim, env, cost = self.sim, self.sim.env, self.sim.cost
+        sim, cost = self.sim, self.sim.cost
         cpu, stream, inbox = sim.cpus[rank], sim.streams[rank], sim.net.inbox[rank]
         heap_cost = cost.heap_update(sim.num_ranks - 1)
         limit = self.options.max_pending

@@ -159,7 +159,7 @@ class Routed(Algorithm):
 
     def _write_packets(self, rank: int, st: _Rank, cpu, d: int) -> bool:
         """Write as many packets of dimension ``d``'s full bucket as the FIFO takes; True when done."""
-        sim, net, cost = self.sim, self.sim.net, self.sim.cost
+        net, cost = self.sim.net, self.sim.cost
         router = st.full[d]
         if st.sending[d] is None:
             st.sending[d] = self._packets_of(st.buckets.pop(router))
