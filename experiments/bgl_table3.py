@@ -29,7 +29,7 @@ import pandas as pd
 from gupsim.bucketing import mean_bucket_size
 from gupsim.config import load_machine
 from gupsim.runner import make_run_config, simulate
-from gupsim.validation import Comparison, compare, reference_table
+from gupsim.validation import Comparison, bgl_partition_shapes, compare, reference_table
 
 FULL_MAX_NODES, QUICK_MAX_NODES = 512, 64
 UPDATES = 4096
@@ -70,7 +70,7 @@ def fit_mpi_costs() -> tuple[float, float]:
 def reproduce(quick: bool = False, inputs: dict | None = None) -> Comparison:
     t0 = time.perf_counter()
     ref = reference_table("bgl_table3_baseline.csv")
-    shapes = dict(zip(*reference_table("bgl_table2_bottlenecks.csv")[["nodes", "shape"]].T.values))
+    shapes = bgl_partition_shapes()
     machine = load_machine("bgl")
     limit = QUICK_MAX_NODES if quick else FULL_MAX_NODES
     rows = []

@@ -27,7 +27,7 @@ import pandas as pd
 from gupsim.bounds import machine_topology, network_bound_gups
 from gupsim.config import load_machine
 from gupsim.runner import make_run_config, simulate
-from gupsim.validation import Comparison, compare, reference_table
+from gupsim.validation import Comparison, bgl_partition_shapes, compare, reference_table
 
 FULL_MAX_NODES, QUICK_MAX_NODES = 1024, 128
 UPDATES, QUICK_UPDATES = 4096, 2048
@@ -69,7 +69,7 @@ def fit_route_hop_cycles(target_cycles: float, shape: str = "4x4x2", tol: float 
 def reproduce(quick: bool = False, inputs: dict | None = None) -> Comparison:
     t0 = time.perf_counter()
     ref = reference_table("bgl_table4_routed.csv")
-    shapes = dict(zip(*reference_table("bgl_table2_bottlenecks.csv")[["nodes", "shape"]].T.values))
+    shapes = bgl_partition_shapes()
     machine = load_machine("bgl")
     limit = QUICK_MAX_NODES if quick else FULL_MAX_NODES
     rows, h = [], None

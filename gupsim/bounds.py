@@ -63,10 +63,7 @@ class Bounds:
 def machine_topology(machine: MachineConfig, shape: str) -> Topology:
     """The topology a machine builds for a partition shape (mesh or torus)."""
     dims = parse_shape(shape)
-    kind = machine.network.topology
-    if kind == "auto":
-        kind = "mesh" if math.prod(dims) <= machine.network.mesh_up_to_nodes else "torus"
-    return make_topology(kind, dims)
+    return make_topology(machine.network.topology_kind(math.prod(dims)), dims)
 
 
 def cpu_bound_gups(processes: int, clock_hz: float, t_local: float, t_send: float, t_recv: float,

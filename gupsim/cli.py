@@ -17,15 +17,9 @@ DEFAULTS = {"machine": "bgl", "shape": "4x4x4", "algorithm": "baseline", "update
 
 
 def _key_values(items: tuple[str, ...], what: str) -> dict[str, Any]:
-    import yaml
+    from gupsim.config import parse_key_value
 
-    out: dict[str, Any] = {}
-    for item in items:
-        if "=" not in item:
-            raise GupsimError(f"{what} {item!r}: expected KEY=VALUE")
-        key, raw = item.split("=", 1)
-        out[key.strip()] = yaml.safe_load(raw)
-    return out
+    return dict(parse_key_value(item, what) for item in items)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

@@ -81,6 +81,12 @@ class NetworkConfig(BaseModel):
             )
         return self
 
+    def topology_kind(self, num_nodes: int) -> str:
+        """The topology a partition of ``num_nodes`` is wired as ('auto' resolved)."""
+        if self.topology != "auto":
+            return self.topology
+        return "mesh" if num_nodes <= self.mesh_up_to_nodes else "torus"
+
     @property
     def max_payload_bytes(self) -> int:
         return self.chunk_bytes * self.max_chunks_per_packet
@@ -308,20 +314,26 @@ def resolve_override_key(key: str) -> str:
     raise GupsimError(f"--set {key}: no such machine field{hint}")
 
 
+def parse_key_value(item: str, option: str) -> tuple[str, Any]:
+    """``"link_bytes_per_s=350e6"`` -> ``("link_bytes_per_s", 350000000.0)``; values read as YAML."""
+    if "=" not in item:
+        raise GupsimError(f"{option} {item!r}: expected KEY=VALUE, e.g. --set link_bytes_per_s=350e6")
+    key, raw = item.split("=", 1)
+    value = yaml.safe_load(raw) if raw.strip() else raw
+    if isinstance(value, str):  # YAML reads 350e6 as a string; numbers should be numbers
+        try:
+            value = float(value) if not value.lstrip("-").isdigit() else int(value)
+        except ValueError:
+            pass
+    return key.strip(), value
+
+
 def parse_set_options(items: tuple[str, ...] | list[str]) -> dict[str, Any]:
     """``["link_bytes_per_s=350e6"]`` -> ``{"network.link_bytes_per_s": 350000000.0}``."""
     out: dict[str, Any] = {}
     for item in items:
-        if "=" not in item:
-            raise GupsimError(f"--set {item!r}: expected KEY=VALUE, e.g. --set link_bytes_per_s=350e6")
-        key, raw = item.split("=", 1)
-        value = yaml.safe_load(raw) if raw.strip() else raw
-        if isinstance(value, str):  # YAML reads 350e6 as a string; numbers should be numbers
-            try:
-                value = float(value) if not value.lstrip("-").isdigit() else int(value)
-            except ValueError:
-                pass
-        out[resolve_override_key(key.strip())] = value
+        key, value = parse_key_value(item, "--set")
+        out[resolve_override_key(key)] = value
     return out
 
 

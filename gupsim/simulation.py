@@ -117,16 +117,13 @@ class Simulation:
         self.run = run
         m = self.machine = run.machine
         self.env = CountingEnvironment()
-        kind = m.network.topology
         shape = parse_shape(run.shape)
         self.ppn = m.cpu.processes_per_node
         # Refuse a run that cannot fit before building anything of its size.
         self.memory_estimate_bytes = check_fits(
             math.prod(shape) * self.ppn, algorithm_class(run.algorithm).memory_per_rank_bytes,
             f"{run.algorithm} on {run.shape} ({self.ppn} per node)")
-        if kind == "auto":
-            kind = "mesh" if math.prod(shape) <= m.network.mesh_up_to_nodes else "torus"
-        self.topology = make_topology(kind, shape)
+        self.topology = make_topology(m.network.topology_kind(math.prod(shape)), shape)
         self.num_ranks = self.topology.num_nodes * self.ppn
         self.net = Network(self.env, self.topology, m.network, self.ppn)
         self.cost = CostModel.from_machine(m)

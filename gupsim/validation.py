@@ -38,6 +38,12 @@ def reference_table(name: str) -> pd.DataFrame:
     return pd.read_csv(path)
 
 
+def bgl_partition_shapes() -> dict[int, str]:
+    """Nodes -> XxYxZ of the BG/L partitions the seed measured (Table 2's shape column: inputs, not results)."""
+    table = reference_table("bgl_table2_bottlenecks.csv")
+    return dict(zip(table["nodes"].tolist(), table["shape"].tolist()))
+
+
 @dataclass
 class Comparison:
     """One reproduced table: published columns, simulated columns, errors, targets."""

@@ -29,6 +29,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from gupsim.algorithms import Algorithm, register_algorithm
+from gupsim.errors import GupsimError
 
 
 @register_algorithm("one-packet")
@@ -51,8 +52,6 @@ class OnePacket(Algorithm):
         self.blocked_s = 0.0
         largest = sim.net.cfg.max_payload_bytes
         if options.payload_bytes > largest:
-            from gupsim.errors import GupsimError
-
             raise GupsimError(f"algorithm one-packet: payload_bytes={options.payload_bytes} does not fit one "
                               f"packet (at most {largest} bytes on this machine)")
 

@@ -50,6 +50,7 @@ from collections import deque
 from pydantic import BaseModel, ConfigDict, Field
 
 from gupsim.algorithms import Algorithm, register_algorithm
+from gupsim.errors import GupsimError
 
 UPDATE_BYTES = 8
 
@@ -84,11 +85,9 @@ class Routed(Algorithm):
         self.ndims = len(self.lengths)
         self.capacity = options.bucket_capacity or 1024 // sum(self.lengths)
         if self.capacity < 1:
-            raise ValueError("machine too large for software routing with 1024 pending updates")
+            raise GupsimError(f"routed: {'x'.join(map(str, self.lengths))} has more software routers than 1024 pending updates can give one bucket each")
         per_packet = (sim.net.cfg.max_payload_bytes - options.software_header_bytes) // UPDATE_BYTES
         if per_packet < 1:
-            from gupsim.errors import GupsimError
-
             raise GupsimError("routed: software_header_bytes leaves no room for an update in a packet")
         self.per_packet = per_packet
         # software coordinates of every rank: (x, y, z[, core])
