@@ -118,7 +118,8 @@ def compare(reference: pd.DataFrame, simulated: pd.DataFrame, key: str, columns:
 
 
 def available_experiments() -> list[str]:
-    return sorted(p.stem.replace("_", "-") for p in EXPERIMENTS_DIR.glob("bgl_*.py"))
+    """Every ``experiments/<machine>_<result>.py``; helpers start with an underscore."""
+    return sorted(p.stem.replace("_", "-") for p in EXPERIMENTS_DIR.glob("*.py") if not p.stem.startswith("_"))
 
 
 def load_experiment(name: str):
