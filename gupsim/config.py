@@ -9,7 +9,9 @@ The sections mirror the model's parts:
 * ``cpu``: clock and the measured per-step cycle costs (seed 000 §5.2,
   Table 1, read from the CSV the YAML names, never retyped);
 * ``mpi``: the costs of the MPI library the baseline code calls (seed 000
-  §5.2 and §6.1).
+  §5.2 and §6.1);
+* ``cache`` (optional): cache sizes and latencies for the baseline's
+  per-destination data (seed 000 §5.1, §6.1; :mod:`gupsim.cache`).
 
 Loading is strict: an unknown key, a wrong type or an impossible value is
 reported as one line naming the file and the field (:class:`GupsimError`),
@@ -124,11 +126,35 @@ class MpiConfig(BaseModel):
     test_cycles: float = Field(ge=0, description="one MPI_Test call")
     bucket_insert_cycles: float = Field(ge=0, description="append an update to its destination bucket")
     heap_cycles_per_level: float = Field(ge=0, description="heap update cost per level of a heap of N-1 entries")
+    peer_state_bytes: float = Field(
+        default=0.0, ge=0, description="MPI's state per peer, touched by each message's sender and receiver "
+        "(its cache misses grow with N; 0: not modelled)")
 
     @model_validator(mode="after")
     def _ordered(self) -> "MpiConfig":
         if self.latency_large_bytes <= self.latency_small_bytes:
             raise ValueError("latency_large_bytes must exceed latency_small_bytes")
+        return self
+
+
+class CacheConfig(BaseModel):
+    """Cache sizes and latencies for the per-destination data of the baseline (gupsim.cache)."""
+
+    model_config = _STRICT
+
+    line_bytes: int = Field(gt=0)
+    l1_bytes: int = Field(gt=0)
+    l1_hit_cycles: float = Field(ge=0)
+    l3_bytes: int = Field(gt=0, description="last-level cache")
+    l3_hit_cycles: float = Field(ge=0)
+    memory_cycles: float = Field(ge=0, description="main-memory latency")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "CacheConfig":
+        if self.l3_bytes < self.l1_bytes:
+            raise ValueError("l3_bytes must be at least l1_bytes")
+        if not self.l1_hit_cycles <= self.l3_hit_cycles <= self.memory_cycles:
+            raise ValueError("latencies must grow: l1_hit_cycles <= l3_hit_cycles <= memory_cycles")
         return self
 
 
@@ -142,6 +168,7 @@ class MachineConfig(BaseModel):
     network: NetworkConfig
     cpu: CpuConfig
     mpi: MpiConfig
+    cache: CacheConfig | None = Field(default=None, description="omit to model no cache misses on per-destination data")
     source_path: str = Field(default="", description="file this machine was loaded from (set by the loader)")
 
     @cached_property
@@ -272,12 +299,20 @@ def _one_line(exc: ValidationError, model: type[BaseModel]) -> str:
     return f"{loc}: {msg}{shown}{more}"
 
 
+def _section(annotation: Any) -> type[BaseModel] | None:
+    """The model a field holds, if it is a section (``CacheConfig | None`` counts)."""
+    for candidate in (annotation, *getattr(annotation, "__args__", ())):
+        if isinstance(candidate, type) and issubclass(candidate, BaseModel):
+            return candidate
+    return None
+
+
 def _leaf_paths(model: type[BaseModel], prefix: str = "") -> dict[str, type[BaseModel]]:
     """Dotted path of every field, mapped to the model that owns it."""
     out: dict[str, type[BaseModel]] = {}
     for name, field in model.model_fields.items():
-        ann = field.annotation
-        if isinstance(ann, type) and issubclass(ann, BaseModel):
+        ann = _section(field.annotation)
+        if ann is not None:
             out.update(_leaf_paths(ann, f"{prefix}{name}."))
         else:
             out[f"{prefix}{name}"] = model
@@ -291,8 +326,8 @@ def leaf_fields() -> list[str]:
 def _suggest(loc: tuple, model: type[BaseModel]) -> str:
     sub: type[BaseModel] = model
     for part in loc[:-1]:
-        ann = sub.model_fields[str(part)].annotation if str(part) in sub.model_fields else None
-        if not (isinstance(ann, type) and issubclass(ann, BaseModel)):
+        ann = _section(sub.model_fields[str(part)].annotation) if str(part) in sub.model_fields else None
+        if ann is None:
             return ""
         sub = ann
     close = difflib.get_close_matches(str(loc[-1]), list(sub.model_fields), n=1)

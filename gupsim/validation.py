@@ -58,6 +58,7 @@ class Comparison:
     wall_s: float = float("nan")
     shown: list[str] = field(default_factory=list)  # extra columns for the docs, without a target
     plot: Any = None  # optional callable(out_dir) -> [paths] for experiments that are figures
+    remarks: list[str] = field(default_factory=list)  # paragraphs the docs always show (e.g. on model columns)
 
     def errors(self, column: str) -> pd.Series:
         return self.frame[f"rel_err_{column}"]
@@ -73,19 +74,24 @@ class Comparison:
         return out
 
     def summary_lines(self) -> list[str]:
+        """Mean and worst error per compared column; ``model_rel_err_*`` columns (analytic models
+        shown beside the simulation) get their own line, labelled as a model."""
         lines = []
         for column, target in self.targets.items():
-            err = self.errors(column).abs().dropna()
-            if err.empty:
-                lines.append(f"{self.name}: {column}: no simulated rows")
-                continue
-            worst_idx = err.idxmax()
-            worst_key = self.frame.loc[worst_idx, self.key]
-            missed = int((err > target).sum())
-            lines.append(
-                f"{self.name}: {column}: mean |err| {err.mean():.1%}, worst {err.max():.1%} "
-                f"({self.key}={worst_key}); target {target:.0%}: {len(err) - missed}/{len(err)} rows within"
-            )
+            for label, err_col in ((column, f"rel_err_{column}"), (f"{column} (model, not simulated)",
+                                                                    f"model_rel_err_{column}")):
+                if err_col not in self.frame:
+                    continue
+                err = self.frame[err_col].abs().dropna()
+                if err.empty:
+                    lines.append(f"{self.name}: {label}: no simulated rows")
+                    continue
+                worst_key = self.frame.loc[err.idxmax(), self.key]
+                missed = int((err > target).sum())
+                lines.append(
+                    f"{self.name}: {label}: mean |err| {err.mean():.1%}, worst {err.max():.1%} "
+                    f"({self.key}={worst_key}); target {target:.0%}: {len(err) - missed}/{len(err)} rows within"
+                )
         return lines
 
     def figures(self, out_dir: Path) -> list[Path]:
@@ -193,14 +199,18 @@ def comparison_markdown(c: Comparison, figures_dir: Path | None = None) -> str:
         for path in c.figures(figures_dir):
             if path.suffix == ".png":
                 parts += [f"![{c.title}]({figures_dir.name}/{path.name})", ""]
-    parts += [markdown_table(c.frame, cols, {f"rel_err_{k}" for k in c.targets}), "", "Summary:", ""]
+    err_columns = {col for col in c.frame.columns if "rel_err_" in col}
+    parts += [markdown_table(c.frame, cols, err_columns), "", "Summary:", ""]
     parts += [f"- {line}" for line in c.summary_lines()]
     misses = c.misses()
     if misses:
         parts += ["", "Rows worse than their target:", ""]
         for key, column, err, target in misses:
-            why = c.notes.get((key, column)) or c.notes.get(("*", column)) or "No explanation recorded yet."
+            why = (c.notes.get((key, column)) or c.notes.get((key, "*")) or c.notes.get(("*", column))
+                   or "No explanation recorded yet.")
             parts.append(f"- **{c.key}={key}, {column}**: {err:+.1%} (target ±{target:.0%}). {why}")
+    if c.remarks:
+        parts += ["", "Notes:", ""] + [f"- {remark}" for remark in c.remarks]
     if not math.isnan(c.wall_s):
         parts += ["", f"_Reproduced in {c.wall_s:.1f} s wall._"]
     return "\n".join(parts)

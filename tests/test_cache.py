@@ -1,0 +1,78 @@
+"""The cache-miss model of the baseline's per-destination data (gupsim.cache)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from gupsim.algorithms.baseline import Baseline
+from gupsim.bucketing import mean_bucket_size
+from gupsim.cache import baseline_cache_costs, hit_fraction, miss_cycles
+from gupsim.config import load_machine
+from gupsim.errors import GupsimError
+from gupsim.runner import make_run_config, simulate
+
+
+@given(st.floats(1, 1e9), st.floats(1, 1e12), st.floats(1.01, 100))
+def test_hit_fraction_is_a_probability_that_falls_with_reuse_distance(capacity, reuse, factor):
+    h = hit_fraction(capacity, reuse)
+    assert 0.0 <= h <= 1.0
+    assert hit_fraction(capacity, reuse * factor) <= h
+    assert hit_fraction(capacity * factor, reuse) >= h
+
+
+def test_miss_cycles_run_from_an_l1_hit_to_a_memory_access(bgl):
+    c = bgl.cache
+    assert miss_cycles(c, 1.0) == pytest.approx(0.0, abs=1e-9)
+    assert miss_cycles(c, 1e15) == pytest.approx(c.memory_cycles - c.l1_hit_cycles, rel=1e-3)
+    # Data that outgrows L1 but fits L3 costs about the L3 latency.
+    assert miss_cycles(c, 30 * c.l1_bytes) == pytest.approx(c.l3_hit_cycles - c.l1_hit_cycles, rel=0.05)
+
+
+def test_no_cache_section_means_no_cache_cycles(bgl):
+    costs = baseline_cache_costs(None, 256.0, 16384, 1.07)
+    assert costs.per_remote_update == costs.per_message_side == 0.0
+    assert baseline_cache_costs(bgl.cache, 256.0, 1, 1.0).per_remote_update == 0.0
+
+
+def test_miss_costs_grow_with_machine_size(bgl):
+    sizes = {n: mean_bucket_size(n, updates=2**12) for n in (32, 512, 2048, 16384, 65536)}
+    per_update = [baseline_cache_costs(bgl.cache, 256.0, n, b).per_remote_update for n, b in sizes.items()]
+    per_message = [baseline_cache_costs(bgl.cache, 256.0, n, b).per_message_side for n, b in sizes.items()]
+    assert per_update == sorted(per_update) and per_message == sorted(per_message)
+    assert per_update[0] < 1.0  # 32 destinations fit L1 easily
+    # Once everything misses L3, the heap path and the bucket header go to memory.
+    c = bgl.cache
+    assert per_update[-1] < (math.log2(65535) + 1) * (c.memory_cycles - c.l1_hit_cycles)
+
+
+def test_the_seeds_l1_argument_holds_in_the_model(bgl):
+    """§6.1: L1 misses start to matter from N >= 512 (16 KB of pending updates + 20 B per destination)."""
+    small = baseline_cache_costs(bgl.cache, 0.0, 64, mean_bucket_size(64, updates=2**12)).per_remote_update
+    large = baseline_cache_costs(bgl.cache, 0.0, 512, mean_bucket_size(512, updates=2**12)).per_remote_update
+    assert small < 15.0 < large
+
+
+def test_cache_fields_are_settable_and_validated():
+    m = load_machine("bgl", {"cache.l1_bytes": 65536})
+    assert m.cache.l1_bytes == 65536
+    with pytest.raises(GupsimError, match="latencies must grow"):
+        load_machine("bgl", {"cache.l3_hit_cycles": 200})
+
+
+def test_accounting_matches_the_simulation_while_nothing_blocks(bgl):
+    """The closed-form cycle count of the baseline is the simulation's when the CPU is the bottleneck."""
+    rec = simulate(make_run_config(machine=bgl, shape="4x4x2", algorithm="baseline", updates_per_process=4096))[1]
+    assert rec["send_blocking_factor"] < 0.01
+    model = Baseline.steady_cycles_per_update(bgl, 32, rec["updates_per_message"])
+    assert model == pytest.approx(rec["cycles_per_update"], rel=0.02)
+
+
+def test_machine_file_holds_the_fitted_peer_state(bgl):
+    """The YAML's mpi.peer_state_bytes is what the documented fit gives (N = 4096 row, by the accounting)."""
+    from gupsim.validation import load_experiment
+
+    assert load_experiment("bgl-table3").fit_peer_state_bytes() == pytest.approx(bgl.mpi.peer_state_bytes, rel=0.01)
