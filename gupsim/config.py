@@ -23,7 +23,7 @@ import difflib
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import numpy as np
 import pandas as pd
@@ -64,6 +64,9 @@ class NetworkConfig(BaseModel):
     link_buffer_chunks: int = Field(ge=1, description="input buffer at the far end of each directed link")
     injection_fifo_chunks: int = Field(ge=1, description="injection FIFO depth of a node")
     reception_fifo_chunks: int = Field(ge=1, description="reception FIFO depth of a node")
+    cut_through_bytes: int | None = Field(
+        default=None, ge=1,
+        description="bytes a router must have before it forwards a packet's head (default: one chunk)")
 
     @model_validator(mode="after")
     def _buffers_hold_a_packet(self) -> "NetworkConfig":
@@ -132,6 +135,20 @@ class MpiConfig(BaseModel):
         return self
 
 
+class DmaConfig(BaseModel):
+    """Blue Gene/P's per-node DMA engine and its sender-driven throttling (seed 002 §2, §3.2, §3.4).
+
+    Optional: a machine without this section (BG/L) keeps the plain network.
+    """
+
+    model_config = _STRICT
+
+    engine_bytes_per_s: float = Field(gt=0, description="one node's DMA engine, each way (injection, reception)")
+    header_bytes: int = Field(ge=0, description="DMA header carried inside each packet's chunks")
+    rx_packet_overhead_ns: float = Field(ge=0, description="extra reception cost per packet from the torus")
+    throttle_backoff_ns: float = Field(ge=0, description="wait before a sender whose first link is busy retries")
+
+
 class MachineConfig(BaseModel):
     """A whole machine: what the simulator needs to know about the hardware."""
 
@@ -142,6 +159,7 @@ class MachineConfig(BaseModel):
     network: NetworkConfig
     cpu: CpuConfig
     mpi: MpiConfig
+    dma: DmaConfig | None = None
     source_path: str = Field(default="", description="file this machine was loaded from (set by the loader)")
 
     @cached_property
@@ -277,6 +295,8 @@ def _leaf_paths(model: type[BaseModel], prefix: str = "") -> dict[str, type[Base
     out: dict[str, type[BaseModel]] = {}
     for name, field in model.model_fields.items():
         ann = field.annotation
+        # An optional section (``dma: DmaConfig | None``) has dotted leaves too.
+        ann = next((a for a in get_args(ann) if isinstance(a, type) and issubclass(a, BaseModel)), ann)
         if isinstance(ann, type) and issubclass(ann, BaseModel):
             out.update(_leaf_paths(ann, f"{prefix}{name}."))
         else:
