@@ -21,8 +21,6 @@ REFERENCE = {  # transcribed from seed 002's text
     "latency ratio 1 KB, 131072 / 4 cores": {"value": 1.4, "unit": "ratio", "source": "§3.3: 'still 40%'"},
     "latency ratio 1 KB, 131072 cores / 1 hop": {"value": 1.4, "unit": "ratio",
                                                  "source": "§3.3, read with the first point as one hop"},
-    "latency ratio 1 KB, 131072 cores / 1 hop": {"value": 1.4, "unit": "ratio",
-                                                 "source": "§3.3, read with the first point as one hop"},
     "bandwidth ratio 64 KB, farthest / 1 hop": {"value": 1.0, "unit": "ratio", "source": "§3.3: 'less than 3%'"},
 }
 SIZES = (8, 64, 512, 4096, 32768)  # nodes; x 4 cores
