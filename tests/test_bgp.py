@@ -62,7 +62,7 @@ def test_fig5_flow_through_wins_and_the_local_sender_is_throttled(smp, pairs):
     alone = bgp.bandwidth(smp, "8x8x8", [(p[1], p[2])], 16384, window=2)["bits_per_s"][0]
     through, local = bgp.bandwidth(smp, "8x8x8", [(p[a], p[b]) for a, b in pairs], 16384, window=2)["bits_per_s"]
     assert through == pytest.approx(alone, rel=0.05)
-    assert local < 0.5 * alone
+    assert 0 < local < 0.5 * alone  # throttled to the link's idle gaps, not counted away
     assert len(topo.route(p[0], p[3])) == 3  # shortest path, P0-P1-P2-P3
 
 
@@ -73,7 +73,7 @@ def test_fig6_several_cores_help_medium_messages_not_the_peak():
     assert 1.4 < four / one < 2.6
     big1 = bgp.bandwidth(vn, "2x1x1", [(0, 4)], 65536, window=4)["aggregate_bits_per_s"]
     big4 = bgp.bandwidth(vn, "2x1x1", [(c, 4 + c) for c in range(4)], 65536, window=4)["aggregate_bits_per_s"]
-    assert big4 == pytest.approx(big1, rel=0.2)  # the link caps both (rates count whole messages only)
+    assert big4 == pytest.approx(big1, rel=0.05)  # the link caps both
 
 
 def test_fig6_hot_spot_latency_grows_with_system_size(smp):
@@ -97,3 +97,10 @@ def test_gups_network_bounds_stay_at_or_under_the_sparsest_cut():
         b = bounds(m, bgp.PARTITIONS[nodes])
         cut = network_bound_gups(nodes, float(topo.edge_expansion()), m.network.link_bytes_per_s, 44)
         assert b.network_bound_gups <= cut * (1 + 1e-12)
+
+
+def test_fig7_fan_out_to_two_neighbours_is_twice_one_stream(smp):
+    # Two links, one DMA engine with six links' capacity: nothing is shared. (Counting whole
+    # messages only used to drop the lagging stream's last message: 5,638 instead of ~6,000 Mb/s.)
+    one = bgp.fan_bits_per_s(smp, 1, False, 32768, 2)
+    assert bgp.fan_bits_per_s(smp, 2, False, 32768, 2) == pytest.approx(2 * one, rel=0.02)
