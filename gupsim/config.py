@@ -294,9 +294,7 @@ def _leaf_paths(model: type[BaseModel], prefix: str = "") -> dict[str, type[Base
     """Dotted path of every field, mapped to the model that owns it."""
     out: dict[str, type[BaseModel]] = {}
     for name, field in model.model_fields.items():
-        ann = field.annotation
-        # An optional section (``dma: DmaConfig | None``) has dotted leaves too.
-        ann = next((a for a in get_args(ann) if isinstance(a, type) and issubclass(a, BaseModel)), ann)
+        ann = _section(field.annotation)
         if isinstance(ann, type) and issubclass(ann, BaseModel):
             out.update(_leaf_paths(ann, f"{prefix}{name}."))
         else:
@@ -308,10 +306,15 @@ def leaf_fields() -> list[str]:
     return [p for p in _leaf_paths(MachineConfig) if p != "source_path"]
 
 
+def _section(ann: Any) -> Any:
+    """The model of a section, also when it is optional (``dma: DmaConfig | None``)."""
+    return next((a for a in get_args(ann) if isinstance(a, type) and issubclass(a, BaseModel)), ann)
+
+
 def _suggest(loc: tuple, model: type[BaseModel]) -> str:
     sub: type[BaseModel] = model
     for part in loc[:-1]:
-        ann = sub.model_fields[str(part)].annotation if str(part) in sub.model_fields else None
+        ann = _section(sub.model_fields[str(part)].annotation) if str(part) in sub.model_fields else None
         if not (isinstance(ann, type) and issubclass(ann, BaseModel)):
             return ""
         sub = ann
