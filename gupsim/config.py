@@ -66,6 +66,9 @@ class NetworkConfig(BaseModel):
     link_buffer_chunks: int = Field(ge=1, description="input buffer at the far end of each directed link")
     injection_fifo_chunks: int = Field(ge=1, description="injection FIFO depth of a node")
     reception_fifo_chunks: int = Field(ge=1, description="reception FIFO depth of a node")
+    cut_through_bytes: int | None = Field(
+        default=None, ge=1,
+        description="bytes a router must have before it forwards a packet's head (default: one chunk)")
 
     @model_validator(mode="after")
     def _buffers_hold_a_packet(self) -> "NetworkConfig":
@@ -127,8 +130,8 @@ class MpiConfig(BaseModel):
     bucket_insert_cycles: float = Field(ge=0, description="append an update to its destination bucket")
     heap_cycles_per_level: float = Field(ge=0, description="heap update cost per level of a heap of N-1 entries")
     peer_state_bytes: float = Field(
-        default=0.0, ge=0, description="MPI's state per peer, touched by each message's sender and receiver "
-        "(its cache misses grow with N; 0: not modelled)")
+        ge=0, description="MPI's state per peer, touched by each message's sender and receiver "
+        "(its cache misses grow with N when the machine has a cache section)")
 
     @model_validator(mode="after")
     def _ordered(self) -> "MpiConfig":
@@ -158,6 +161,20 @@ class CacheConfig(BaseModel):
         return self
 
 
+class DmaConfig(BaseModel):
+    """Blue Gene/P's per-node DMA engine and its sender-driven throttling (seed 002 §2, §3.2, §3.4).
+
+    Optional: a machine without this section (BG/L) keeps the plain network.
+    """
+
+    model_config = _STRICT
+
+    engine_bytes_per_s: float = Field(gt=0, description="one node's DMA engine, each way (injection, reception)")
+    header_bytes: int = Field(ge=0, description="DMA header carried inside each packet's chunks")
+    rx_packet_overhead_ns: float = Field(ge=0, description="extra reception cost per packet from the torus")
+    throttle_backoff_ns: float = Field(ge=0, description="wait before a sender whose first link is busy retries")
+
+
 class MachineConfig(BaseModel):
     """A whole machine: what the simulator needs to know about the hardware."""
 
@@ -169,6 +186,7 @@ class MachineConfig(BaseModel):
     cpu: CpuConfig
     mpi: MpiConfig
     cache: CacheConfig | None = Field(default=None, description="omit to model no cache misses on per-destination data")
+    dma: DmaConfig | None = None
     source_path: str = Field(default="", description="file this machine was loaded from (set by the loader)")
 
     @cached_property

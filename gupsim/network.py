@@ -174,7 +174,8 @@ class Network:
         self.ppn = processes_per_node
         self.num_ranks = topology.num_nodes * processes_per_node
         rate = net.link_bytes_per_s
-        self._chunk_s = net.chunk_bytes / rate
+        # The head moves on once the router has cut_through_bytes of it (one chunk unless set).
+        self._chunk_s = (net.cut_through_bytes or net.chunk_bytes) / rate
         self._router_s = net.router_delay_ns * 1e-9
         self._rate = rate
         self._bubble = net.max_chunks_per_packet if topology.wraps and net.flow_control == "bubble" else 0

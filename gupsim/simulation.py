@@ -40,7 +40,7 @@ from gupsim.algorithms import algorithm_class, validate_options
 from gupsim.config import MachineConfig
 from gupsim.errors import GupsimError, SimulationError
 from gupsim.memory import check_fits
-from gupsim.network import Network
+from gupsim.dma import make_network
 from gupsim.node import CostModel, Cpu
 from gupsim.topology import make_topology, parse_shape
 
@@ -125,7 +125,7 @@ class Simulation:
             f"{run.algorithm} on {run.shape} ({self.ppn} per node)")
         self.topology = make_topology(m.network.topology_kind(math.prod(shape)), shape)
         self.num_ranks = self.topology.num_nodes * self.ppn
-        self.net = Network(self.env, self.topology, m.network, self.ppn)
+        self.net = make_network(self.env, self.topology, m, self.ppn)  # DMA engine if the machine has one
         self.cost = CostModel.from_machine(m)
         self.layout = hpcc.TableLayout(self._log2_table_size(), self.num_ranks)
         self.streams = [UpdateStream(self.layout, self.stream_start(r), run.updates_per_process)

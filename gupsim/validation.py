@@ -59,6 +59,7 @@ class Comparison:
     shown: list[str] = field(default_factory=list)  # extra columns for the docs, without a target
     plot: Any = None  # optional callable(out_dir) -> [paths] for experiments that are figures
     remarks: list[str] = field(default_factory=list)  # paragraphs the docs always show (e.g. on model columns)
+    checks: list[str] = field(default_factory=list)  # summary lines of a table with no published column
 
     def errors(self, column: str) -> pd.Series:
         return self.frame[f"rel_err_{column}"]
@@ -92,7 +93,7 @@ class Comparison:
                     f"{self.name}: {label}: mean |err| {err.mean():.1%}, worst {err.max():.1%} "
                     f"({self.key}={worst_key}); target {target:.0%}: {len(err) - missed}/{len(err)} rows within"
                 )
-        return lines
+        return lines + [f"{self.name}: {line}" for line in self.checks]
 
     def figures(self, out_dir: Path) -> list[Path]:
         """Write the experiment's figures (if it has a plotter) and return their paths."""

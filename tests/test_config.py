@@ -114,3 +114,11 @@ def test_machine_is_frozen(bgl):
 def test_leaf_fields_cover_every_section():
     fields = leaf_fields()
     assert "network.link_bytes_per_s" in fields and "mpi.test_cycles" in fields and "cpu.clock_hz" in fields
+
+
+def test_unknown_key_in_an_optional_section_gets_a_hint():
+    # dma is optional (BG/L has none); its keys still get "did you mean".
+    with pytest.raises(GupsimError, match=r"unknown key 'dma.engine_byte_per_s' \(did you mean 'engine_bytes_per_s'\?\)"):
+        load_machine("bgp", {"dma.engine_byte_per_s": 1.0})
+    with pytest.raises(GupsimError, match=r"unknown key 'dma.zzz' \(valid: engine_bytes_per_s, "):
+        load_machine("bgp", {"dma.zzz": 1.0})

@@ -9,7 +9,9 @@ validated pydantic model (``Options``); an unknown option is one clear line.
 
 Registered here: ``baseline`` (HPCC's MPI reference code, seed 000 §2 and
 §6.1) and ``one-packet`` (one packet per remote update, the UPC run of seed
-001).  Later algorithms (software routing, Data Vortex) register the same way.
+001), ``routed`` (software routing, seed 000 §4.2) and ``routed-split``
+(routing and updating on separate cores of a node, issue 5).  Later algorithms
+(Data Vortex) register the same way.
 """
 
 from __future__ import annotations
@@ -96,4 +98,4 @@ def available_algorithms() -> list[str]:
 
 def _load_builtin() -> None:
     # Imported lazily so that the registry module has no import cycle with them.
-    from gupsim.algorithms import baseline, one_packet, routed  # noqa: F401
+    from gupsim.algorithms import baseline, one_packet, routed, routed_split  # noqa: F401

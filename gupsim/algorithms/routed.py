@@ -86,7 +86,7 @@ class Routed(Algorithm):
         self.capacity = options.bucket_capacity or 1024 // sum(self.lengths)
         if self.capacity < 1:
             raise GupsimError(f"routed: {'x'.join(map(str, self.lengths))} has more software routers than 1024 pending updates can give one bucket each")
-        per_packet = (sim.net.cfg.max_payload_bytes - options.software_header_bytes) // UPDATE_BYTES
+        per_packet = (self._max_data_bytes(sim) - options.software_header_bytes) // UPDATE_BYTES
         if per_packet < 1:
             raise GupsimError("routed: software_header_bytes leaves no room for an update in a packet")
         self.per_packet = per_packet
@@ -99,6 +99,11 @@ class Routed(Algorithm):
         self.packets = 0
         self.packet_updates = 0
         self.hops = 0
+
+    @staticmethod
+    def _max_data_bytes(sim) -> int:
+        # A BG/P DMA network carries its own header inside the packet (gupsim.dma); BG/L has none.
+        return getattr(sim.net, "max_data_bytes", sim.net.cfg.max_payload_bytes)
 
     # ------------------------------------------------------------------ geometry
 

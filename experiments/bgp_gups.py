@@ -1,0 +1,171 @@
+"""Blue Gene/P RandomAccess (GUPS) scaling table: 512 to 40,960 nodes in SMP, dual and virtual-node mode.
+
+For every partition (8x8x8 up to 40 racks), mode (SMP: 1 process per node,
+dual: 2, virtual-node: 4) and algorithm (``baseline``, ``routed``,
+``one-packet``, and with 2 or 4 processes per node ``routed-split``, in which
+one core per node only routes and the others only generate and update) the
+table gives two analytic upper bounds, both derived here for each algorithm:
+
+* **network** (sparsest cut, seed 000 §3.2 eq. 2): ``(2N / b) alpha C`` with
+  ``b`` the fewest wire bytes an update can cost: 32 + 12 = 44 for
+  ``one-packet`` (one chunk per update); for the aggregating algorithms a full
+  256-byte packet (268 bytes on the wire) carrying ``(256 - 16) / 8 = 30``
+  updates (the 16 being the DMA header), so b = 8.93.  Any software header
+  only lowers the rate, so this stays a bound;
+* **CPU** (seed 000 §3.1): eq. (1) for ``one-packet``; for the others the
+  cycles every update must cost however well packets are amortised:
+  ``baseline`` ``t_g + t_u + bucket insert``; ``routed`` ``t_g + t_u + E[hops]
+  route_hop_cycles`` with ``E[hops] = sum (L - 1) / L`` over x, y, z and, with
+  several processes per node, the core; ``routed-split`` the slower of the
+  node's workers (``t_g + t_u + 2 f handoff`` each, ``f`` the remote fraction)
+  and its router (``f (E[hops] route_hop_cycles + 2 handoff)``).
+
+Per-core cycle costs (all assumed, seed 002 gives none for BG/P; see
+configs/machines/bgp.yaml): ``t_g + t_o^s`` = 18 and ``t_u`` = 86 (BG/L, seed
+000 §5.2), raw send/receive from seed 000 Table 1, ``t_o^p`` = 2.08 and
+``route_hop_cycles`` = 114.8 (fitted on BG/L Tables 2 and 4), hand-off 10
+(assumed, gupsim/algorithms/routed_split.py), all at 850 MHz.
+
+There is no published BG/P GUPS table, so nothing here has a published
+target and no column is "compared".  The ``simulated`` flag marks the rows
+the SimPy engine ran (full run only: the 512-node partition, a fixed
+32,768 updates per run, i.e. 64, 32 and 16 per process in SMP, dual and
+VN mode: start-up dominated, far from steady state, see ``sim_steady_state``;
+that is what the SimPy engine affords on 512 nodes, about 1-5 min a row).
+``sim_gups`` is the runner's windowed rate (25-75 % of updates applied), which
+in so short a run can exceed a bound; ``sim_gups_run`` is the whole run's
+average, which cannot, and ``sim_fraction_of_bound`` is that over the
+smaller bound.  The
+checks line says whether every simulated row stays at or under both bounds
+(tests/test_bgp_gups.py checks the same on a small partition in the default
+suite).  Nothing is extrapolated.  Run: ``gupsim reproduce bgp-gups``.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pandas as pd
+
+from gupsim import bgp
+from gupsim.bounds import bounds, machine_topology, network_bound_gups
+from gupsim.runner import make_run_config, simulate
+from gupsim.validation import Comparison
+
+NODES = (512, 1024, 2048, 4096, 8192, 16384, 32768, 40960)
+MODES = {"SMP": 1, "dual": 2, "VN": 4}
+ALGORITHMS = ("baseline", "routed", "one-packet", "routed-split")
+UPDATES_PER_RUN = 32_768  # per simulated row (full run only): 512 nodes x 64 updates in SMP mode
+SIMULATED_NODES = (512,)
+HANDOFF_CYCLES = 10.0  # routed-split's default (assumed; see gupsim/algorithms/routed_split.py)
+UPDATE_BYTES = 8
+
+
+def applies(alg: str, ppn: int) -> bool:
+    return alg != "routed-split" or ppn > 1
+
+
+def bytes_per_update(m, alg: str) -> float:
+    """The fewest wire bytes one update can cost with this algorithm."""
+    net = m.network
+    if alg == "one-packet":
+        return net.chunk_bytes + net.wire_overhead_bytes
+    full = net.max_chunks_per_packet * net.chunk_bytes + net.wire_overhead_bytes
+    return full / ((net.max_payload_bytes - m.dma.header_bytes) // UPDATE_BYTES)
+
+
+def cpu_bound(m, shape: str, alg: str) -> float:
+    """Upper bound on GUPS from the per-core cycles each update must cost (see the docstring)."""
+    topo = machine_topology(m, shape)
+    cpu, ppn, nodes = m.cpu, m.cpu.processes_per_node, topo.num_nodes
+    if alg == "one-packet":
+        return bounds(m, shape).cpu_bound_gups
+    local = cpu.generate_cycles + cpu.update_cycles
+    node_hops = sum((length - 1) / length for length in topo.shape)
+    if alg == "baseline":
+        cycles = local + m.mpi.bucket_insert_cycles
+    elif alg == "routed":
+        cycles = local + (node_hops + (ppn - 1) / ppn) * cpu.route_hop_cycles
+    else:  # routed-split, one router core per node
+        remote = 1 - 1 / nodes
+        workers = ppn - 1
+        worker_rate = workers / (local + 2 * remote * HANDOFF_CYCLES)
+        router_rate = 1 / (remote * (node_hops * cpu.route_hop_cycles + 2 * HANDOFF_CYCLES))
+        return nodes * cpu.clock_hz * min(worker_rate, router_rate) / 1e9
+    return nodes * ppn * cpu.clock_hz / cycles / 1e9
+
+
+def row_bounds(shape: str, mode: str, alg: str) -> dict:
+    m = bgp.machine(MODES[mode])
+    topo = machine_topology(m, shape)
+    b = bytes_per_update(m, alg)
+    net = network_bound_gups(topo.num_nodes, float(topo.edge_expansion()), m.network.link_bytes_per_s, b)
+    cpu = cpu_bound(m, shape, alg)
+    return {"cpu_bound_gups": cpu, "network_bound_gups": net, "bytes_per_update": b,
+            "bound_gups": min(cpu, net), "bottleneck": "network" if net < cpu else "cpu"}
+
+
+def simulate_row(shape: str, mode: str, alg: str, updates: int) -> dict:
+    sim, rec = simulate(make_run_config(machine=bgp.machine(MODES[mode]), shape=shape, algorithm=alg,
+                                        updates_per_process=updates))
+    # The whole run's average rate obeys both bounds by construction (every update's cycles and bytes
+    # are spent inside the run); the runner's windowed rate of a short, start-up dominated run need not.
+    return {"simulated": True, "sim_gups": rec["gups"], "sim_gups_run": sim.total_updates / rec["sim_time_s"] / 1e9,
+            "sim_updates_per_process": updates,
+            "sim_wall_s": rec["wall_s"], "sim_steady_state": rec["steady_state"]}
+
+
+def reproduce(quick: bool = False, inputs: dict | None = None) -> Comparison:
+    t0 = time.perf_counter()
+    rows = []
+    for nodes in NODES:
+        for mode, ppn in MODES.items():
+            for alg in ALGORITHMS:
+                if not applies(alg, ppn):
+                    continue
+                row = {"row": f"{nodes} {mode} {alg}", "nodes": nodes, "shape": bgp.PARTITIONS[nodes],
+                       "mode": mode, "algorithm": alg, "processes": nodes * ppn} | row_bounds(bgp.PARTITIONS[nodes], mode, alg)
+                row["simulated"] = False
+                if not quick and nodes in SIMULATED_NODES:
+                    row |= simulate_row(row["shape"], mode, alg, UPDATES_PER_RUN // (nodes * ppn))
+                rows.append(row)
+    frame = pd.DataFrame(rows)
+    for column in ("sim_gups", "sim_gups_run", "sim_updates_per_process", "sim_wall_s", "sim_steady_state"):
+        if column not in frame:
+            frame[column] = float("nan")
+    frame["sim_fraction_of_bound"] = frame["sim_gups_run"] / frame["bound_gups"]
+    sim = frame[frame["simulated"]]
+    over = sim[sim["sim_gups_run"] > sim["bound_gups"] * (1 + 1e-9)]
+    checks = [f"{len(sim)} simulated rows, {len(frame) - len(sim)} bounds-only rows"]
+    if len(sim):
+        checks.append(f"simulated rows above their smaller bound: {len(over)}"
+                      + (f" ({', '.join(over['row'])})" if len(over) else "") + " (whole-run rate)"
+                      + f"; fraction of bound {sim['sim_fraction_of_bound'].min():.1%}"
+                      f" to {sim['sim_fraction_of_bound'].max():.1%}")
+
+    def plot(out_dir):
+        fig, axes = bgp.axes(len(MODES))
+        for a, mode in zip(axes, MODES):
+            for alg, marker in zip(ALGORITHMS, "osv^"):
+                sub = frame[(frame["mode"] == mode) & (frame["algorithm"] == alg)]
+                if sub.empty:
+                    continue
+                line, = a.plot(sub["nodes"], sub["bound_gups"], marker + "-", label=f"{alg} bound")
+                s = sub[sub["simulated"]]
+                a.plot(s["nodes"], s["sim_gups_run"], marker, color=line.get_color(), mfc="none", ms=10,
+                       label=f"{alg} simulated" if len(s) else None)
+            a.set(xscale="log", yscale="log", xlabel="nodes", ylabel="GUPS", title=f"BG/P {mode} mode")
+            a.legend(fontsize=6)
+            a.grid(alpha=0.3, which="both")
+        return bgp.save(fig, out_dir, "bgp-gups")
+
+    return Comparison(
+        name="bgp-gups", title="Blue Gene/P GUPS: analytic bounds for every size and mode, simulated where feasible",
+        key="row", frame=frame, targets={},
+        method=("No published BG/P GUPS table exists, so no column has a target. Bounds per algorithm from seed "
+                "000 eq. (1) and (2) with BG/P's clock, link rate and cores and the assumed BG/L cycle costs "
+                "(see experiments/bgp_gups.py). `simulated` marks the rows the SimPy engine ran (full run: "
+                f"512 nodes, {UPDATES_PER_RUN} updates per run, not steady state); the others are bounds only."),
+        wall_s=time.perf_counter() - t0, checks=checks,
+        shown=["cpu_bound_gups", "network_bound_gups", "bottleneck", "simulated", "sim_gups", "sim_gups_run",
+               "sim_fraction_of_bound", "sim_updates_per_process", "sim_wall_s"], plot=plot)

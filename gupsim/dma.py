@@ -1,0 +1,144 @@
+"""Blue Gene/P's DMA engine and sender-driven throttling, on top of the torus network.
+
+Seed 002 §2 and §3.2: every BG/P node has six bidirectional torus links but
+one shared DMA engine.  The cores do not handle torus packets; the DMA
+engine injects and receives them for every core, and it is built to drive
+all six links at once, so its capacity is about six times one link's, for
+data going out and for data coming in.  Intra-node messages also go through
+it ("down to the DMA engine and back up"), which is why intra-node bandwidth
+is about six times inter-node bandwidth (Fig. 3b).  Flow-through traffic
+does not touch the DMA engine (§3.3).
+
+Seed 002 §3.4: congestion is managed by the sender.  A sender whose first
+link is busy throttles its rate; a packet already in the network (flow-through
+traffic) is not throttled, because its sender cannot see the busy link.  That
+is why, when P0->P3 and P1->P2 share the link P1-P2, the flow-through stream
+keeps its full bandwidth and the local one loses.
+
+:class:`DmaNetwork` adds these to :class:`gupsim.network.Network` without
+changing it (BG/L runs use the plain class):
+
+* **Injection.**  Each node has one injection server of
+  ``dma.engine_bytes_per_s``; every packet any core of the node launches is
+  served first come, first served for ``wire_bytes / rate`` before it may
+  enter its first link.
+* **Throttling.**  After the DMA, a packet enters its first link only when
+  that link is idle or busy with this node's own injected packets; if other
+  traffic holds it, the sender waits ``throttle_backoff_ns`` past the link's
+  current reservation and looks again.  Packets in transit
+  reserve links as soon as their head arrives (the plain network's rule), so
+  at a shared link they win over local injection.
+* **Reception.**  Each node has one reception server of the same rate; a
+  packet that arrived over the torus also pays ``rx_packet_overhead_ns``
+  (the receive path's extra overhead, seed 002 §3.7, fitted on Fig. 7a).
+  A packet between two cores of one node skips the links: DMA out, then DMA
+  in, without the torus overhead.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from gupsim.network import Mailbox, Network, Packet
+
+if TYPE_CHECKING:
+    import simpy
+
+    from gupsim.config import DmaConfig, NetworkConfig
+    from gupsim.topology import Topology
+
+
+class DmaMailbox(Mailbox):
+    """A reception FIFO whose packets become visible only after the node's DMA has received them."""
+
+    __slots__ = ("net",)
+
+    def __init__(self, env: "simpy.Environment", net: "DmaNetwork"):
+        super().__init__(env)
+        self.net = net
+
+    def put(self, item: Any) -> None:
+        self.net.dma_receive(self, item)
+
+    def deliver(self, item: Any) -> None:
+        Mailbox.put(self, item)
+
+
+class DmaNetwork(Network):
+    """The torus network with one DMA engine per node and sender-driven throttling."""
+
+    def __init__(self, env: "simpy.Environment", topology: "Topology", net: "NetworkConfig",
+                 processes_per_node: int, dma: "DmaConfig"):
+        super().__init__(env, topology, net, processes_per_node)
+        self.dma = dma
+        self._dma_rate = dma.engine_bytes_per_s
+        self._rx_overhead_s = dma.rx_packet_overhead_ns * 1e-9
+        self._backoff_s = dma.throttle_backoff_ns * 1e-9
+        nodes = topology.num_nodes
+        self._tx_free_at = [0.0] * nodes
+        self._rx_free_at = [0.0] * nodes
+        self.dma_tx_busy_s = [0.0] * nodes
+        self.dma_rx_busy_s = [0.0] * nodes
+        self._local_end = [-1.0] * (nodes * topology.ports)  # end of the last reservation made by injection
+        self.throttle_waits = 0
+        self.throttled_s = 0.0
+        self.inbox = [DmaMailbox(env, self) for _ in range(self.num_ranks)]
+
+    @property
+    def max_data_bytes(self) -> int:
+        """Application bytes one packet carries: its chunks less the DMA header."""
+        return self.cfg.max_payload_bytes - self.dma.header_bytes
+
+    def launch(self, pkt: Packet) -> None:
+        self.packets_injected += 1
+        self.wire_bytes_injected += pkt.wire_bytes
+        self.env.process(self._dma_transit(pkt))
+
+    def _dma_transit(self, pkt: Packet):
+        env = self.env
+        src, dst = self.node_of(pkt.src), self.node_of(pkt.dst)
+        service = pkt.wire_bytes / self._dma_rate
+        start = max(env.now, self._tx_free_at[src])
+        self._tx_free_at[src] = start + service
+        self.dma_tx_busy_s[src] += service
+        yield env.timeout(start + service - env.now)
+        if src == dst:
+            # Intra-node: DMA out and straight back in; no link, no router (seed 002 §3.2).
+            rec = self.reception[pkt.dst]
+            if not rec.take(pkt.chunks):
+                yield rec.wait(pkt.chunks)
+            self.injection[pkt.src].give(pkt.chunks)
+            self.packets_delivered += 1
+            self.inbox[pkt.dst].put(pkt)
+            return
+        link = self.route(src, dst)[0] if not self._adaptive else None
+        if link is not None:
+            if self._free_at[link] > env.now and self._free_at[link] != self._local_end[link]:
+                # Sender-driven throttling: other traffic holds the first link, so this sender
+                # backs off.  (Its own node's packets queue behind each other without backing off.)
+                self.throttle_waits += 1
+                began = env.now
+                while self._free_at[link] > env.now:
+                    yield env.timeout(self._free_at[link] - env.now + self._backoff_s)
+                self.throttled_s += env.now - began
+            self._local_end[link] = max(env.now, self._free_at[link]) + pkt.wire_bytes / self._rate
+        yield from self._transit(pkt)
+
+    def dma_receive(self, box: DmaMailbox, pkt: Packet) -> None:
+        """Serve ``pkt`` on its destination node's reception engine, then make it visible."""
+        node = self.node_of(pkt.dst)
+        service = pkt.wire_bytes / self._dma_rate
+        if self.node_of(pkt.src) != node:
+            service += self._rx_overhead_s
+        start = max(self.env.now, self._rx_free_at[node])
+        self._rx_free_at[node] = start + service
+        self.dma_rx_busy_s[node] += service
+        ev = self.env.timeout(start + service - self.env.now)
+        ev.callbacks.append(lambda _e: box.deliver(pkt))
+
+
+def make_network(env: "simpy.Environment", topology: "Topology", machine, processes_per_node: int) -> Network:
+    """The network a machine describes: with a DMA engine if it has a ``dma`` section."""
+    if machine.dma is None:
+        return Network(env, topology, machine.network, processes_per_node)
+    return DmaNetwork(env, topology, machine.network, processes_per_node, machine.dma)

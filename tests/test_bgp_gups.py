@@ -1,0 +1,42 @@
+"""bgp-gups: analytic bounds for every size and mode, and simulated rows that stay under them."""
+
+from __future__ import annotations
+
+import pytest
+
+from gupsim.validation import load_experiment
+
+gups = load_experiment("bgp-gups")
+
+
+@pytest.mark.parametrize("shape, mode, alg, updates", [
+    ("4x4x4", "VN", "one-packet", 24),    # network-bound (44 B per update)
+    ("4x4x4", "dual", "one-packet", 48),  # network-bound
+    ("4x4x4", "SMP", "one-packet", 96),   # CPU-bound
+    ("2x2x4", "VN", "routed-split", 96),
+    ("2x2x4", "dual", "routed", 96),
+])
+def test_simulated_rows_stay_at_or_under_both_bounds(shape, mode, alg, updates):
+    bound = gups.row_bounds(shape, mode, alg)
+    sim = gups.simulate_row(shape, mode, alg, updates)
+    # The whole run's average rate: the windowed rate of so short a run is start-up dominated.
+    assert 0 < sim["sim_gups_run"] <= bound["network_bound_gups"]  # the sparsest cut
+    assert sim["sim_gups_run"] <= bound["cpu_bound_gups"]
+
+
+def test_one_packet_in_vn_mode_is_network_bound_on_the_512_node_torus():
+    b = gups.row_bounds("8x8x8", "VN", "one-packet")
+    assert b["bottleneck"] == "network"
+    assert gups.row_bounds("8x8x8", "SMP", "one-packet")["bottleneck"] == "cpu"
+
+
+def test_table_has_every_size_mode_and_algorithm_and_no_published_target():
+    c = gups.reproduce(quick=True)
+    f = c.frame
+    assert c.targets == {}  # no published BG/P GUPS table: nothing is "compared"
+    assert set(f["mode"]) == {"SMP", "dual", "VN"}
+    assert set(f["nodes"]) == set(gups.NODES)
+    assert len(f) == len(gups.NODES) * (3 * 4 - 1)  # routed-split needs two cores or more
+    assert (f[["cpu_bound_gups", "network_bound_gups"]] > 0).all().all()
+    assert not f["simulated"].any()  # quick: bounds only
+    assert any("simulated rows" in line for line in c.summary_lines())
