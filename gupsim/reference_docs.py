@@ -207,6 +207,15 @@ def bounds_example(shape: str, machine: str = "bgl") -> str:
     return f"```text\n$ gupsim bounds --machine {machine} --shape {shape}\n{text}\n```"
 
 
+def optional_link(path: str, up: str = "0") -> str:
+    """A link to ``docs/<path>`` once a page exists there, else its name (pages other branches add)."""
+    from gupsim.config import REPO_ROOT
+
+    if (REPO_ROOT / "docs" / path).exists():
+        return f"[`docs/{path}`]({'../' * int(up)}{path})"
+    return f"`docs/{path}` (not in this tree yet)"
+
+
 BLOCKS: dict[str, Callable[..., str]] = {
     "config-reference": config_reference,
     "run-reference": run_reference,
@@ -215,6 +224,7 @@ BLOCKS: dict[str, Callable[..., str]] = {
     "record-keys": record_reference,
     "machines": machines_reference,
     "bounds-example": bounds_example,
+    "optional-link": optional_link,
 }
 
 MARKER = re.compile(r"<!-- gupsim:([\w-]+)((?:\s+\w+=[^\s>]+)*)\s*-->")

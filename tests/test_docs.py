@@ -104,6 +104,8 @@ def test_unit_is_read_from_the_field_name(name, unit):
 def test_markers_are_replaced_and_an_unknown_one_is_one_line():
     out = reference_docs.render("a\n<!-- gupsim:bounds-example shape=4x4x2 -->\nb")
     assert "gupsim bounds --machine bgl --shape 4x4x2" in out and "CPU bound, eq. (1)" in out
+    assert "not in this tree yet" in reference_docs.render("<!-- gupsim:optional-link path=no-such-page.md -->")
+    assert reference_docs.render("<!-- gupsim:optional-link path=model.md up=1 -->") == "[`docs/model.md`](../model.md)"
     with pytest.raises(GupsimError, match="unknown generated block 'nope' .*valid: .*config-reference"):
         reference_docs.render("<!-- gupsim:nope -->", "x.md")
 
