@@ -197,14 +197,26 @@ def machines_reference() -> str:
     return "\n".join(out).rstrip()
 
 
-def bounds_example(shape: str, machine: str = "bgl") -> str:
-    """``gupsim bounds`` output for one shape, computed now."""
+def bounds_example(shape: str, machine: str = "bgl", override: str = "") -> str:
+    """``gupsim bounds`` output for one shape (and an optional ``--set``), computed now."""
     from gupsim.bounds import bounds
-    from gupsim.config import load_machine
+    from gupsim.config import load_machine, parse_set_options
     from gupsim.reporting import format_bounds
 
-    text = format_bounds(bounds(load_machine(machine), shape).as_dict())
-    return f"```text\n$ gupsim bounds --machine {machine} --shape {shape}\n{text}\n```"
+    sets = [override] if override else []
+    text = format_bounds(bounds(load_machine(machine, parse_set_options(sets)), shape).as_dict())
+    flag = f" --set {override}" if override else ""
+    return f"```text\n$ gupsim bounds --machine {machine} --shape {shape}{flag}\n{text}\n```"
+
+
+def reproduce_example(name: str) -> str:
+    """What ``gupsim reproduce NAME --quick`` prints about each column, computed now (fast experiments only)."""
+    from gupsim.validation import run_experiments
+
+    lines = [f"$ gupsim reproduce {name} --quick"]
+    for comparison in run_experiments([name], quick=True):
+        lines += [f"  {line}" for line in comparison.summary_lines()]
+    return "```text\n" + "\n".join(lines) + "\n```"
 
 
 def optional_link(path: str, up: str = "0") -> str:
@@ -224,6 +236,7 @@ BLOCKS: dict[str, Callable[..., str]] = {
     "record-keys": record_reference,
     "machines": machines_reference,
     "bounds-example": bounds_example,
+    "reproduce-example": reproduce_example,
     "optional-link": optional_link,
 }
 

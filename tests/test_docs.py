@@ -128,3 +128,21 @@ def test_the_add_an_algorithm_example_runs_and_matches_one_packet(bgl):
                                             updates_per_process=512, verify=True))
     # Same packets at the same times; only the count of zero-length CPU timeouts differs.
     assert record["gups"] == reference["gups"] and record["sim_time_s"] == reference["sim_time_s"]
+
+
+def test_the_tutorials_first_run_output_is_what_gupsim_run_prints_today(bgl):
+    """The tutorial pastes one real `gupsim run`; every deterministic line of it must still be true."""
+    from gupsim.cli import DEFAULTS
+    from gupsim.reporting import format_record
+    from gupsim.runner import make_run_config, simulate
+
+    text = (REPO_ROOT / "docs" / "tutorial.md").read_text()
+    pasted = re.search(r"```text\n\$ gupsim run\n(.*?)```", text, re.S).group(1).strip().splitlines()
+    _, record = simulate(make_run_config(machine=bgl, shape=DEFAULTS["shape"], algorithm=DEFAULTS["algorithm"],
+                                         updates_per_process=DEFAULTS["updates"], seed=DEFAULTS["seed"]))
+    fresh = format_record(record).splitlines()
+    machine_dependent = ("wall time", "events per wall second", "peak memory")
+    assert len(pasted) == len(fresh)
+    for old, new in zip(pasted, fresh):
+        if not old.strip().startswith(machine_dependent):
+            assert old == new, "docs/tutorial.md section 2 is stale: paste a fresh `gupsim run` output"
