@@ -143,6 +143,6 @@ def test_the_tutorials_first_run_output_is_what_gupsim_run_prints_today(bgl):
     fresh = format_record(record).splitlines()
     machine_dependent = ("wall time", "events per wall second", "peak memory")
     assert len(pasted) == len(fresh)
-    for old, new in zip(pasted, fresh):
+    for old, new in zip(pasted, fresh, strict=True):
         if not old.strip().startswith(machine_dependent):
             assert old == new, "docs/tutorial.md section 2 is stale: paste a fresh `gupsim run` output"
