@@ -51,7 +51,7 @@ class NetworkConfig(BaseModel):
     mesh_up_to_nodes: int = Field(ge=0, description="largest partition wired as a mesh when topology is auto")
     link_bytes_per_s: float = Field(gt=0, description="bandwidth of one directed link")
     chunk_bytes: int = Field(gt=0, description="packets are whole multiples of this many payload bytes")
-    max_chunks_per_packet: int = Field(ge=1)
+    max_chunks_per_packet: int = Field(ge=1, description="largest packet, in chunks")
     packet_header_bytes: int = Field(ge=0, description="hardware header on the wire, per packet")
     packet_trailer_bytes: int = Field(ge=0, description="hardware trailer (CRC) on the wire, per packet")
     paper_packet_overhead_bytes: int = Field(
@@ -106,7 +106,7 @@ class CpuConfig(BaseModel):
 
     model_config = _STRICT
 
-    clock_hz: float = Field(gt=0)
+    clock_hz: float = Field(gt=0, description="core clock; every *_cycles field counts cycles of it")
     processes_per_node: int = Field(ge=1, le=4, description="1: co-processor mode; 2: virtual-node mode")
     generate_cycles: int = Field(ge=0, description="t_g + t_o^s: form the next update")
     update_cycles: int = Field(ge=0, description="t_u: XOR into a table word that misses every cache")
@@ -121,9 +121,9 @@ class MpiConfig(BaseModel):
     model_config = _STRICT
 
     latency_small_cycles: float = Field(gt=0, description="MPI call latency at latency_small_bytes")
-    latency_small_bytes: int = Field(gt=0)
+    latency_small_bytes: int = Field(gt=0, description="message size of latency_small_cycles")
     latency_large_cycles: float = Field(gt=0, description="MPI call latency at latency_large_bytes")
-    latency_large_bytes: int = Field(gt=0)
+    latency_large_bytes: int = Field(gt=0, description="message size of latency_large_cycles")
     send_share: float = Field(ge=0, le=1, description="fraction of a message's MPI cost paid by the sender")
     header_bytes: int = Field(ge=0, description="software header MPI adds to each message")
     test_cycles: float = Field(ge=0, description="one MPI_Test call")
@@ -180,8 +180,8 @@ class MachineConfig(BaseModel):
 
     model_config = _STRICT
 
-    name: str
-    description: str = ""
+    name: str = Field(description="the machine's name, as --machine takes it")
+    description: str = Field(default="", description="one line for people")
     network: NetworkConfig
     cpu: CpuConfig
     mpi: MpiConfig

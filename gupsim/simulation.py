@@ -61,13 +61,15 @@ class RunConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     machine: MachineConfig
-    shape: str
-    algorithm: str
-    updates_per_process: int = Field(ge=1)
-    seed: int = Field(default=0, ge=0)
-    verify: bool = False
-    log2_table_size: int | None = Field(default=None, ge=1, le=63)
-    algorithm_options: dict[str, Any] = Field(default_factory=dict)
+    shape: str = Field(description="partition XxYxZ in nodes, e.g. 8x8x16 (--shape)")
+    algorithm: str = Field(description="registered algorithm name (--algorithm; gupsim list)")
+    updates_per_process: int = Field(ge=1, description="updates each process generates (--updates)")
+    seed: int = Field(default=0, ge=0, description="selects a disjoint stretch of every rank's HPCC stream (--seed)")
+    verify: bool = Field(default=False, description="carry real table values and run HPCC's verification (--verify)")
+    log2_table_size: int | None = Field(default=None, ge=1, le=63, description="global table size, log2 words "
+                                        "(--log2-table-size; default 2^25 words per node, 2^12 per process with verify)")
+    algorithm_options: dict[str, Any] = Field(default_factory=dict, description="validated by the algorithm's "
+                                              "Options model (--option KEY=VALUE)")
 
 
 class CountingEnvironment(simpy.Environment):

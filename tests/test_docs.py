@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 
-from gupsim.config import MACHINES_DIR, REPO_ROOT
+import pytest
+from pydantic import BaseModel
+
+from gupsim import reference_docs
+from gupsim.config import MACHINES_DIR, REPO_ROOT, leaf_fields
+from gupsim.errors import GupsimError
 from gupsim.reporting import machine_parameter_table
 
 
@@ -25,3 +33,116 @@ def test_parameter_table_has_every_field_with_a_source():
         if cells[0] not in ("`name`", "`description`"):
             assert cells[2], f"no source for {row}"
     assert "`network.link_bytes_per_s`" in table and "`cpu.route_hop_cycles`" in table
+
+
+# --------------------------------------------------------------------------- the documentation site
+
+def test_docs_site_builds_strict_without_warnings(tmp_path):
+    site = tmp_path / "site"
+    proc = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(REPO_ROOT / "mkdocs.yml"), "-d", str(site)],
+        capture_output=True, text=True, cwd=REPO_ROOT, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "WARNING" not in proc.stderr, proc.stderr[-3000:]
+    config_page = (site / "reference" / "config" / "index.html").read_text()
+    assert "gupsim:config-reference" not in config_page, "the hook did not fill the generated block"
+    for path in leaf_fields():
+        assert f"<code>{path}</code>" in config_page, f"{path} missing from the built configuration reference"
+    assert (site / "validation" / "index.html").exists() and (site / "figures" / "bgl-figure3.png").exists()
+
+
+def _leaf_models(model: type[BaseModel], prefix: str = ""):
+    for name, field in model.model_fields.items():
+        nested = reference_docs._nested_model(field)
+        if nested is not None:
+            yield from _leaf_models(nested, f"{prefix}{name}.")
+        else:
+            yield f"{prefix}{name}", field
+
+
+def test_every_config_field_is_in_the_reference_with_a_description():
+    from gupsim.config import MachineConfig
+    from gupsim.simulation import RunConfig
+
+    text = reference_docs.config_reference()
+    for path, field in _leaf_models(MachineConfig):
+        if path == "source_path":
+            continue
+        assert f"| `{path}` |" in text, path
+        assert field.description, f"MachineConfig field {path} has no description= (the docs reference shows it)"
+    run_text = reference_docs.run_reference()
+    for name, field in RunConfig.model_fields.items():
+        if name != "machine":
+            assert f"| `{name}` |" in run_text and field.description, name
+
+
+def test_every_algorithm_and_option_is_in_the_reference():
+    from gupsim.algorithms import algorithm_class, available_algorithms
+
+    text = reference_docs.algorithm_options_reference()
+    for name in available_algorithms():
+        assert f"### `{name}`" in text
+        for option in algorithm_class(name).Options.model_fields:
+            assert f"| `{option}` |" in text, (name, option)
+
+
+def test_every_command_is_in_the_cli_reference():
+    from gupsim.cli import cli
+
+    text = reference_docs.cli_reference()
+    for name in cli.commands:
+        assert f"### `gupsim {name}`" in text and f"Usage: gupsim {name}" in text
+
+
+@pytest.mark.parametrize("name, unit", [("link_bytes_per_s", "bytes/s"), ("clock_hz", "Hz"), ("router_delay_ns", "ns"),
+                                        ("test_cycles", "cycles"), ("chunk_bytes", "bytes"), ("send_share", "")])
+def test_unit_is_read_from_the_field_name(name, unit):
+    assert reference_docs.unit_of(name) == unit
+
+
+def test_markers_are_replaced_and_an_unknown_one_is_one_line():
+    out = reference_docs.render("a\n<!-- gupsim:bounds-example shape=4x4x2 -->\nb")
+    assert "gupsim bounds --machine bgl --shape 4x4x2" in out and "CPU bound, eq. (1)" in out
+    assert "not in this tree yet" in reference_docs.render("<!-- gupsim:optional-link path=no-such-page.md -->")
+    assert reference_docs.render("<!-- gupsim:optional-link path=model.md up=1 -->") == "[`docs/model.md`](../model.md)"
+    with pytest.raises(GupsimError, match="unknown generated block 'nope' .*valid: .*config-reference"):
+        reference_docs.render("<!-- gupsim:nope -->", "x.md")
+
+
+def test_the_add_an_algorithm_example_runs_and_matches_one_packet(bgl):
+    """The how-to's example is real code: it must run, conserve updates, pass HPCC's check and equal one-packet."""
+    from gupsim.algorithms import ALGORITHMS
+    from gupsim.runner import make_run_config, simulate
+
+    text = (REPO_ROOT / "docs" / "how-to" / "add-an-algorithm.md").read_text()
+    code = re.search(r"```python\n(.*?)```", text, re.S).group(1)
+    try:
+        exec(compile(code, "add-an-algorithm.md", "exec"), {})
+        sim, record = simulate(make_run_config(machine=bgl, shape="2x2x2", algorithm="direct",
+                                               updates_per_process=512, verify=True))
+    finally:
+        ALGORITHMS.pop("direct", None)
+    assert record["updates_applied"] == 8 * 512 and sim.verify().passed
+    _, reference = simulate(make_run_config(machine=bgl, shape="2x2x2", algorithm="one-packet",
+                                            updates_per_process=512, verify=True))
+    # Same packets at the same times; only the count of zero-length CPU timeouts differs.
+    assert record["gups"] == reference["gups"] and record["sim_time_s"] == reference["sim_time_s"]
+
+
+def test_the_tutorials_first_run_output_is_what_gupsim_run_prints_today(bgl):
+    """The tutorial pastes one real `gupsim run`; every deterministic line of it must still be true."""
+    from gupsim.cli import DEFAULTS
+    from gupsim.reporting import format_record
+    from gupsim.runner import make_run_config, simulate
+
+    text = (REPO_ROOT / "docs" / "tutorial.md").read_text()
+    pasted = re.search(r"```text\n\$ gupsim run\n(.*?)```", text, re.S).group(1).strip().splitlines()
+    _, record = simulate(make_run_config(machine=bgl, shape=DEFAULTS["shape"], algorithm=DEFAULTS["algorithm"],
+                                         updates_per_process=DEFAULTS["updates"], seed=DEFAULTS["seed"]))
+    fresh = format_record(record).splitlines()
+    machine_dependent = ("wall time", "events per wall second", "peak memory")
+    assert len(pasted) == len(fresh)
+    for old, new in zip(pasted, fresh, strict=True):
+        if not old.strip().startswith(machine_dependent):
+            assert old == new, "docs/tutorial.md section 2 is stale: paste a fresh `gupsim run` output"

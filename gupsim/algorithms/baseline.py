@@ -56,8 +56,10 @@ class Baseline(Algorithm):
 
     class Options(BaseModel):
         model_config = ConfigDict(frozen=True, extra="forbid")
-        termination: Literal["counter", "messages"] = "counter"
-        max_pending: int = Field(default=1024, ge=1, le=1024)
+        termination: Literal["counter", "messages"] = Field(
+            default="counter", description="counter: perfect end detector; messages: HPCC's FINISHED messages")
+        max_pending: int = Field(default=1024, ge=1, le=1024,
+                                 description="updates buffered before a send (HPCC: 1024)")
         receive_test_every: int = Field(
             default=1, ge=1,
             description="test the posted receive every k-th loop iteration (HPCC: 1; seed 000 §6.1 tried 60)")

@@ -1,0 +1,260 @@
+"""Reference pages generated from the code, so the documentation is never written twice.
+
+The documentation site (``mkdocs.yml``, ``docs/``) describes every machine
+field, every algorithm option, every command and the run record.  All of them
+already exist in the code: the frozen pydantic models of :mod:`gupsim.config`
+(with their ``Field`` descriptions and bounds), each registered algorithm's
+``Options`` model, the click commands of :mod:`gupsim.cli`, and the summary
+rows of :mod:`gupsim.reporting`.  This module turns them into Markdown.
+
+A page asks for a block with a marker comment, e.g.
+``<!-- gupsim:config-reference -->``; the mkdocs hook in
+``docs/_hooks/gupsim_pages.py`` replaces each marker with :func:`render`'s
+output at build time.  A field added to a model, an algorithm registered or a
+command added therefore appears on the site without touching the docs, and
+``tests/test_docs.py`` checks that every leaf field does.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import typing
+from collections.abc import Callable
+from pathlib import Path
+
+from pydantic import BaseModel
+from pydantic.fields import FieldInfo
+
+from gupsim.errors import GupsimError
+
+#: Unit suffixes of field names (the project's naming rule: units live in the name).
+UNIT_SUFFIXES = (
+    ("_bytes_per_s", "bytes/s"),
+    ("_per_s", "1/s"),
+    ("_hz", "Hz"),
+    ("_ns", "ns"),
+    ("_us", "µs"),
+    ("_s", "s"),
+    ("_cycles", "cycles"),
+    ("_bytes", "bytes"),
+    ("_chunks", "chunks"),
+    ("_nodes", "nodes"),
+)
+
+
+def unit_of(name: str) -> str:
+    """The unit a field's name declares (``link_bytes_per_s`` -> ``bytes/s``), or ``""``."""
+    for suffix, unit in UNIT_SUFFIXES:
+        if name.endswith(suffix):
+            return unit
+    return ""
+
+
+def _type_name(annotation: object) -> str:
+    if isinstance(annotation, type):
+        return annotation.__name__
+    origin = typing.get_origin(annotation)
+    if origin is typing.Literal:
+        return " \\| ".join(f"`{a!r}`".replace("'", '"') for a in typing.get_args(annotation))
+    text = str(annotation).replace("typing.", "")
+    return text.replace("|", "\\|")
+
+
+def _bounds(field: FieldInfo) -> str:
+    symbols = {"gt": ">", "ge": "≥", "lt": "<", "le": "≤"}
+    parts = []
+    for meta in field.metadata:
+        for attr, symbol in symbols.items():
+            value = getattr(meta, attr, None)
+            if value is not None:
+                parts.append(f"{symbol} {value}")
+    return ", ".join(parts)
+
+
+def _default(field: FieldInfo) -> str:
+    if field.is_required():
+        return "required"
+    if field.default_factory is not None:
+        return f"`{field.default_factory()!r}`"
+    return f"`{field.default!r}`"
+
+
+def _nested_model(field: FieldInfo) -> type[BaseModel] | None:
+    """The section model of a field (``NetworkConfig``; also an optional ``SomeConfig | None``)."""
+    candidates = (field.annotation, *typing.get_args(field.annotation))
+    for ann in candidates:
+        if isinstance(ann, type) and issubclass(ann, BaseModel):
+            return ann
+    return None
+
+
+def _cell(text: str) -> str:
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def fields_table(model: type[BaseModel], prefix: str = "", skip: tuple[str, ...] = ()) -> str:
+    """One Markdown row per leaf field of ``model`` (nested sections by dotted name)."""
+    rows = ["| field | type | unit | allowed | default | description |", "|---|---|---|---|---|---|"]
+    rows += _field_rows(model, prefix, skip)
+    return "\n".join(rows)
+
+
+def _field_rows(model: type[BaseModel], prefix: str, skip: tuple[str, ...]) -> list[str]:
+    rows = []
+    for name, field in model.model_fields.items():
+        if name in skip:
+            continue
+        nested = _nested_model(field)
+        if nested is not None:
+            rows += _field_rows(nested, f"{prefix}{name}.", ())
+            continue
+        rows.append(
+            f"| `{prefix}{name}` | {_type_name(field.annotation)} | {unit_of(name)} | {_bounds(field)} "
+            f"| {_default(field)} | {_cell(field.description or '')} |"
+        )
+    return rows
+
+
+def _doc_summary(obj: object) -> str:
+    doc = (getattr(obj, "__doc__", None) or "").strip()
+    return _cell(doc.split("\n\n", 1)[0]) if doc else ""
+
+
+def config_reference() -> str:
+    """Every machine field, section by section, from :class:`gupsim.config.MachineConfig`."""
+    from gupsim.config import MachineConfig
+
+    out = [f"**`MachineConfig`**: {_doc_summary(MachineConfig)}", "",
+           fields_table(MachineConfig, skip=tuple(n for n, f in MachineConfig.model_fields.items()
+                                                  if _nested_model(f) or n == "source_path"))]
+    for name, field in MachineConfig.model_fields.items():
+        nested = _nested_model(field)
+        if nested is None:
+            continue
+        out += ["", f"### `{name}`", "", f"**`{nested.__name__}`**: {_doc_summary(nested)}", "",
+                fields_table(nested, prefix=f"{name}.")]
+    return "\n".join(out)
+
+
+def run_reference() -> str:
+    """The fields of one run (:class:`gupsim.simulation.RunConfig`) besides the machine."""
+    from gupsim.simulation import RunConfig
+
+    return f"**`RunConfig`**: {_doc_summary(RunConfig)}\n\n" + fields_table(RunConfig, skip=("machine",))
+
+
+def algorithm_options_reference() -> str:
+    """Each registered algorithm: its summary and the fields of its ``Options`` model."""
+    from gupsim.algorithms import algorithm_class, available_algorithms
+
+    out = []
+    for name in available_algorithms():
+        cls = algorithm_class(name)
+        # The module docstring explains the algorithm (one algorithm per module).
+        module = sys.modules[cls.__module__]
+        out += [f"### `{name}`", "", f"{_doc_summary(module)} (`{cls.__module__}.{cls.__qualname__}`)", ""]
+        if cls.Options.model_fields:
+            out += [fields_table(cls.Options), ""]
+        else:
+            out += ["No options.", ""]
+    return "\n".join(out).rstrip()
+
+
+def cli_reference() -> str:
+    """``--help`` of every ``gupsim`` command, as click prints it."""
+    import click
+
+    from gupsim.cli import cli
+
+    out = []
+    for name in sorted(cli.commands):
+        command = cli.commands[name]
+        parent = click.Context(cli, info_name="gupsim", **cli.context_settings)
+        text = command.get_help(click.Context(command, info_name=name, parent=parent))
+        out += [f"### `gupsim {name}`", "", "```text", text, "```", ""]
+    return "\n".join(out).rstrip()
+
+
+def record_reference() -> str:
+    """The summary rows of a run record, with the labels ``gupsim run`` prints."""
+    from gupsim.reporting import SUMMARY_ROWS
+
+    rows = ["| record key | printed as |", "|---|---|"]
+    rows += [f"| `{key}` | {_cell(label)} |" for key, label, _ in SUMMARY_ROWS]
+    return "\n".join(rows)
+
+
+def machines_reference() -> str:
+    """Every machine file's values and source comments (one table per machine)."""
+    from gupsim.config import MACHINES_DIR, available_machines
+    from gupsim.reporting import machine_parameter_table
+
+    out = []
+    for name in available_machines():
+        out += [f"### `{name}`", "", f"`configs/machines/{name}.yaml`", "",
+                machine_parameter_table(MACHINES_DIR / f"{name}.yaml"), ""]
+    return "\n".join(out).rstrip()
+
+
+def bounds_example(shape: str, machine: str = "bgl", override: str = "") -> str:
+    """``gupsim bounds`` output for one shape (and an optional ``--set``), computed now."""
+    from gupsim.bounds import bounds
+    from gupsim.config import load_machine, parse_set_options
+    from gupsim.reporting import format_bounds
+
+    sets = [override] if override else []
+    text = format_bounds(bounds(load_machine(machine, parse_set_options(sets)), shape).as_dict())
+    flag = f" --set {override}" if override else ""
+    return f"```text\n$ gupsim bounds --machine {machine} --shape {shape}{flag}\n{text}\n```"
+
+
+def reproduce_example(name: str) -> str:
+    """What ``gupsim reproduce NAME --quick`` prints about each column, computed now (fast experiments only)."""
+    from gupsim.validation import run_experiments
+
+    lines = [f"$ gupsim reproduce {name} --quick"]
+    for comparison in run_experiments([name], quick=True):
+        lines += [f"  {line}" for line in comparison.summary_lines()]
+    return "```text\n" + "\n".join(lines) + "\n```"
+
+
+def optional_link(path: str, up: str = "0") -> str:
+    """A link to ``docs/<path>`` once a page exists there, else its name (pages other branches add)."""
+    from gupsim.config import REPO_ROOT
+
+    if (REPO_ROOT / "docs" / path).exists():
+        return f"[`docs/{path}`]({'../' * int(up)}{path})"
+    return f"`docs/{path}` (not in this tree yet)"
+
+
+BLOCKS: dict[str, Callable[..., str]] = {
+    "config-reference": config_reference,
+    "run-reference": run_reference,
+    "algorithm-options": algorithm_options_reference,
+    "cli-reference": cli_reference,
+    "record-keys": record_reference,
+    "machines": machines_reference,
+    "bounds-example": bounds_example,
+    "reproduce-example": reproduce_example,
+    "optional-link": optional_link,
+}
+
+MARKER = re.compile(r"<!-- gupsim:([\w-]+)((?:\s+\w+=[^\s>]+)*)\s*-->")
+
+
+def render(markdown: str, where: str = "page") -> str:
+    """Replace every ``<!-- gupsim:NAME key=value ... -->`` marker by its generated block."""
+
+    def substitute(match: re.Match[str]) -> str:
+        name, args = match.group(1), match.group(2).split()
+        if name not in BLOCKS:
+            raise GupsimError(f"{where}: unknown generated block '{name}' (valid: {', '.join(BLOCKS)})")
+        kwargs = dict(arg.split("=", 1) for arg in args)
+        return BLOCKS[name](**kwargs)
+
+    return MARKER.sub(substitute, markdown)
+
+
+def render_file(path: Path) -> str:
+    return render(Path(path).read_text(), str(path))
