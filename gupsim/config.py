@@ -145,12 +145,12 @@ class CacheConfig(BaseModel):
 
     model_config = _STRICT
 
-    line_bytes: int = Field(gt=0)
-    l1_bytes: int = Field(gt=0)
-    l1_hit_cycles: float = Field(ge=0)
-    l3_bytes: int = Field(gt=0, description="last-level cache")
-    l3_hit_cycles: float = Field(ge=0)
-    memory_cycles: float = Field(ge=0, description="main-memory latency")
+    line_bytes: int = Field(gt=0, description="cache line: the bytes one miss brings in")
+    l1_bytes: int = Field(gt=0, description="L1 data cache capacity")
+    l1_hit_cycles: float = Field(ge=0, description="load latency on an L1 hit")
+    l3_bytes: int = Field(gt=0, description="last-level (L3) cache capacity")
+    l3_hit_cycles: float = Field(ge=0, description="load latency on an L1 miss that hits L3")
+    memory_cycles: float = Field(ge=0, description="main-memory latency (misses every cache)")
 
     @model_validator(mode="after")
     def _ordered(self) -> "CacheConfig":
