@@ -270,7 +270,8 @@ class Routed(Algorithm):
                 yield env.any_of(events)
 
     def counters(self) -> dict[str, float]:
-        return {"packets": self.packets, "updates": self.packet_updates}
+        return {"packets": self.packets, "updates": self.packet_updates,
+                "send_tests": self.sends, "send_tests_blocked": self.sends_blocked}
 
     def metrics(self, window) -> dict[str, float]:
         lo, hi = window
