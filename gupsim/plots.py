@@ -170,8 +170,11 @@ def plot_links(record: dict[str, Any], out_dir: Path, z_slice: int = 0, top: int
                 grid[y, x] = u
             image = ax.imshow(grid, origin="lower", cmap="viridis", vmin=0, vmax=vmax, aspect="auto")
             ax.set_title(f"{DIM_NAMES[d]}{'+' if direction > 0 else '-'} links, z={z_slice}", fontsize=9)
-            ax.set_xlabel("x (node)")
-            ax.set_ylabel("y (node)")
+            ax.set_xticks(range(dims[0]))
+            ax.set_yticks(range(dims[1]))
+            ax.set_xlabel("x (node coordinate)", fontsize=8)
+            ax.set_ylabel("y (node coordinate)", fontsize=8)
+    fig.subplots_adjust(hspace=0.45, wspace=0.4)
     fig.colorbar(image, ax=axes[:, :3], label="link utilisation (% of run time busy)")
     busiest = links.sort_values("util_pct", ascending=False).head(top)
     for row in (0, 1):
@@ -221,10 +224,11 @@ def plot_timeseries(record: dict[str, Any], out_dir: Path, stem: str = "throttli
     fig, axes = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
     axes[0].plot(t_us, ts["sbf_interval"], label="SBF in each interval")
     axes[0].plot(t_us, ts["sbf_cumulative"], ls="--", label="SBF since start")
-    axes[0].set_ylabel("send-blocking factor (blocked / attempted sends)")
+    axes[0].set_ylabel("SBF (blocked / attempted sends)")
     axes[0].legend(fontsize=8)
     axes[1].plot(t_us, 100 * ts["throttled_fraction"], color="C3")
-    axes[1].set_ylabel("throttled processes (% with full injection FIFO)")
+    axes[1].set_ylabel("throttled processes (%)")
+    axes[1].set_title("processes whose injection FIFO cannot take a full packet", fontsize=9)
     axes[1].set_xlabel("simulated time (µs)")
     for ax in axes:
         ax.grid(True, alpha=0.3)

@@ -47,6 +47,8 @@ from __future__ import annotations
 import math
 from collections import deque
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from gupsim.algorithms import Algorithm, register_algorithm
@@ -77,6 +79,10 @@ class Routed(Algorithm):
         model_config = ConfigDict(frozen=True, extra="forbid")
         software_header_bytes: int = Field(default=16, ge=0, description="per-packet software header (assumed)")
         bucket_capacity: int | None = Field(default=None, ge=1, description="default 1024 / (X + Y + Z [+ cores])")
+        receive_buckets: Literal["per-dimension", "shared"] = Field(
+            default="per-dimension",
+            description="shared: one receive bucket for every dimension, a what-if that can deadlock: a "
+                        "packet stuck on a full bucket stops all receiving, which back-pressures the senders")
 
     def __init__(self, sim, options):
         super().__init__(sim, options)
@@ -90,6 +96,7 @@ class Routed(Algorithm):
         if per_packet < 1:
             raise GupsimError("routed: software_header_bytes leaves no room for an update in a packet")
         self.per_packet = per_packet
+        self.shared_receive = options.receive_buckets == "shared"
         # software coordinates of every rank: (x, y, z[, core])
         self.strides = [1]
         for length in self.lengths[:-1]:
@@ -219,7 +226,9 @@ class Routed(Algorithm):
         inbox = net.inbox[rank].items
         while inbox:  # sort arrivals by the dimension they came from
             pkt = inbox.popleft()
-            st.waiting[pkt.message].append(pkt)
+            # Per dimension, an update only moves to a higher dimension, so waits are ordered and
+            # cannot form a cycle (seed 000 §4.3); one shared bucket loses that order.
+            st.waiting[0 if self.shared_receive else pkt.message].append(pkt)
         progressed = False
         for d in range(self.ndims):
             while True:
