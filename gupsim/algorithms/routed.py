@@ -90,6 +90,10 @@ class Routed(Algorithm):
         self.lengths = list(topo.shape) + ([sim.ppn] if sim.ppn > 1 else [])
         self.ndims = len(self.lengths)
         self.capacity = options.bucket_capacity or 1024 // sum(self.lengths)
+        if self.capacity * sum(self.lengths) > 1024:
+            # X + Y + Z (+ cores) buckets of this size could hold more than HPCC's 1024 pending updates.
+            raise GupsimError(f"routed: bucket_capacity={self.capacity} x {sum(self.lengths)} buckets exceeds "
+                              f"the 1024 pending updates HPCC allows (at most {1024 // sum(self.lengths)} here)")
         if self.capacity < 1:
             raise GupsimError(f"routed: {'x'.join(map(str, self.lengths))} has more software routers than 1024 pending updates can give one bucket each")
         per_packet = (sim.net.cfg.max_payload_bytes - options.software_header_bytes) // UPDATE_BYTES
