@@ -103,7 +103,8 @@ def load_sweep(path_or_name: str) -> SweepSpec:
         err = exc.errors()[0]
         loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
         if err["type"] == "extra_forbidden":
-            raise GupsimError(f"{path}: unknown key '{loc}' (valid: {', '.join(SweepSpec.model_fields)})") from None
+            model = RecordExtras if err["loc"][0] == "record" else SweepSpec
+            raise GupsimError(f"{path}: unknown key '{loc}' (valid: {', '.join(model.model_fields)})") from None
         if err["type"] == "missing":
             raise GupsimError(f"{path}: missing required key '{loc}'") from None
         raise GupsimError(f"{path}: {loc}: {err['msg']}") from None
@@ -147,7 +148,7 @@ def _classify(key: str, where: str) -> tuple[str, str]:
     except GupsimError:
         valid = sorted(_run_fields() | {"nodes", "updates", "option.NAME"})
         raise GupsimError(f"{where}: grid.{key}: not a run field ({', '.join(valid)}) "
-                          f"nor a machine field (e.g. {', '.join(leaf_fields()[:3])}, ...)") from None
+                          f"nor a machine field (e.g. {', '.join([p for p in leaf_fields() if '.' in p][:3])}, ...)") from None
 
 
 def _values(key: str, kind: str, name: str, raw: Any, base: dict[str, Any], where: str) -> list[Any]:
@@ -210,7 +211,12 @@ def expand(spec: SweepSpec, where: str = "sweep") -> list[Point]:
             machine_overrides[resolve_override_key(key)] = value
         except GupsimError as exc:
             raise GupsimError(f"{where}: set.{key}: {str(exc).split(': ', 1)[1]}") from None
-    base = yaml.safe_load(Path(_machine_file(spec.machine)).read_text())
+    try:
+        base = yaml.safe_load(Path(_machine_file(spec.machine)).read_text())
+        for alg, opts in spec.options.items():
+            validate_options(alg, opts)
+    except GupsimError as exc:
+        raise GupsimError(f"{where}: {exc}") from None
     axes = []
     for key, raw in spec.grid.items():
         kind, name = _classify(key, where)
@@ -233,8 +239,6 @@ def expand(spec: SweepSpec, where: str = "sweep") -> list[Point]:
         run.setdefault("shape", "4x4x4")
         run.setdefault("updates_per_process", 4096)
         options = {**spec.options.get(run["algorithm"], {}), **options}
-        for alg in spec.options:
-            validate_options(alg, {})  # an unknown algorithm under options: is one line too
         mkey = json.dumps(overrides, sort_keys=True, default=str)
         try:
             if mkey not in machines:
@@ -243,7 +247,8 @@ def expand(spec: SweepSpec, where: str = "sweep") -> list[Point]:
             cfg = make_run_config(machine=machines[mkey], algorithm_options=options, **run)
             _check_shape(cfg)
         except GupsimError as exc:
-            raise GupsimError(f"{where}: point {shown}: {exc}") from None
+            # load_machine blames "--set KEY=VALUE"; here the value came from the sweep file.
+            raise GupsimError(f"{where}: point {shown}: {str(exc).replace('--set ', '')}") from None
         points.append(Point(point_key(cfg, spec.record), cfg, varied))
     return points
 
@@ -257,6 +262,8 @@ def _machine_file(name: str) -> Path:
 def _shape_and_nodes(shape: Any, nodes: Any, where: str) -> str:
     from gupsim.topology import parse_shape
 
+    if not isinstance(nodes, int) or isinstance(nodes, bool) or nodes < 2:
+        raise GupsimError(f"{where}: nodes={nodes!r}: expected a whole number of at least 2")
     if shape is None:
         return shape_for_nodes(nodes)
     dims = parse_shape(str(shape))
