@@ -177,3 +177,19 @@ def test_sweep_and_results_and_plot_from_the_command_line(tmp_path, capsys):
     made = sorted(p.name for p in (tmp_path / "plots").iterdir())
     assert made == sorted(f"{s}.{e}" for s in ("gups-scaling", "link-load", "bucket-sizes", "throttling")
                           for e in ("png", "svg"))
+
+
+def test_scheduler_option_sends_points_to_an_existing_cluster(tmp_path, capsys):
+    from dask.distributed import LocalCluster
+
+    from gupsim.cli import main
+
+    path = _sweep_file(tmp_path, {"shape": ["2x2x2"], "updates": [64], "seed": [0, 1]})
+    with LocalCluster(n_workers=1, processes=False, dashboard_address=None) as cluster:
+        with pytest.raises(SystemExit) as exc:
+            main(["sweep", str(path), "--store", str(tmp_path / "s"), "--scheduler", cluster.scheduler_address,
+                  "--no-progress"])
+            raise SystemExit(0)
+        assert exc.value.code == 0
+        assert cluster.status.name == "running"  # the sweep leaves someone else's cluster running
+    assert "2 points: 0 already done, 2 run, 0 failed" in capsys.readouterr().out
