@@ -145,7 +145,9 @@ def _classify(key: str, where: str) -> tuple[str, str]:
         return "run", name
     try:
         return "machine", resolve_override_key(key)
-    except GupsimError:
+    except GupsimError as exc:
+        if "did you mean" in str(exc):
+            raise GupsimError(f"{where}: grid.{key}: no such field{str(exc).split('field', 1)[1]}") from None
         valid = sorted(_run_fields() | {"nodes", "updates", "option.NAME"})
         raise GupsimError(f"{where}: grid.{key}: not a run field ({', '.join(valid)}) "
                           f"nor a machine field (e.g. {', '.join([p for p in leaf_fields() if '.' in p][:3])}, ...)") from None
@@ -222,6 +224,7 @@ def expand(spec: SweepSpec, where: str = "sweep") -> list[Point]:
         kind, name = _classify(key, where)
         axes.append((key, kind, name, _values(key, kind, name, raw, base, where)))
     points: list[Point] = []
+    seen: dict[str, str] = {}
     machines: dict[str, Any] = {}
     for combo in itertools.product(*(values for *_, values in axes)):
         run: dict[str, Any] = {}
@@ -249,7 +252,12 @@ def expand(spec: SweepSpec, where: str = "sweep") -> list[Point]:
         except GupsimError as exc:
             # load_machine blames "--set KEY=VALUE"; here the value came from the sweep file.
             raise GupsimError(f"{where}: point {shown}: {str(exc).replace('--set ', '')}") from None
-        points.append(Point(point_key(cfg, spec.record), cfg, varied))
+        key = point_key(cfg, spec.record)
+        if key in seen:
+            raise GupsimError(f"{where}: points {seen[key]} and {shown} are the same run "
+                              f"(same resolved configuration and seed)")
+        seen[key] = shown
+        points.append(Point(key, cfg, varied))
     return points
 
 

@@ -149,6 +149,11 @@ BROKEN_SWEEPS = [
     _with(set={"nosuch": 1}), _with(set={"clock_hz": "fast"}), _with(set=[1]), _with(options={"nosuchalg": {}}),
     _with(options={"routed": {"x": 1}}), _with(record={"links": "yes"}), _with(record={"sample_interval_s": -1.0}),
     _with(record={"nosuch": True}), "[1, 2]", "grid: [unclosed", "",
+    # wrong units: a unit in the value, or a key named with another unit
+    _with(grid__link_bytes_per_s=["175 MB/s"]), _with(set={"link_mbytes_per_s": 175}), _with(grid__clock_mhz=[700]),
+    _with(set={"router_delay_ns": "100 ns"}),
+    # two grid values that resolve to the same run
+    _with(grid__link_bytes_per_s={"times": [1, 1.0]}),
 ]
 
 

@@ -15,7 +15,7 @@ import yaml
 
 from gupsim.config import REPO_ROOT, load_machine
 from gupsim.errors import GupsimError
-from gupsim.runner import make_run_config, simulate
+from gupsim.runner import simulate
 from gupsim.store import ResultsStore
 from gupsim.sweep import EXPERIMENTS_DIR, expand, load_sweep, run_sweep, shape_for_nodes
 
