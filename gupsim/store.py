@@ -137,7 +137,7 @@ class ResultsStore:
         # One row per key: ok beats failed, later beats earlier.
         frame["_ok"] = frame["status"].eq("ok")
         frame = frame.reset_index().sort_values(["_ok", "index"]).drop_duplicates("key", keep="last")
-        return frame.sort_values("index").drop(columns=["_ok", "index"]).reset_index(drop=True)
+        return _arrow_safe(frame.sort_values("index").drop(columns=["_ok", "index"]).reset_index(drop=True))
 
     def done_keys(self) -> set[str]:
         frame = self.read()

@@ -105,3 +105,12 @@ def test_store_keeps_one_row_per_key_ok_beats_failed_later_beats_earlier(tmp_pat
     assert not list(store.parts.glob("*"))
     # The compacted file is plain Parquet.
     assert json.loads(pd.read_parquet(store.compacted).to_json(orient="records"))
+
+
+def test_store_compacts_columns_whose_type_differs_between_points(tmp_path):
+    # e.g. one point sets an option to 8, another to "auto": the compacted column holds text, nothing is lost.
+    store = ResultsStore(tmp_path / "s")
+    store.write({"key": "a", "status": "ok", "cfg.algorithm_options.x": 8})
+    store.write({"key": "b", "status": "ok", "cfg.algorithm_options.x": "auto"})
+    table = store.compact().set_index("key")
+    assert table.loc["a", "cfg.algorithm_options.x"] == "8" and table.loc["b", "cfg.algorithm_options.x"] == "auto"
