@@ -214,11 +214,12 @@ def expand(spec: SweepSpec, where: str = "sweep") -> list[Point]:
         except GupsimError as exc:
             raise GupsimError(f"{where}: set.{key}: {str(exc).split(': ', 1)[1]}") from None
     try:
-        base = yaml.safe_load(Path(_machine_file(spec.machine)).read_text())
+        # {times: [...]} scales the machine's value after the sweep's own `set`.
+        base = load_machine(spec.machine, machine_overrides).model_dump()
         for alg, opts in spec.options.items():
             validate_options(alg, opts)
     except GupsimError as exc:
-        raise GupsimError(f"{where}: {exc}") from None
+        raise GupsimError(f"{where}: {str(exc).replace('--set ', 'set: ')}") from None
     axes = []
     for key, raw in spec.grid.items():
         kind, name = _classify(key, where)
@@ -259,12 +260,6 @@ def expand(spec: SweepSpec, where: str = "sweep") -> list[Point]:
         seen[key] = shown
         points.append(Point(key, cfg, varied))
     return points
-
-
-def _machine_file(name: str) -> Path:
-    from gupsim.config import machine_path
-
-    return machine_path(name)
 
 
 def _shape_and_nodes(shape: Any, nodes: Any, where: str) -> str:

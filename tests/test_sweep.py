@@ -47,6 +47,12 @@ def test_every_sweep_file_in_the_repository_is_valid():
         assert expand(load_sweep(str(path)), str(path)), path
 
 
+def test_times_scales_the_value_after_the_sweeps_own_set(tmp_path):
+    path = _sweep_file(tmp_path, {"link_bytes_per_s": {"times": [1, 2]}}, set={"link_bytes_per_s": 100e6})
+    rates = [p.run.machine.network.link_bytes_per_s for p in expand(load_sweep(str(path)))]
+    assert rates == [100e6, 200e6]
+
+
 def test_nodes_become_near_cubic_shapes():
     assert shape_for_nodes(512) == "8x8x8"
     assert shape_for_nodes(65536) == "64x32x32"
