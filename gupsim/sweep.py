@@ -38,6 +38,7 @@ import itertools
 import json
 import math
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -351,6 +352,10 @@ def run_sweep(spec: SweepSpec, points: list[Point], store_path: Path, *, client=
         return summary
     own_client = client is None
     client = client or open_client(scheduler, workers, processes)
+    if progress:
+        where = scheduler or f"a local cluster of {len(client.scheduler_info().get('workers', {}))} workers"
+        tqdm.write(f"{spec.name}: {len(points)} points, {summary.skipped} already in {store_path}, "
+                   f"running {len(todo)} on {where}", file=sys.stderr)
     bar = tqdm(total=len(todo), disable=not progress, unit="point", desc=spec.name, dynamic_ncols=True)
     extras = spec.record.model_dump()
     by_future = {}
