@@ -1,4 +1,4 @@
-"""The ``gupsim`` command line: ``run``, ``bounds`` and ``list``.
+"""The ``gupsim`` command line: ``run``, ``bounds``, ``list``, ``reproduce``, ``sweep``, ``results``, ``plot``.
 
 Every user mistake ends in one line on stderr and exit status 2; nothing a
 user types produces a traceback.
@@ -40,17 +40,24 @@ def cli() -> None:
 @click.option("--log2-table-size", type=click.IntRange(1, 63), default=None, help="global table size, log2 words")
 @click.option("--verify", is_flag=True, help="carry real values and run HPCC's verification")
 @click.option("--json", "as_json", is_flag=True, help="print one JSON object")
-def run(machine, shape, algorithm, updates, seed, sets, options, log2_table_size, verify, as_json) -> None:
+@click.option("--links", is_flag=True, help="add per-link counters to the record (for gupsim plot links)")
+@click.option("--histograms", is_flag=True, help="add updates-per-packet/-message histograms to the record")
+@click.option("--sample-interval-s", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="sample throttling and SBF this often (simulated seconds)")
+def run(machine, shape, algorithm, updates, seed, sets, options, log2_table_size, verify, as_json,
+        links, histograms, sample_interval_s) -> None:
     """Simulate one run and print its record."""
     from gupsim.config import load_machine, parse_set_options
     from gupsim.reporting import format_record, to_json
     from gupsim.runner import make_run_config, simulate
+    from gupsim.telemetry import Telemetry
 
     m = load_machine(machine, parse_set_options(sets))
     cfg = make_run_config(machine=m, shape=shape, algorithm=algorithm, updates_per_process=updates, seed=seed,
                           verify=verify, log2_table_size=log2_table_size,
                           algorithm_options=_key_values(options, "--option"))
-    sim, record = simulate(cfg)
+    telemetry = Telemetry(links=links, histograms=histograms, sample_interval_s=sample_interval_s)
+    sim, record = simulate(cfg, telemetry if telemetry.wanted else None)
     if verify:
         result = sim.verify()
         record |= {"verify_errors": result.errors, "verify_table_size": result.table_size,
@@ -126,6 +133,93 @@ def list_() -> None:
     from gupsim.validation import available_experiments
 
     click.echo(f"experiments: {', '.join(available_experiments())}")
+
+
+@cli.command()
+@click.argument("sweep_file")
+@click.option("--store", "store_path", default=None, type=click.Path(),
+              help="results store folder (default: results/<sweep name>.store)")
+@click.option("--scheduler", default=None, metavar="ADDRESS", help="run on an existing Dask cluster (tcp://host:8786)")
+@click.option("--workers", type=click.IntRange(min=1), default=None, help="local workers (default: one per core)")
+@click.option("--threads", is_flag=True, help="local workers as threads in this process (no subprocesses)")
+@click.option("--dry-run", is_flag=True, help="validate and list the points; run nothing")
+@click.option("--no-progress", is_flag=True, help="no progress bar")
+def sweep(sweep_file, store_path, scheduler, workers, threads, dry_run, no_progress) -> None:
+    """Run every point of a sweep file not yet in its results store."""
+    from pathlib import Path
+
+    from gupsim.store import ResultsStore
+    from gupsim.sweep import expand, load_sweep, run_sweep
+
+    spec = load_sweep(sweep_file)
+    points = expand(spec, sweep_file)
+    store = Path(store_path or Path("results") / f"{spec.name}.store")
+    done = ResultsStore(store, create=False).done_keys() if store.exists() else set()
+    if dry_run:
+        for p in points:
+            click.echo(f"{p.key}  {'done' if p.key in done else 'todo'}  "
+                       + ", ".join(f"{k}={v}" for k, v in p.varied.items()))
+        click.echo(f"{len(points)} points, {len(points) - len(done & {p.key for p in points})} to run")
+        return
+    try:
+        summary = run_sweep(spec, points, store, scheduler=scheduler, workers=workers, processes=not threads,
+                            progress=not no_progress)
+    except KeyboardInterrupt:
+        rows = ResultsStore(store).done_keys() & {p.key for p in points}
+        click.echo(f"gupsim: interrupted: {len(rows)} of {len(points)} points are in {store}; "
+                   f"run the same command again to resume", err=True)
+        sys.exit(130)
+    click.echo(f"{spec.name}: {summary.total} points: {summary.skipped} already done, {summary.done} run, "
+               f"{summary.failed} failed; results in {store}")
+    if summary.failed:
+        sys.exit(1)
+
+
+@cli.command()
+@click.argument("store_path", type=click.Path())
+@click.option("--csv", "csv_path", default=None, type=click.Path(dir_okay=False), help="export the table as CSV")
+@click.option("--parquet", "parquet_path", default=None, type=click.Path(dir_okay=False), help="export as one Parquet file")
+@click.option("--all-columns", is_flag=True, help="print every column (default: the main ones)")
+def results(store_path, csv_path, parquet_path, all_columns) -> None:
+    """Print (or export) a results store: one row per run."""
+    import pandas as pd
+
+    from gupsim.store import store_table
+
+    table = store_table(store_path)
+    if csv_path:
+        table.to_csv(csv_path, index=False)
+    if parquet_path:
+        table.to_parquet(parquet_path, index=False)
+    main_cols = ["key", "status", "shape", "nodes", "algorithm", "seed"] + \
+        [c for c in table.columns if c.startswith("var.")] + ["gups", "bytes_per_update", "updates_per_packet", "error"]
+    shown = table if all_columns else table[[c for c in dict.fromkeys(main_cols) if c in table]]
+    with pd.option_context("display.max_rows", 500, "display.width", 200, "display.max_columns", 50):
+        click.echo(shown.to_string(index=False) if len(shown) else f"{store_path}: no runs yet")
+    ok = int(table["status"].eq("ok").sum()) if len(table) else 0
+    click.echo(f"{len(table)} runs: {ok} ok, {len(table) - ok} failed")
+
+
+@cli.command()
+@click.argument("kind", type=click.Choice(["scaling", "links", "histograms", "timeseries"]))
+@click.argument("source", type=click.Path())
+@click.option("--out", "out_dir", default="results/plots", show_default=True, type=click.Path(file_okay=False))
+@click.option("--key", default=None, help="which run of a results store (a unique key prefix)")
+@click.option("--slice", "z_slice", default=0, show_default=True, type=click.IntRange(min=0),
+              help="links: the z plane to draw")
+def plot(kind, source, out_dir, key, z_slice) -> None:
+    """Draw a figure (PNG and SVG) from a results store or a JSON run record.
+
+    scaling: GUPS vs nodes with the eq. (1)/(2) bounds, from a store.
+    links / histograms / timeseries: from a record made with --links /
+    --histograms / --sample-interval-s (or a store row with --key).
+    """
+    from pathlib import Path
+
+    from gupsim import plots
+
+    for path in plots.draw(kind, source, Path(out_dir), key=key, z_slice=z_slice):
+        click.echo(f"wrote {path}")
 
 
 def main(argv: list[str] | None = None) -> None:

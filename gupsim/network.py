@@ -195,6 +195,8 @@ class Network:
         self.wire_bytes_injected = 0
         self.packets_delivered = 0
         self._routes: dict[tuple[int, int], list[int]] = {}
+        #: Optional callback on every launched packet (gupsim.telemetry's histograms); None costs nothing.
+        self.on_launch = None
 
     # ------------------------------------------------------------------ packets
 
@@ -252,6 +254,8 @@ class Network:
         """Send ``pkt``, which already holds its room in the injection FIFO."""
         self.packets_injected += 1
         self.wire_bytes_injected += pkt.wire_bytes
+        if self.on_launch is not None:
+            self.on_launch(pkt)
         self.env.process(self._transit(pkt))
 
     def release_later(self, delay: float, credits: Credits, chunks: int) -> None:

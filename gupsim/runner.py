@@ -45,10 +45,16 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
-def simulate(run: RunConfig) -> tuple[Simulation, dict[str, Any]]:
-    """Build and run one simulation; return it (for inspection) and its record."""
+def simulate(run: RunConfig, observer: Any = None) -> tuple[Simulation, dict[str, Any]]:
+    """Build and run one simulation; return it (for inspection) and its record.
+
+    ``observer`` (optional, e.g. :class:`gupsim.telemetry.Telemetry`) is attached
+    to the built simulation before it runs and adds its results to the record.
+    """
     wall0 = time.perf_counter()
     sim = Simulation(run)
+    if observer is not None:
+        observer.attach(sim)
     procs = [sim.env.process(sim.algorithm.process(r)) for r in range(sim.num_ranks)]
     finish = sim.env.all_of(procs) if _runs_to_completion(sim) else sim.all_applied
     try:
@@ -62,7 +68,10 @@ def simulate(run: RunConfig) -> tuple[Simulation, dict[str, Any]]:
         raise SimulationError(
             f"updates lost: generated {sim.generated}, applied {sim.applied}, expected {sim.total_updates}"
         )
-    return sim, make_record(sim, wall)
+    record = make_record(sim, wall)
+    if observer is not None:
+        record.update(observer.results(sim))
+    return sim, record
 
 
 def run(run_config: RunConfig) -> dict[str, Any]:

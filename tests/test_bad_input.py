@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
@@ -107,3 +108,118 @@ def test_broken_command_lines_are_rejected_in_one_line(capsys, argv):
 @pytest.mark.parametrize("text", ["", "[1, 2]", "name: [unclosed", "network: 5", "\t-bad"])
 def test_broken_yaml_text_is_rejected_in_one_line(tmp_path, capsys, text):
     _reject(capsys, ["run", "--machine", _write(tmp_path, text), "--shape", "2x2x2"])
+
+
+# --------------------------------------------------------------------------- sweeps, stores, plots
+
+SWEEP = {"name": "t", "machine": "bgl", "grid": {"shape": ["2x2x2"], "updates": [64], "algorithm": ["routed"]}}
+
+
+def _sweep(tmp_path: Path, data) -> str:
+    return _write(tmp_path, data, name="sweep.yaml")
+
+
+def _with(**changes):
+    data = copy.deepcopy(SWEEP)
+    for dotted, value in changes.items():
+        node = data
+        *parents, leaf = dotted.split("__")
+        for part in parents:
+            node = node.setdefault(part, {})
+        if value is _DELETE:
+            node.pop(leaf, None)
+        else:
+            node[leaf] = value
+    return data
+
+
+_DELETE = object()
+
+BROKEN_SWEEPS = [
+    _with(grid={}), _with(grid=_DELETE), _with(grid=[1, 2]), _with(name=""), _with(name=_DELETE), _with(machine="nosuch"),
+    _with(colour="red"), _with(grid__shape=[]), _with(grid__shape="2x2x2"), _with(grid__shape=["2x2"]),
+    _with(grid__shape=["2x2x2", "2x2x2"]), _with(grid__shape=["0x2x2"]), _with(grid__nosuch=[1]),
+    _with(grid__nodes=[1]), _with(grid__nodes=["many"]), _with(grid__nodes=[16]),  # 16 nodes vs 2x2x2
+    _with(grid__algorithm=["nope"]), _with(grid__updates=[0]), _with(grid__seed=[-1]),
+    _with(grid__log2_table_size=[0]), _with(grid__link_bytes_per_s=[-1.0]), _with(grid__link_bytes_per_s={"times": []}),
+    _with(grid__link_bytes_per_s={"times": [-1]}), _with(grid__link_bytes_per_s={"times": "x"}),
+    _with(grid__link_bytes_per_s={"times": [1], "plus": [2]}), _with(grid__topology={"times": [2]}),
+    _with(grid__chunk_bytes={"times": [0.3]}), _with(grid__clock_hz=["fast"]), _with(grid__routing=["magic"]),
+    _with(**{"grid__option.nosuch": [1]}), _with(**{"grid__option.bucket_capacity": [0]}),
+    _with(set={"nosuch": 1}), _with(set={"clock_hz": "fast"}), _with(set=[1]), _with(options={"nosuchalg": {}}),
+    _with(options={"routed": {"x": 1}}), _with(record={"links": "yes"}), _with(record={"sample_interval_s": -1.0}),
+    _with(record={"nosuch": True}), "[1, 2]", "grid: [unclosed", "",
+    # wrong units: a unit in the value, or a key named with another unit
+    _with(grid__link_bytes_per_s=["175 MB/s"]), _with(set={"link_mbytes_per_s": 175}), _with(grid__clock_mhz=[700]),
+    _with(set={"router_delay_ns": "100 ns"}),
+    # two grid values that resolve to the same run
+    _with(grid__link_bytes_per_s={"times": [1, 1.0]}),
+]
+
+
+@pytest.mark.parametrize("data", BROKEN_SWEEPS, ids=range(len(BROKEN_SWEEPS)))
+def test_broken_sweep_files_are_rejected_in_one_line(tmp_path, capsys, data):
+    err = _reject(capsys, ["sweep", _sweep(tmp_path, data), "--dry-run"])
+    assert "sweep.yaml" in err
+
+
+def test_a_sweep_naming_no_fields_says_so(tmp_path, capsys):
+    assert "grid names no fields" in _reject(capsys, ["sweep", _sweep(tmp_path, _with(grid={})), "--dry-run"])
+
+
+def test_a_shape_that_does_not_match_the_node_count_says_so(tmp_path, capsys):
+    err = _reject(capsys, ["sweep", _sweep(tmp_path, _with(grid__nodes=[16])), "--dry-run"])
+    assert "shape 2x2x2 has 8 nodes, not nodes=16" in err
+
+
+def _store(tmp_path: Path, files: dict[str, bytes]) -> str:
+    root = tmp_path / "store"
+    (root / "parts").mkdir(parents=True)
+    for name, data in files.items():
+        (root / name).write_bytes(data)
+    return str(root)
+
+
+def _parquet(frame) -> bytes:
+    import io
+
+    buf = io.BytesIO()
+    frame.to_parquet(buf)
+    return buf.getvalue()
+
+
+CORRUPT_STORES = [
+    {"results.parquet": b""}, {"results.parquet": b"PAR1garbagePAR1"}, {"results.parquet": b"\x00" * 100},
+    {"parts/abc-1.parquet": b"not parquet"}, {"results.parquet": _parquet(pd.DataFrame({"gups": [1.0]}))},
+    {"parts/abc-1.parquet": _parquet(pd.DataFrame({"key": ["a"]}))},
+]
+
+
+@pytest.mark.parametrize("files", CORRUPT_STORES, ids=range(len(CORRUPT_STORES)))
+def test_corrupt_results_stores_are_rejected_in_one_line(tmp_path, capsys, files):
+    store = _store(tmp_path, files)
+    assert "store" in _reject(capsys, ["results", store])
+    _reject(capsys, ["sweep", _sweep(tmp_path, SWEEP), "--store", store, "--dry-run"])
+    _reject(capsys, ["plot", "scaling", store, "--out", str(tmp_path / "p")])
+
+
+def test_bad_sweep_results_and_plot_command_lines(tmp_path, capsys):
+    record = tmp_path / "rec.json"
+    record.write_text('{"gups": 0.1, "machine": "bgl"}')
+    not_json = tmp_path / "x.json"
+    not_json.write_text("{nope")
+    a_file = tmp_path / "file"
+    a_file.write_text("x")
+    empty = tmp_path / "empty"
+    (empty / "parts").mkdir(parents=True)
+    sweep = _sweep(tmp_path, SWEEP)
+    for argv in (
+        ["sweep"], ["sweep", "nosuch-sweep"], ["sweep", "/nonexistent/s.yaml"], ["sweep", sweep, "--workers", "0"],
+        ["sweep", sweep, "--store", str(a_file), "--dry-run"], ["results"], ["results", str(tmp_path / "none")],
+        ["results", str(a_file)], ["plot"], ["plot", "nosuch", str(record)], ["plot", "links", str(record)],
+        ["plot", "histograms", str(record)], ["plot", "timeseries", str(record)],
+        ["plot", "links", str(tmp_path / "missing.json")], ["plot", "links", str(not_json)],
+        ["plot", "scaling", str(empty)], ["plot", "links", str(empty)], ["plot", "links", str(record), "--slice", "-1"],
+        ["run", "--sample-interval-s", "0"], ["run", "--sample-interval-s", "-1e-6"],
+    ):
+        _reject(capsys, argv)

@@ -74,3 +74,40 @@ def test_virtual_node_mode_gains_about_70_percent_on_a_cpu_bound_machine(bgl, bg
     co = _run(bgl, "4x4x2", 2048)[1]["gups"]
     vn = _run(bgl_vn, "4x4x2", 2048)[1]["gups"]
     assert 1.4 < vn / co < 2.0
+
+
+def test_one_shared_receive_bucket_deadlocks_and_is_reported_naming_the_waiting_ranks(capsys):
+    """Per-dimension receive buckets order the waits (an update only moves to a higher dimension);
+    one shared bucket does not, and with one-packet FIFOs the machine locks up.  The same machine with
+    per-dimension buckets finishes (the negative control that shows the deadlock is the shared bucket's)."""
+    import pytest
+
+    from gupsim.cli import main
+    from gupsim.config import load_machine
+    from gupsim.runner import make_run_config, simulate
+
+    tiny = {"network.injection_fifo_chunks": 8, "network.reception_fifo_chunks": 8,
+            "network.link_buffer_chunks": 8, "network.topology": "mesh"}
+    argv = ["run", "--shape", "4x4x1", "--algorithm", "routed", "--updates", "1024",
+            "--option", "bucket_capacity=60", "--option", "receive_buckets=shared"]
+    argv += [f"--set={k}={v}" for k, v in tiny.items()]
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+    assert err.startswith("gupsim: error: deadlock at t=") and "wait on each other (ranks 0, 1" in err
+    _, record = simulate(make_run_config(machine=load_machine("bgl", tiny), shape="4x4x1", algorithm="routed",
+                                         updates_per_process=1024, algorithm_options={"bucket_capacity": 60}))
+    assert record["updates_applied"] == 16 * 1024
+
+
+def test_a_bucket_capacity_that_breaks_the_1024_pending_rule_is_refused(bgl):
+    import pytest
+
+    from gupsim.errors import GupsimError
+    from gupsim.runner import make_run_config, simulate
+
+    with pytest.raises(GupsimError, match="exceeds the 1024 pending updates"):
+        simulate(make_run_config(machine=bgl, shape="4x4x1", algorithm="routed", updates_per_process=64,
+                                 algorithm_options={"bucket_capacity": 240}))

@@ -234,7 +234,8 @@ class Baseline(Algorithm):
         self.finished_ranks += 1
 
     def counters(self) -> dict[str, float]:
-        return {"updates": self.updates_sent, "messages": self.messages_sent, "packets": self.packets_sent}
+        return {"updates": self.updates_sent, "messages": self.messages_sent, "packets": self.packets_sent,
+                "send_tests": self.send_tests, "send_tests_blocked": self.send_tests_blocked}
 
     def metrics(self, window) -> dict[str, float]:
         lo, hi = window

@@ -96,6 +96,9 @@ class OnePacket(Algorithm):
             self._receive(rank, cpu)
             yield cpu.flush()
 
+    def counters(self) -> dict[str, float]:
+        return {"send_tests": self.sends, "send_tests_blocked": self.sends_blocked}
+
     def metrics(self, window) -> dict[str, float]:
         return {
             "packets_sent": self.sends,

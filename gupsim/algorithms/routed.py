@@ -47,6 +47,8 @@ from __future__ import annotations
 import math
 from collections import deque
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from gupsim.algorithms import Algorithm, register_algorithm
@@ -77,6 +79,10 @@ class Routed(Algorithm):
         model_config = ConfigDict(frozen=True, extra="forbid")
         software_header_bytes: int = Field(default=16, ge=0, description="per-packet software header (assumed)")
         bucket_capacity: int | None = Field(default=None, ge=1, description="default 1024 / (X + Y + Z [+ cores])")
+        receive_buckets: Literal["per-dimension", "shared"] = Field(
+            default="per-dimension",
+            description="shared: one receive bucket for every dimension, a what-if that can deadlock: a "
+                        "packet stuck on a full bucket stops all receiving, which back-pressures the senders")
 
     def __init__(self, sim, options):
         super().__init__(sim, options)
@@ -84,12 +90,17 @@ class Routed(Algorithm):
         self.lengths = list(topo.shape) + ([sim.ppn] if sim.ppn > 1 else [])
         self.ndims = len(self.lengths)
         self.capacity = options.bucket_capacity or 1024 // sum(self.lengths)
+        if self.capacity * sum(self.lengths) > 1024:
+            # X + Y + Z (+ cores) buckets of this size could hold more than HPCC's 1024 pending updates.
+            raise GupsimError(f"routed: bucket_capacity={self.capacity} x {sum(self.lengths)} buckets exceeds "
+                              f"the 1024 pending updates HPCC allows (at most {1024 // sum(self.lengths)} here)")
         if self.capacity < 1:
             raise GupsimError(f"routed: {'x'.join(map(str, self.lengths))} has more software routers than 1024 pending updates can give one bucket each")
         per_packet = (self._max_data_bytes(sim) - options.software_header_bytes) // UPDATE_BYTES
         if per_packet < 1:
             raise GupsimError("routed: software_header_bytes leaves no room for an update in a packet")
         self.per_packet = per_packet
+        self.shared_receive = options.receive_buckets == "shared"
         # software coordinates of every rank: (x, y, z[, core])
         self.strides = [1]
         for length in self.lengths[:-1]:
@@ -224,7 +235,9 @@ class Routed(Algorithm):
         inbox = net.inbox[rank].items
         while inbox:  # sort arrivals by the dimension they came from
             pkt = inbox.popleft()
-            st.waiting[pkt.message].append(pkt)
+            # Per dimension, an update only moves to a higher dimension, so waits are ordered and
+            # cannot form a cycle (seed 000 §4.3); one shared bucket loses that order.
+            st.waiting[0 if self.shared_receive else pkt.message].append(pkt)
         progressed = False
         for d in range(self.ndims):
             while True:
@@ -275,7 +288,8 @@ class Routed(Algorithm):
                 yield env.any_of(events)
 
     def counters(self) -> dict[str, float]:
-        return {"packets": self.packets, "updates": self.packet_updates}
+        return {"packets": self.packets, "updates": self.packet_updates,
+                "send_tests": self.sends, "send_tests_blocked": self.sends_blocked}
 
     def metrics(self, window) -> dict[str, float]:
         lo, hi = window

@@ -1,0 +1,261 @@
+"""Pictures made from the results store or from one run record (PNG and SVG).
+
+* :func:`plot_scaling`: GUPS against machine size, log-log, one line per
+  algorithm (and per anything else the sweep varied), with the CPU bound
+  (eq. 1) and the network bound (eq. 2) of seed 000 §3 drawn from
+  :mod:`gupsim.bounds` for the same machine configurations;
+* :func:`plot_links`: the load on the torus links (seed 000 §5.1) -- for one
+  z-slice, a heat map of each dimension's +/- links leaving every node, and
+  the busiest links of the whole machine;
+* :func:`plot_histograms`: updates per packet and per message (the
+  baseline's bucket sizes, seed 000 §4.1);
+* :func:`plot_timeseries`: injection throttling and the send-blocking factor
+  (seed 000 §6.1) over simulated time.
+
+The last three need a record made with the matching extra
+(:mod:`gupsim.telemetry`); a record without it is one line of error saying
+which option to turn on.  Nothing here computes a model number of its own.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from gupsim.errors import GupsimError
+
+DIM_NAMES = "xyz"
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _save(fig, out_dir: Path, stem: str) -> list[Path]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = [out_dir / f"{stem}.png", out_dir / f"{stem}.svg"]
+    for path in paths:
+        fig.savefig(path, dpi=120, bbox_inches="tight")
+    _plt().close(fig)
+    return paths
+
+
+# --------------------------------------------------------------------------- sources
+
+
+def load_record(source: str | Path, key: str | None = None) -> dict[str, Any]:
+    """A run record from a JSON file (``gupsim run --json``) or from a store row (``key`` prefix)."""
+    path = Path(source)
+    if path.is_dir():
+        from gupsim.store import store_table
+
+        table = store_table(path)
+        ok = table[table["status"].eq("ok")] if "status" in table else table
+        if key:
+            ok = ok[ok["key"].astype(str).str.startswith(key)]
+        if len(ok) != 1:
+            raise GupsimError(f"{path}: {len(ok)} ok runs match key {key!r}; give --key with a unique key prefix")
+        row = ok.iloc[0].to_dict()
+        for name in ("links", "histograms", "timeseries"):
+            text = row.pop(f"{name}_json", None)
+            if isinstance(text, str):
+                row[name] = json.loads(text)
+        return row
+    if not path.exists():
+        raise GupsimError(f"record not found: {path} (a JSON record from 'gupsim run --json' or a results store)")
+    try:
+        record = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise GupsimError(f"{path}: not a JSON run record ({exc})") from None
+    if not isinstance(record, dict) or "gups" not in record:
+        raise GupsimError(f"{path}: not a gupsim run record (no 'gups' field)")
+    return record
+
+
+def _need(record: dict[str, Any], name: str, option: str) -> Any:
+    value = record.get(name)
+    if not value:
+        raise GupsimError(f"this record has no {name}; make it with {option}")
+    return value
+
+
+def _title(record: dict[str, Any]) -> str:
+    return f"{record.get('machine', '?')} {record.get('shape', '?')}, {record.get('algorithm', '?')}"
+
+
+# --------------------------------------------------------------------------- scaling
+
+
+def plot_scaling(table: pd.DataFrame, out_dir: Path, stem: str = "gups-scaling", **_: Any) -> list[Path]:
+    """GUPS vs nodes, log-log, with eq. (1) and eq. (2) for every machine configuration in the table."""
+    from gupsim.bounds import bounds
+    from gupsim.config import validate_machine
+
+    ok = table[table["status"].eq("ok")].copy() if "status" in table else table.copy()
+    if ok.empty or "gups" not in ok:
+        raise GupsimError("no finished runs to plot (the store has no row with status ok)")
+    varied = [c for c in ok.columns if c.startswith("var.") and c not in ("var.seed", "var.shape", "var.nodes")
+              and ok[c].nunique() > 1]
+    series = ["algorithm"] + [c for c in varied if c != "var.algorithm"]
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(8, 5.5))
+    others = [c for c in series if c != "algorithm"]
+    # Colour: what else varied (e.g. the link rate); marker and line style: the algorithm.
+    colour_of = {v: f"C{i}" for i, v in enumerate(sorted({tuple(r) for r in ok[others].itertuples(index=False)}))}
+    marker_of = {a: ("o", "s", "^", "D", "v")[i % 5] for i, a in enumerate(sorted(ok["algorithm"].unique()))}
+    for label, group in ok.groupby(series, sort=True):
+        label = label if isinstance(label, tuple) else (label,)
+        stats = group.groupby("nodes")["gups"].agg(["mean", "min", "max"]).sort_index()
+        name = ", ".join([str(label[0])] + [f"{s.removeprefix('var.')}={v:g}" if isinstance(v, float) else
+                                            f"{s.removeprefix('var.')}={v}" for s, v in zip(others, label[1:])])
+        ax.errorbar(stats.index, stats["mean"], yerr=[stats["mean"] - stats["min"], stats["max"] - stats["mean"]],
+                    marker=marker_of[label[0]], ls="-" if marker_of[label[0]] == "o" else "-.", capsize=3,
+                    color=colour_of[tuple(label[1:])], label=name)
+    # Bounds: one network curve per distinct machine (they differ when links were swept).
+    machines = ok.assign(_m=ok["config_json"].map(lambda s: json.dumps(json.loads(s)["machine"], sort_keys=True)))
+    several = machines["_m"].nunique() > 1
+    for i, (mjson, group) in enumerate(machines.groupby("_m", sort=True)):
+        machine = validate_machine(json.loads(mjson), "results store")
+        rows = sorted({(int(n), s) for n, s in zip(group["nodes"], group["shape"])})
+        b = [bounds(machine, shape) for _, shape in rows]
+        nodes = [n for n, _ in rows]
+        colour = colour_of.get(tuple(group[others].iloc[0]), "0.4") if several else "0.4"
+        ax.plot(nodes, [x.network_bound_gups for x in b], ls="--", color=colour, alpha=0.7,
+                label=f"network bound, eq. (2), one update per packet, "
+                      f"{machine.network.link_bytes_per_s / 1e6:g} MB/s links")
+        if i == 0:
+            ax.plot(nodes, [x.cpu_bound_gups for x in b], ls=":", color="k", lw=2, label="CPU bound, eq. (1)")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.xaxis.set_major_formatter(_plt().matplotlib.ticker.ScalarFormatter())
+    ax.set_xlabel("machine size (nodes)")
+    ax.set_ylabel("GUPS (10$^9$ updates/s, steady state)")
+    ax.set_title("GUPS against machine size")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=6.5, loc="upper left", bbox_to_anchor=(1.01, 1))
+    return _save(fig, out_dir, stem)
+
+
+# --------------------------------------------------------------------------- links
+
+
+def plot_links(record: dict[str, Any], out_dir: Path, z_slice: int = 0, top: int = 12,
+               stem: str = "link-load", **_: Any) -> list[Path]:
+    links = pd.DataFrame(_need(record, "links", "--links (gupsim run) or record: {links: true} (sweep)"))
+    src = np.array(links["src"].tolist())
+    dims = src.max(axis=0) + 1
+    if not 0 <= z_slice < dims[2]:
+        raise GupsimError(f"--slice {z_slice}: the machine has z = 0..{dims[2] - 1}")
+    links["util_pct"] = 100 * links["utilisation"]
+    plt = _plt()
+    fig, axes = plt.subplots(2, 4, figsize=(15, 6.5), gridspec_kw={"width_ratios": [1, 1, 1, 1.4]})
+    vmax = max(float(links["util_pct"].max()), 1e-9)
+    in_slice = src[:, 2] == z_slice
+    image = None
+    for row, direction in enumerate((1, -1)):
+        for d in range(3):
+            ax = axes[row, d]
+            grid = np.full((dims[1], dims[0]), np.nan)
+            sel = in_slice & (links["dim"].to_numpy() == d) & (links["dir"].to_numpy() == direction)
+            for (x, y, _), u in zip(src[sel], links["util_pct"].to_numpy()[sel]):
+                grid[y, x] = u
+            image = ax.imshow(grid, origin="lower", cmap="viridis", vmin=0, vmax=vmax, aspect="auto")
+            ax.set_title(f"{DIM_NAMES[d]}{'+' if direction > 0 else '-'} links, z={z_slice}", fontsize=9)
+            ax.set_xticks(range(dims[0]))
+            ax.set_yticks(range(dims[1]))
+            ax.set_xlabel("x (node coordinate)", fontsize=8)
+            ax.set_ylabel("y (node coordinate)", fontsize=8)
+    fig.subplots_adjust(hspace=0.45, wspace=0.4)
+    fig.colorbar(image, ax=axes[:, :3], label="link utilisation (% of run time busy)")
+    busiest = links.sort_values("util_pct", ascending=False).head(top)
+    for row in (0, 1):
+        axes[row, 3].axis("off")
+    ax = fig.add_subplot(1, 4, 4)
+    names = [f"{tuple(s)}→{tuple(t)}" for s, t in zip(busiest["src"], busiest["dst"])]
+    ax.barh(range(len(busiest)), busiest["util_pct"], color=[f"C{d}" for d in busiest["dim"]])
+    ax.set_yticks(range(len(busiest)), names, fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlabel("link utilisation (% of run time busy)")
+    ax.set_title(f"busiest {len(busiest)} links (colour: x, y, z)", fontsize=9)
+    fig.suptitle(f"Link load: {_title(record)}")
+    return _save(fig, out_dir, stem)
+
+
+# --------------------------------------------------------------------------- histograms
+
+
+def plot_histograms(record: dict[str, Any], out_dir: Path, stem: str = "bucket-sizes", **_: Any) -> list[Path]:
+    hist = _need(record, "histograms", "--histograms (gupsim run) or record: {histograms: true} (sweep)")
+    plt = _plt()
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    for ax, name, xlabel in ((axes[0], "updates_per_message", "updates per message (bucket size when sent)"),
+                             (axes[1], "updates_per_packet", "updates per packet")):
+        counts = {float(k): v for k, v in hist[name].items()}
+        if counts:
+            xs = sorted(counts)
+            width = min(np.diff(xs)) * 0.8 if len(xs) > 1 else 0.8
+            ax.bar(xs, [counts[x] for x in xs], width=width)
+            mean = sum(x * c for x, c in counts.items()) / sum(counts.values())
+            ax.axvline(mean, color="k", ls="--", label=f"mean {mean:.2f}")
+            ax.legend()
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("count (messages)" if "message" in name else "count (packets)")
+    fig.suptitle(f"Distributions: {_title(record)}")
+    return _save(fig, out_dir, stem)
+
+
+# --------------------------------------------------------------------------- time series
+
+
+def plot_timeseries(record: dict[str, Any], out_dir: Path, stem: str = "throttling", **_: Any) -> list[Path]:
+    ts = pd.DataFrame(_need(record, "timeseries", "--sample-interval-s (gupsim run) or record: "
+                            "{sample_interval_s: ...} (sweep)"))
+    t_us = ts["t_s"] * 1e6
+    plt = _plt()
+    fig, axes = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
+    axes[0].plot(t_us, ts["sbf_interval"], label="SBF in each interval")
+    axes[0].plot(t_us, ts["sbf_cumulative"], ls="--", label="SBF since start")
+    axes[0].set_ylabel("SBF (blocked / attempted sends)")
+    axes[0].legend(fontsize=8)
+    axes[1].plot(t_us, 100 * ts["throttled_fraction"], color="C3")
+    axes[1].set_ylabel("throttled processes (%)")
+    axes[1].set_title("processes whose injection FIFO cannot take a full packet", fontsize=9)
+    axes[1].set_xlabel("simulated time (µs)")
+    for ax in axes:
+        ax.grid(True, alpha=0.3)
+    fig.suptitle(f"Injection throttling and SBF: {_title(record)}")
+    return _save(fig, out_dir, stem)
+
+
+def _store_rows(source: str | Path, key: str | None) -> pd.DataFrame:
+    from gupsim.store import store_table
+
+    return store_table(source)
+
+
+#: kind -> (what it is drawn from, how)
+PLOTS = {
+    "scaling": (_store_rows, plot_scaling),
+    "links": (load_record, plot_links),
+    "histograms": (load_record, plot_histograms),
+    "timeseries": (load_record, plot_timeseries),
+}
+
+
+def draw(kind: str, source: str | Path, out_dir: Path, key: str | None = None, **options: Any) -> list[Path]:
+    """Draw figure ``kind`` from ``source`` (a store folder or a JSON record); return the files."""
+    from gupsim.errors import UnknownNameError
+
+    if kind not in PLOTS:
+        raise UnknownNameError("plot", kind, list(PLOTS))
+    load, make = PLOTS[kind]
+    return make(load(source, key), out_dir, **options)

@@ -1,0 +1,186 @@
+"""The results store: every run of every sweep, one Parquet row per run.
+
+A store is a directory::
+
+    STORE/results.parquet     compacted rows (read it with pandas directly)
+    STORE/parts/<key>.parquet one file per point finished since the last compaction
+
+A row holds the run record's scalar measurements, what the sweep varied
+(``var.<field>``), the full resolved configuration twice -- as JSON
+(``config_json``, the exact input of the run) and flattened into
+``cfg.<dotted.path>`` columns for filtering -- and ``key``, the point's hash
+(:func:`gupsim.sweep.point_key`).  Optional record extras (per-link
+counters, histograms, time series) are JSON columns.  ``status`` is ``ok`` or
+``failed``; a failed row carries ``error``.
+
+Durability: each finished point is written to a temporary file, flushed to
+disk and atomically renamed into ``parts/``, so a Ctrl-C or a crash never
+leaves half a row, and every point finished before it is kept.  Compaction
+(at the end of a sweep and by ``gupsim results``) merges the parts into
+``results.parquet`` the same way and only then removes them; a crash in
+between leaves duplicates, which reading resolves by key (an ``ok`` row
+beats a failed one, a later one beats an earlier one).
+
+A store that cannot be read (not a directory, a file that is not Parquet, a
+table without ``key``) is reported in one line naming the file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from gupsim.errors import GupsimError
+
+#: Record entries stored as JSON text columns, not flattened (they are arrays).
+JSON_EXTRAS = ("links", "histograms", "timeseries")
+
+
+def _flatten(data: dict[str, Any], prefix: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        if isinstance(value, dict):
+            out.update(_flatten(value, f"{prefix}{key}."))
+        elif isinstance(value, (list, tuple)):
+            out[f"{prefix}{key}"] = json.dumps(value)
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def _base_row(key: str, config: dict[str, Any], varied: dict[str, Any]) -> dict[str, Any]:
+    row: dict[str, Any] = {"key": key, "finished_unix_s": time.time()}
+    row.update({f"var.{k}": (v if isinstance(v, (int, float, str, bool)) else json.dumps(v)) for k, v in varied.items()})
+    row["config_json"] = json.dumps(config, sort_keys=True)
+    row.update(_flatten(config, "cfg."))
+    return row
+
+
+def record_row(key: str, record: dict[str, Any], varied: dict[str, Any]) -> dict[str, Any]:
+    """A finished run as one flat row."""
+    row = _base_row(key, record["config"], varied)
+    row.update({"status": "ok", "error": ""})
+    for name, value in record.items():
+        if name == "config":
+            continue
+        if name in JSON_EXTRAS:
+            row[f"{name}_json"] = json.dumps(value)
+        elif isinstance(value, (int, float, str, bool)) or value is None:
+            row[name] = value
+        else:
+            row[name] = json.dumps(value, default=str)
+    return row
+
+
+def failed_row(key: str, run_config: Any, varied: dict[str, Any], error: str) -> dict[str, Any]:
+    from gupsim.runner import resolved_config
+
+    row = _base_row(key, resolved_config(run_config), varied)
+    row.update({"status": "failed", "error": error.splitlines()[0] if error else "failed",
+                "machine": run_config.machine.name, "shape": run_config.shape,
+                "algorithm": run_config.algorithm, "seed": run_config.seed,
+                "updates_per_process": run_config.updates_per_process})
+    return row
+
+
+class ResultsStore:
+    """A directory of Parquet files holding one row per finished point."""
+
+    def __init__(self, path: str | Path, create: bool = True):
+        self.path = Path(path)
+        if self.path.exists() and not self.path.is_dir():
+            raise GupsimError(f"results store {self.path}: not a directory (a store is a folder of Parquet files)")
+        if not create and not self.path.exists():
+            raise GupsimError(f"results store {self.path}: not found")
+        self.parts = self.path / "parts"
+        self.compacted = self.path / "results.parquet"
+        if create:
+            self.parts.mkdir(parents=True, exist_ok=True)
+
+    # ------------------------------------------------------------------ writing
+
+    def write(self, row: dict[str, Any]) -> Path:
+        """Durably add one row: temp file, fsync, atomic rename."""
+        final = self.parts / f"{row['key']}-{time.time_ns()}.parquet"
+        _atomic_parquet(pd.DataFrame([row]), final)
+        return final
+
+    def compact(self) -> pd.DataFrame:
+        """Merge the parts into results.parquet; return the table."""
+        parts = sorted(self.parts.glob("*.parquet")) if self.parts.exists() else []
+        frame = self.read()
+        if parts:
+            _atomic_parquet(frame, self.compacted)
+            for part in parts:
+                part.unlink(missing_ok=True)
+        return frame
+
+    # ------------------------------------------------------------------ reading
+
+    def read(self) -> pd.DataFrame:
+        frames = []
+        if self.compacted.exists():
+            frames.append(_read(self.compacted))
+        if self.parts.exists():
+            for stale in self.parts.glob(".*.tmp"):  # a write interrupted before its rename
+                stale.unlink(missing_ok=True)
+            frames += [_read(p) for p in sorted(self.parts.glob("*.parquet"), key=lambda p: p.name.rsplit("-", 1)[-1])]
+        frames = [f for f in frames if len(f)]
+        if not frames:
+            return pd.DataFrame(columns=["key", "status", "error"])
+        frame = pd.concat(frames, ignore_index=True)
+        # One row per key: ok beats failed, later beats earlier.
+        frame["_ok"] = frame["status"].eq("ok")
+        frame = frame.reset_index().sort_values(["_ok", "index"]).drop_duplicates("key", keep="last")
+        return _arrow_safe(frame.sort_values("index").drop(columns=["_ok", "index"]).reset_index(drop=True))
+
+    def done_keys(self) -> set[str]:
+        frame = self.read()
+        return set(frame.loc[frame["status"].eq("ok"), "key"])
+
+
+def _read(path: Path) -> pd.DataFrame:
+    try:
+        frame = pd.read_parquet(path)
+    except Exception as exc:  # noqa: BLE001 - pyarrow raises many kinds; all mean "corrupt"
+        reason = str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__
+        raise GupsimError(f"results store: {path} is corrupt ({reason}); move it aside to re-run its points") from None
+    missing = {"key", "status"} - set(frame.columns)
+    if missing:
+        raise GupsimError(f"results store: {path} is not a gupsim results table (no {', '.join(sorted(missing))} column)")
+    return frame
+
+
+def _atomic_parquet(frame: pd.DataFrame, final: Path) -> None:
+    tmp = final.parent / f".{final.name}.{os.getpid()}.tmp"
+    frame = _arrow_safe(frame)
+    with open(tmp, "wb") as fh:
+        frame.to_parquet(fh, index=False)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, final)
+    dir_fd = os.open(final.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)  # make the rename itself durable
+    finally:
+        os.close(dir_fd)
+
+
+def _arrow_safe(frame: pd.DataFrame) -> pd.DataFrame:
+    """Columns mixing types across rows (an option given as 8 in one point, 'x' in another) become text."""
+    frame = frame.copy()
+    for col in frame.columns[frame.dtypes.eq(object)]:
+        kinds = {type(v) for v in frame[col] if v is not None and not (isinstance(v, float) and v != v)}
+        if len(kinds) > 1:
+            frame[col] = frame[col].map(lambda v: None if v is None else str(v))
+    return frame
+
+
+def store_table(path: str | Path) -> pd.DataFrame:
+    """The rows of an existing store (compacting it), for ``gupsim results`` and plots."""
+    return ResultsStore(path, create=False).compact()

@@ -1,0 +1,392 @@
+"""What-if sweeps: a validated grid of runs, expanded into points and run on Dask.
+
+A sweep file (``configs/experiments/<name>.yaml``) names a machine, optional
+fixed overrides, and a ``grid``: for each field, the list of values to try.
+The points are the Cartesian product of the grid.  Grid keys are
+
+* any machine field, by its dotted path or bare name exactly as ``--set``
+  takes it (``network.link_bytes_per_s`` or ``link_bytes_per_s``); a numeric
+  machine field may be given as ``{times: [0.5, 1, 2, 4]}``, factors of the
+  machine's own value, which is how "links x0.5 .. x4" is written without
+  retyping the machine's number;
+* any run field of :class:`gupsim.simulation.RunConfig` (``shape``,
+  ``algorithm``, ``seed``, ``log2_table_size``, ``engine`` once the run has
+  one; ``updates`` is short for ``updates_per_process``), plus ``nodes``: a
+  node count, turned into the most cubic power-of-two-friendly shape, or, if
+  ``shape`` is given too, checked against it;
+* ``option.NAME``: an algorithm option for every point.
+
+Every point is validated (machine, run fields, algorithm options) before any
+runs, so a bad sweep file fails in one line naming the file and the field.
+A point's identity is :func:`point_key`, a hash of its fully resolved
+configuration (seed included) and of the record extras asked for; the
+results store (:mod:`gupsim.store`) uses it to skip points already done.
+
+Execution (:func:`run_sweep`) is Dask's: a ``LocalCluster`` with one worker
+per core by default, or an existing scheduler.  The driver writes each
+finished point to the store as it arrives, so an interrupted sweep loses
+nothing it finished; a point that raises is stored with its error and the
+sweep goes on.  A worker that dies is Dask's business: its task is re-run
+elsewhere (after ``distributed.scheduler.allowed-failures`` deaths the point
+is stored as failed).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import math
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from gupsim.config import REPO_ROOT, leaf_fields, load_machine, resolve_override_key
+from gupsim.errors import GupsimError
+
+EXPERIMENTS_DIR = REPO_ROOT / "configs" / "experiments"
+#: Run-field aliases a sweep file may use.
+RUN_ALIASES = {"updates": "updates_per_process"}
+#: RunConfig fields a grid may not set directly (they have their own keys).
+_NOT_GRID = {"machine", "algorithm_options", "verify"}
+
+
+class RecordExtras(BaseModel):
+    """Optional, larger parts of each record (see :mod:`gupsim.telemetry`)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+    links: bool = Field(default=False, description="per-link bytes, busy and blocked seconds")
+    histograms: bool = Field(default=False, description="updates per packet and per message (bucket sizes)")
+    sample_interval_s: float | None = Field(default=None, gt=0, description="sample throttling and SBF this often")
+
+
+class SweepSpec(BaseModel):
+    """A sweep file."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+    name: str = Field(min_length=1)
+    description: str = ""
+    machine: str = "bgl"
+    set: dict[str, Any] = Field(default_factory=dict, description="machine overrides for every point")
+    options: dict[str, dict[str, Any]] = Field(default_factory=dict,
+                                               description="algorithm -> options, for every point of it")
+    record: RecordExtras = RecordExtras()
+    grid: dict[str, Any] = Field(description="field -> list of values; the points are their product")
+
+
+@dataclass(frozen=True)
+class Point:
+    """One run of a sweep: its validated RunConfig, its key and what varied."""
+
+    key: str
+    run: Any  # gupsim.simulation.RunConfig
+    varied: dict[str, Any] = field(default_factory=dict)
+
+
+def load_sweep(path_or_name: str) -> SweepSpec:
+    path = _sweep_path(path_or_name)
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark is not None else ""
+        raise GupsimError(f"{path}: not valid YAML{where}: {getattr(exc, 'problem', exc)}") from None
+    if not isinstance(data, dict):
+        raise GupsimError(f"{path}: expected a mapping with name, machine and grid at the top level")
+    try:
+        spec = SweepSpec.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        if err["type"] == "extra_forbidden":
+            model = RecordExtras if err["loc"][0] == "record" else SweepSpec
+            raise GupsimError(f"{path}: unknown key '{loc}' (valid: {', '.join(model.model_fields)})") from None
+        if err["type"] == "missing":
+            raise GupsimError(f"{path}: missing required key '{loc}'") from None
+        raise GupsimError(f"{path}: {loc}: {err['msg']}") from None
+    if not spec.grid:
+        raise GupsimError(f"{path}: grid names no fields; give at least one field and its values, "
+                          f"e.g. grid: {{shape: [4x4x4, 8x8x8]}}")
+    return spec
+
+
+def _sweep_path(path_or_name: str) -> Path:
+    path = Path(path_or_name)
+    if path.suffix in (".yaml", ".yml"):
+        if not path.exists():
+            raise GupsimError(f"sweep file not found: {path}")
+        return path
+    named = EXPERIMENTS_DIR / f"{path_or_name}.yaml"
+    if not named.exists():
+        known = sorted(p.stem for p in EXPERIMENTS_DIR.glob("*.yaml"))
+        raise GupsimError(f"unknown sweep {path_or_name!r}; valid choices: {', '.join(known)}")
+    return named
+
+
+# --------------------------------------------------------------------------- expansion
+
+
+def _run_fields() -> set[str]:
+    from gupsim.simulation import RunConfig
+
+    return set(RunConfig.model_fields) - _NOT_GRID
+
+
+def _classify(key: str, where: str) -> tuple[str, str]:
+    """('run' | 'option' | 'machine', canonical name) of a grid key."""
+    if key.startswith("option."):
+        return "option", key.removeprefix("option.")
+    name = RUN_ALIASES.get(key, key)
+    if name in _run_fields() or name == "nodes":
+        return "run", name
+    try:
+        return "machine", resolve_override_key(key)
+    except GupsimError as exc:
+        if "did you mean" in str(exc):
+            raise GupsimError(f"{where}: grid.{key}: no such field{str(exc).split('field', 1)[1]}") from None
+        valid = sorted(_run_fields() | {"nodes", "updates", "option.NAME"})
+        raise GupsimError(f"{where}: grid.{key}: not a run field ({', '.join(valid)}) "
+                          f"nor a machine field (e.g. {', '.join([p for p in leaf_fields() if '.' in p][:3])}, ...)") from None
+
+
+def _values(key: str, kind: str, name: str, raw: Any, base: dict[str, Any], where: str) -> list[Any]:
+    if isinstance(raw, dict) and set(raw) == {"times"} and kind == "machine":
+        factors = raw["times"]
+        value = _dig(base, name)
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            raise GupsimError(f"{where}: grid.{key}: 'times' needs a numeric machine field, {name} is {value!r}")
+        if not isinstance(factors, list) or not factors or not all(
+                isinstance(f, (int, float)) and not isinstance(f, bool) and f > 0 for f in factors):
+            raise GupsimError(f"{where}: grid.{key}.times: expected a list of positive factors")
+        return [type(value)(value * f) if isinstance(value, float) else _int_times(value, f, key, where)
+                for f in factors]
+    if not isinstance(raw, list) or not raw:
+        raise GupsimError(f"{where}: grid.{key}: expected a non-empty list of values"
+                          + (" or {times: [factors]}" if kind == "machine" else ""))
+    if len({json.dumps(v, sort_keys=True, default=str) for v in raw}) != len(raw):
+        raise GupsimError(f"{where}: grid.{key}: repeated values {raw!r}")
+    return raw
+
+
+def _int_times(value: int, factor: float, key: str, where: str) -> int:
+    scaled = value * factor
+    if scaled != int(scaled):
+        raise GupsimError(f"{where}: grid.{key}: {value} x {factor} is not a whole number")
+    return int(scaled)
+
+
+def _dig(data: dict[str, Any], dotted: str) -> Any:
+    for part in dotted.split("."):
+        data = data.get(part) if isinstance(data, dict) else None
+    return data
+
+
+def shape_for_nodes(nodes: int) -> str:
+    """The most nearly cubic XxYxZ with X >= Y >= Z for a node count (65536 -> 64x32x32)."""
+    if not isinstance(nodes, int) or isinstance(nodes, bool) or nodes < 2:
+        raise GupsimError(f"nodes={nodes!r}: expected a whole number of at least 2")
+    best = None
+    for z in range(1, round(nodes ** (1 / 3)) + 2):
+        if nodes % z:
+            continue
+        for y in range(z, math.isqrt(nodes // z) + 1):
+            if (nodes // z) % y == 0:
+                x = nodes // z // y
+                dims = (x, y, z)
+                if best is None or max(dims) / min(dims) < max(best) / min(best):
+                    best = dims
+    return "x".join(map(str, best))
+
+
+def expand(spec: SweepSpec, where: str = "sweep") -> list[Point]:
+    """Every point of the grid, validated; one line of error for the first bad one."""
+    from gupsim.algorithms import validate_options
+    from gupsim.runner import make_run_config
+
+    machine_overrides = {}
+    for key, value in spec.set.items():
+        try:
+            machine_overrides[resolve_override_key(key)] = value
+        except GupsimError as exc:
+            raise GupsimError(f"{where}: set.{key}: {str(exc).split(': ', 1)[1]}") from None
+    try:
+        # {times: [...]} scales the machine's value after the sweep's own `set`.
+        base = load_machine(spec.machine, machine_overrides).model_dump()
+        for alg, opts in spec.options.items():
+            validate_options(alg, opts)
+    except GupsimError as exc:
+        raise GupsimError(f"{where}: {str(exc).replace('--set ', 'set: ')}") from None
+    axes = []
+    for key, raw in spec.grid.items():
+        kind, name = _classify(key, where)
+        axes.append((key, kind, name, _values(key, kind, name, raw, base, where)))
+    points: list[Point] = []
+    seen: dict[str, str] = {}
+    machines: dict[str, Any] = {}
+    for combo in itertools.product(*(values for *_, values in axes)):
+        run: dict[str, Any] = {}
+        overrides = dict(machine_overrides)
+        options: dict[str, Any] = {}
+        varied = {}
+        for (key, kind, name, _), value in zip(axes, combo):
+            varied[key] = value
+            {"run": run, "machine": overrides, "option": options}[kind][name] = value
+        shown = ", ".join(f"{k}={v}" for k, v in varied.items())
+        nodes = run.pop("nodes", None)
+        if nodes is not None:
+            run["shape"] = _shape_and_nodes(run.get("shape"), nodes, f"{where}: point {shown}")
+        run.setdefault("algorithm", "baseline")
+        run.setdefault("shape", "4x4x4")
+        run.setdefault("updates_per_process", 4096)
+        options = {**spec.options.get(run["algorithm"], {}), **options}
+        mkey = json.dumps(overrides, sort_keys=True, default=str)
+        try:
+            if mkey not in machines:
+                machines[mkey] = load_machine(spec.machine, overrides)
+            validate_options(run["algorithm"], options)
+            cfg = make_run_config(machine=machines[mkey], algorithm_options=options, **run)
+            _check_shape(cfg)
+        except GupsimError as exc:
+            # load_machine blames "--set KEY=VALUE"; here the value came from the sweep file.
+            raise GupsimError(f"{where}: point {shown}: {str(exc).replace('--set ', '')}") from None
+        key = point_key(cfg, spec.record)
+        if key in seen:
+            raise GupsimError(f"{where}: points {seen[key]} and {shown} are the same run "
+                              f"(same resolved configuration and seed)")
+        seen[key] = shown
+        points.append(Point(key, cfg, varied))
+    return points
+
+
+def _shape_and_nodes(shape: Any, nodes: Any, where: str) -> str:
+    from gupsim.topology import parse_shape
+
+    if not isinstance(nodes, int) or isinstance(nodes, bool) or nodes < 2:
+        raise GupsimError(f"{where}: nodes={nodes!r}: expected a whole number of at least 2")
+    if shape is None:
+        return shape_for_nodes(nodes)
+    dims = parse_shape(str(shape))
+    if math.prod(dims) != nodes:
+        raise GupsimError(f"{where}: shape {shape} has {math.prod(dims)} nodes, not nodes={nodes}")
+    return str(shape)
+
+
+def _check_shape(cfg: Any) -> None:
+    from gupsim.topology import parse_shape
+
+    parse_shape(cfg.shape)
+
+
+def point_key(run_config: Any, extras: RecordExtras) -> str:
+    """Stable id of a point: hash of (resolved config incl. seed, record extras)."""
+    from gupsim.runner import resolved_config
+
+    blob = json.dumps({"config": resolved_config(run_config), "record": extras.model_dump()},
+                      sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:20]
+
+
+# --------------------------------------------------------------------------- running
+
+
+def run_point(run_config: Any, extras: dict[str, Any], key: str, varied: dict[str, Any]) -> dict[str, Any]:
+    """Run one point (on a Dask worker); never raises: a failure becomes a row with its error."""
+    from gupsim.store import failed_row, record_row
+    from gupsim.telemetry import simulate_with_extras
+
+    try:
+        record = simulate_with_extras(run_config, RecordExtras(**extras))
+    except Exception as exc:  # noqa: BLE001 - every failure is stored, the sweep goes on
+        return failed_row(key, run_config, varied, f"{type(exc).__name__}: {exc}")
+    return record_row(key, record, varied)
+
+
+def open_client(scheduler: str | None, workers: int | None, processes: bool):
+    """A Dask client: the given scheduler, or a LocalCluster on this machine's cores."""
+    import logging
+
+    from dask.distributed import Client, LocalCluster
+
+    try:
+        if scheduler:
+            return Client(scheduler, timeout="15s")
+        cluster = LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1,
+                               processes=processes, dashboard_address=None, silence_logs=logging.ERROR)
+        return Client(cluster)
+    except (OSError, TimeoutError, ValueError) as exc:
+        raise GupsimError(f"cannot reach a Dask scheduler at {scheduler}: {exc}") from None
+
+
+@dataclass
+class SweepSummary:
+    total: int
+    skipped: int
+    done: int = 0
+    failed: int = 0
+
+    @property
+    def remaining(self) -> int:
+        return self.total - self.skipped - self.done - self.failed
+
+
+def run_sweep(spec: SweepSpec, points: list[Point], store_path: Path, *, client=None,
+              scheduler: str | None = None, workers: int | None = None, processes: bool = True,
+              progress: bool = True, on_row: Callable[[dict[str, Any], Any], None] | None = None) -> SweepSummary:
+    """Run the points not yet in the store; write each as it finishes."""
+    from dask.distributed import as_completed
+    from tqdm import tqdm
+
+    from gupsim.store import ResultsStore, failed_row
+
+    store = ResultsStore(store_path)
+    done = store.done_keys()
+    todo = [p for p in points if p.key not in done]
+    summary = SweepSummary(total=len(points), skipped=len(points) - len(todo))
+    if not todo:
+        store.compact()
+        return summary
+    own_client = client is None
+    client = client or open_client(scheduler, workers, processes)
+    if progress:
+        where = scheduler or f"a local cluster of {len(client.scheduler_info().get('workers', {}))} workers"
+        tqdm.write(f"{spec.name}: {len(points)} points, {summary.skipped} already in {store_path}, "
+                   f"running {len(todo)} on {where}", file=sys.stderr)
+    bar = tqdm(total=len(todo), disable=not progress, unit="point", desc=spec.name, dynamic_ncols=True)
+    extras = spec.record.model_dump()
+    by_future = {}
+    try:
+        for p in todo:
+            fut = client.submit(run_point, p.run, extras, p.key, p.varied, key=f"gupsim-point-{p.key}", pure=False)
+            by_future[fut] = p
+        for fut in as_completed(list(by_future)):
+            p = by_future[fut]
+            try:
+                row = fut.result()
+            except Exception as exc:  # noqa: BLE001 - e.g. KilledWorker: the point failed, not the sweep
+                row = failed_row(p.key, p.run, p.varied, f"{type(exc).__name__}: {exc}")
+            row["sweep"] = spec.name
+            store.write(row)
+            if row["status"] == "ok":
+                summary.done += 1
+            else:
+                summary.failed += 1
+            bar.set_postfix(done=summary.done, failed=summary.failed, remaining=summary.remaining, refresh=False)
+            bar.update(1)
+            if on_row is not None:
+                on_row(row, client)
+    finally:
+        bar.close()
+        for fut in by_future:
+            fut.cancel()
+        if own_client:
+            cluster = getattr(client, "cluster", None)
+            client.close()
+            if cluster is not None:
+                cluster.close()
+        store.compact()
+    return summary

@@ -1,0 +1,201 @@
+"""Sweeps: expansion, keys, Dask execution, the durable results store, resume after Ctrl-C or a killed worker."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from gupsim.config import REPO_ROOT, load_machine
+from gupsim.errors import GupsimError
+from gupsim.runner import simulate
+from gupsim.store import ResultsStore
+from gupsim.sweep import EXPERIMENTS_DIR, expand, load_sweep, run_sweep, shape_for_nodes
+
+GUPSIM = [sys.executable, "-m", "gupsim.cli"]
+
+
+def _sweep_file(tmp_path: Path, grid: dict, name: str = "t", **top) -> Path:
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump({"name": name, "machine": "bgl", "grid": grid, **top}))
+    return path
+
+
+def test_example_sweep_expands_to_its_grid_with_link_rates_scaled_from_the_machine():
+    spec = load_sweep(str(EXPERIMENTS_DIR / "example.yaml"))
+    points = expand(spec)
+    grid = spec.grid
+    assert len(points) == (len(grid["shape"]) * len(grid["link_bytes_per_s"]["times"]) * len(grid["algorithm"])
+                           * len(grid["seed"]))
+    assert len({p.key for p in points}) == len(points)
+    base = load_machine("bgl").network.link_bytes_per_s
+    rates = sorted({p.run.machine.network.link_bytes_per_s for p in points})
+    assert rates == sorted(base * f for f in grid["link_bytes_per_s"]["times"])
+    # Keys are stable: the same file expands to the same keys.
+    assert [p.key for p in expand(load_sweep(str(EXPERIMENTS_DIR / "example.yaml")))] == [p.key for p in points]
+
+
+def test_every_sweep_file_in_the_repository_is_valid():
+    for path in sorted(EXPERIMENTS_DIR.glob("*.yaml")):
+        assert expand(load_sweep(str(path)), str(path)), path
+
+
+def test_times_scales_the_value_after_the_sweeps_own_set(tmp_path):
+    path = _sweep_file(tmp_path, {"link_bytes_per_s": {"times": [1, 2]}}, set={"link_bytes_per_s": 100e6})
+    rates = [p.run.machine.network.link_bytes_per_s for p in expand(load_sweep(str(path)))]
+    assert rates == [100e6, 200e6]
+
+
+def test_nodes_become_near_cubic_shapes():
+    assert shape_for_nodes(512) == "8x8x8"
+    assert shape_for_nodes(65536) == "64x32x32"
+    assert shape_for_nodes(2048) == "16x16x8"
+    assert shape_for_nodes(12) == "3x2x2"
+
+
+def test_point_key_changes_with_the_seed_and_any_config_field(tmp_path):
+    keys = {p.key for p in expand(load_sweep(str(_sweep_file(tmp_path, {"seed": [0, 1], "router_delay_ns": [100.0, 50.0]}))))}
+    assert len(keys) == 4
+
+
+def _small_sweep(tmp_path, **top):
+    path = _sweep_file(tmp_path, {"shape": ["2x2x2", "4x2x2"], "algorithm": ["baseline", "one-packet"],
+                                  "updates": [64], "seed": [0, 1]}, **top)
+    spec = load_sweep(str(path))
+    return spec, expand(spec)
+
+
+def test_small_sweep_on_a_local_cluster_stores_every_point_and_skips_them_on_rerun(tmp_path):
+    from dask.distributed import Client, LocalCluster
+
+    spec, points = _small_sweep(tmp_path)
+    store = tmp_path / "store"
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster, \
+            Client(cluster) as client:
+        summary = run_sweep(spec, points, store, client=client, progress=False)
+        assert (summary.done, summary.failed, summary.skipped) == (len(points), 0, 0)
+        again = run_sweep(spec, points, store, client=client, progress=False)
+        assert (again.done, again.skipped) == (0, len(points))
+    table = pd.read_parquet(store / "results.parquet")  # plain pandas reads the compacted store
+    assert sorted(table["key"]) == sorted(p.key for p in points)
+    assert (table["status"] == "ok").all()
+    assert {"config_json", "cfg.machine.network.link_bytes_per_s", "var.shape", "gups"} <= set(table.columns)
+    # A stored row is the run's record: the same config and seed run here give the same numbers.
+    p = points[-1]
+    row = table.set_index("key").loc[p.key]
+    _, record = simulate(p.run)
+    assert row["gups"] == record["gups"] and row["events"] == record["events"]
+
+
+def test_a_failing_point_is_stored_with_its_error_and_the_sweep_goes_on(tmp_path):
+    from dask.distributed import Client, LocalCluster
+
+    # 8 processes x 64 updates overrun a 16-word table's HPCC slices: fails at run time, not at expansion.
+    path = _sweep_file(tmp_path, {"shape": ["2x2x2"], "updates": [64], "log2_table_size": [4, 20]})
+    spec = load_sweep(str(path))
+    points = expand(spec)
+    with LocalCluster(n_workers=1, processes=False, dashboard_address=None) as cluster, Client(cluster) as client:
+        summary = run_sweep(spec, points, tmp_path / "s", client=client, progress=False)
+    assert (summary.done, summary.failed) == (1, 1)
+    table = ResultsStore(tmp_path / "s").read()
+    failed = table[table["status"] == "failed"].iloc[0]
+    assert "runs past rank" in failed["error"] and failed["var.log2_table_size"] == 4
+    assert ResultsStore(tmp_path / "s").done_keys() == {p.key for p in points if p.run.log2_table_size == 20}
+
+
+def test_a_killed_worker_loses_no_point(tmp_path):
+    from dask.distributed import Client, LocalCluster
+
+    spec, points = _small_sweep(tmp_path)
+    killed = []
+
+    def kill_a_worker(row, client):
+        if not killed:
+            pid = next(iter(client.run(os.getpid).values()))
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+            Client(cluster) as client:
+        summary = run_sweep(spec, points, tmp_path / "s", client=client, progress=False, on_row=kill_a_worker)
+    assert killed
+    assert (summary.done, summary.failed) == (len(points), 0)
+    assert ResultsStore(tmp_path / "s").done_keys() == {p.key for p in points}
+
+
+def test_ctrl_c_keeps_finished_points_and_the_sweep_resumes(tmp_path):
+    path = _sweep_file(tmp_path, {"shape": ["2x2x2", "4x2x2"], "algorithm": ["baseline", "routed"],
+                                  "updates": [256], "seed": [0, 1, 2]})
+    store = tmp_path / "store"
+    argv = GUPSIM + ["sweep", str(path), "--store", str(store), "--workers", "1", "--threads", "--no-progress"]
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    deadline = time.time() + 120
+    while not list((store / "parts").glob("*.parquet")) and time.time() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "interrupted" in err
+    finished = len(ResultsStore(store).done_keys())
+    assert 1 <= finished < 12
+    rerun = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=300)
+    assert rerun.returncode == 0, rerun.stderr
+    assert f"{finished} already done, {12 - finished} run, 0 failed" in rerun.stdout
+    assert len(ResultsStore(store).done_keys()) == 12
+
+
+def test_a_corrupt_store_is_one_line(tmp_path):
+    store = ResultsStore(tmp_path / "s")
+    (store.path / "results.parquet").write_bytes(b"PAR1 not really")
+    with pytest.raises(GupsimError, match="results.parquet is corrupt"):
+        store.read()
+
+
+def test_sweep_and_results_and_plot_from_the_command_line(tmp_path, capsys):
+    from gupsim.cli import main
+
+    path = _sweep_file(tmp_path, {"shape": ["2x2x2", "4x2x2"], "updates": [64], "algorithm": ["routed"]},
+                       record={"links": True, "histograms": True, "sample_interval_s": 2e-6})
+    store = tmp_path / "store"
+    with pytest.raises(SystemExit) as exc:
+        main(["sweep", str(path), "--store", str(store), "--workers", "1", "--threads", "--no-progress"])
+        raise SystemExit(0)
+    assert exc.value.code == 0
+    assert "2 points: 0 already done, 2 run, 0 failed" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main(["results", str(store), "--csv", str(tmp_path / "r.csv")])
+        raise SystemExit(0)
+    assert "2 runs: 2 ok, 0 failed" in capsys.readouterr().out
+    assert len(pd.read_csv(tmp_path / "r.csv")) == 2
+    key = ResultsStore(store).read()["key"].iloc[0]
+    for kind in ("scaling", "links", "histograms", "timeseries"):
+        with pytest.raises(SystemExit):
+            main(["plot", kind, str(store), "--key", key[:8], "--out", str(tmp_path / "plots")])
+            raise SystemExit(0)
+    made = sorted(p.name for p in (tmp_path / "plots").iterdir())
+    assert made == sorted(f"{s}.{e}" for s in ("gups-scaling", "link-load", "bucket-sizes", "throttling")
+                          for e in ("png", "svg"))
+
+
+def test_scheduler_option_sends_points_to_an_existing_cluster(tmp_path, capsys):
+    from dask.distributed import LocalCluster
+
+    from gupsim.cli import main
+
+    path = _sweep_file(tmp_path, {"shape": ["2x2x2"], "updates": [64], "seed": [0, 1]})
+    with LocalCluster(n_workers=1, processes=False, dashboard_address=None) as cluster:
+        with pytest.raises(SystemExit) as exc:
+            main(["sweep", str(path), "--store", str(tmp_path / "s"), "--scheduler", cluster.scheduler_address,
+                  "--no-progress"])
+            raise SystemExit(0)
+        assert exc.value.code == 0
+        assert cluster.status.name == "running"  # the sweep leaves someone else's cluster running
+    assert "2 points: 0 already done, 2 run, 0 failed" in capsys.readouterr().out
