@@ -30,9 +30,9 @@ configs/machines/bgp.yaml): ``t_g + t_o^s`` = 18 and ``t_u`` = 86 (BG/L, seed
 There is no published BG/P GUPS table, so nothing here has a published
 target and no column is "compared".  The ``simulated`` flag marks the rows
 the SimPy engine ran (full run only: the 512-node partition, a fixed
-32,768 updates per run, i.e. 64, 32 and 16 per process in SMP, dual and
+131,072 updates per run, i.e. 256, 128 and 64 per process in SMP, dual and
 VN mode: start-up dominated, far from steady state, see ``sim_steady_state``;
-that is what the SimPy engine affords on 512 nodes, about 1-5 min a row).
+that is what the SimPy engine affords on 512 nodes, minutes a row).
 ``sim_gups`` is the runner's windowed rate (25-75 % of updates applied), which
 in so short a run can exceed a bound; ``sim_gups_run`` is the whole run's
 average, which cannot, and ``sim_fraction_of_bound`` is that over the
@@ -56,7 +56,7 @@ from gupsim.validation import Comparison
 NODES = (512, 1024, 2048, 4096, 8192, 16384, 32768, 40960)
 MODES = {"SMP": 1, "dual": 2, "VN": 4}
 ALGORITHMS = ("baseline", "routed", "one-packet", "routed-split")
-UPDATES_PER_RUN = 32_768  # per simulated row (full run only): 512 nodes x 64 updates in SMP mode
+UPDATES_PER_RUN = 131_072  # per simulated row (full run only): 512 nodes x 256 updates in SMP mode
 SIMULATED_NODES = (512,)
 HANDOFF_CYCLES = 10.0  # routed-split's default (assumed; see gupsim/algorithms/routed_split.py)
 UPDATE_BYTES = 8
