@@ -10,9 +10,10 @@ performance impact"; its ratio is shown, and tests require it below one half.
 In the model the throttled stream gets only the shared link's idle gaps,
 which a saturating flow-through stream leaves only while it waits for its
 acknowledgements, so its share depends on the window: about 0.6% at 64 KB x 8,
-4% at 16 KB x 4 (bytes counted per packet; when they were counted per whole
-message it showed as exactly 0).  A real router arbitrating between transit
-and injection would likely leave more; the seed does not say how much.
+4% at 16 KB x 4 (the bytes of the message being received count as they
+land; when only whole received messages counted it showed as exactly 0).  A
+real router arbitrating between transit and injection would likely leave
+more; the seed does not say how much.
 Nothing is fitted.  Run: ``gupsim reproduce bgp-fig5``.
 """
 
@@ -54,8 +55,8 @@ def reproduce(quick: bool = False, inputs: dict | None = None):
     why = ("§3.4: 'significant performance impact' (no number). Near-starvation is a model choice, not the "
            "seed's: in-transit packets reserve the shared link as soon as their head arrives, and a throttled "
            "sender only gets the link when it is idle, i.e. in the flow-through stream's acknowledgement gaps "
-           "(about 0.6% of the time with 64 KB x 8 windows, 4% with 16 KB x 4); bytes are counted per packet, "
-           "so this is a measured share, not a rounding to zero")
+           "(about 0.6% of the time with 64 KB x 8 windows, 4% with 16 KB x 4); the message being received "
+           "counts for the bytes that have landed, so this is a measured share, not a rounding to zero")
     extra = pd.DataFrame([{"observation": k, "sim_value": v, "unit": "ratio", "role": "shown", "source": why}
                           for k, v in shown.items()])
 

@@ -32,7 +32,7 @@ def reproduce(quick: bool = False, inputs: dict | None = None):
     multi = {}
     for cores in (1, 2, 4) if quick else (1, 2, 3, 4):
         pairs = [(c, 4 + c) for c in range(cores)]
-        multi[cores] = {s: bgp.bandwidth(vn, "2x1x1", pairs, s, window=4 if quick else 8,
+        multi[cores] = {s: bgp.bandwidth(vn, "2x1x1", pairs, s, window=8,
                                          iters=2)["aggregate_bits_per_s"] for s in sizes}
     sim = {"4 cores / 1 core, 64 KB": multi[4][65536] / multi[1][65536],
            "4 cores / 1 core, 256 B": multi[4][256] / multi[1][256]}

@@ -10,14 +10,14 @@ gups = load_experiment("bgp-gups")
 
 
 @pytest.mark.parametrize("shape, mode, alg, updates", [
-    ("4x4x4", "VN", "one-packet", 24),    # network-bound (44 B per update)
-    ("4x4x4", "dual", "one-packet", 48),  # network-bound
-    ("4x4x4", "SMP", "one-packet", 96),   # CPU-bound
+    ("2x2x4", "VN", "one-packet", 64),    # network-bound (44 B per update)
+    ("4x4x2", "SMP", "one-packet", 128),  # CPU-bound
     ("2x2x4", "VN", "routed-split", 96),
     ("2x2x4", "dual", "routed", 96),
 ])
 def test_simulated_rows_stay_at_or_under_both_bounds(shape, mode, alg, updates):
     bound = gups.row_bounds(shape, mode, alg)
+    assert bound["bottleneck"] == ("network" if (mode, alg) == ("VN", "one-packet") else "cpu")
     sim = gups.simulate_row(shape, mode, alg, updates)
     # The whole run's average rate: the windowed rate of so short a run is start-up dominated.
     assert 0 < sim["sim_gups_run"] <= bound["network_bound_gups"]  # the sparsest cut
