@@ -52,6 +52,7 @@ class Message:
 @register_algorithm("baseline")
 class Baseline(Algorithm):
     memory_per_rank_bytes = 200_000  # up to 1024 one-update buckets per process on a large machine
+    networks = ("torus", "mesh", "fat-tree")  # MPI over InfiniBand too (seed 003)
 
     class Options(BaseModel):
         model_config = ConfigDict(frozen=True, extra="forbid")
