@@ -13,8 +13,8 @@ cores, side by side:
   "a simple buffering system that follows the 1024 words limit").
 * the **receive-and-update threads** read arrived packets out of the VIC by
   DMA (the group counter tells how many; the VIC gathers the payloads into
-  cache lines) and XOR each into the table.  Reading the next batch
-  overlaps updating this one.  The updates' timing is the processor's
+  cache lines) and XOR each into the table.  Two reads are kept in flight,
+  so reading overlaps updating.  The updates' timing is the processor's
   memory system (:mod:`gupsim.dram`): ``update_threads`` threads, each
   core's fill buffers, and the processor's cap on misses in flight.
 
@@ -27,12 +27,15 @@ full stalls its send thread (counted as a blocked send).
 
 from __future__ import annotations
 
+from collections import deque
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from gupsim.algorithms import Algorithm, register_algorithm
 from gupsim.dram import ProcessorMemory
 from gupsim.errors import GupsimError
 
+READS_IN_FLIGHT = 2  # the receive side double-buffers too: one DMA lands while the last batch is applied
 LOOK_AHEAD = 1024  # HPCC: at most 1024 updates held before they are sent (seed 003 rule a)
 
 
@@ -43,9 +46,9 @@ class DataVortexUpdates(Algorithm):
 
     class Options(BaseModel):
         model_config = ConfigDict(frozen=True, extra="forbid")
-        buffer_updates: int = Field(default=512, ge=1, le=LOOK_AHEAD // 2,
+        buffer_updates: int = Field(default=256, ge=1, le=LOOK_AHEAD // 2,
                                     description="updates per send buffer (two alternate: <= 1024 held)")
-        receive_batch: int = Field(default=1024, ge=1, description="most packets one DMA reads out of the VIC")
+        receive_batch: int = Field(default=256, ge=1, description="most packets one DMA reads out of the VIC")
         send_threads: int = Field(default=1, ge=1, description="cores generating updates")
         update_threads: int | None = Field(default=None, ge=1,
                                            description="cores applying updates (default: the other cores)")
@@ -112,20 +115,25 @@ class DataVortexUpdates(Algorithm):
             bus[0] = ready
             return [v for _, v in got], [s for s, _ in got], ready
 
-        current = None
-        while True:
-            if current is None:
+        reads: deque = deque()  # up to READS_IN_FLIGHT DMAs out of the VIC, overlapping the updates
+
+        def top_up():
+            while len(reads) < READS_IN_FLIGHT:
                 got = net.take_arrived(rank, limit)
                 if not got:
-                    yield net.wait_arrival(rank)
-                    continue
-                current = read(got)
-            values, sources, ready = current
+                    return
+                reads.append(read(got))
+
+        while True:
+            top_up()
+            if not reads:
+                yield net.wait_arrival(rank)
+                continue
+            values, sources, ready = reads.popleft()
             if ready > env.now:
                 yield env.timeout(ready - env.now)
             net.read_out(sources, env.now)
-            got = net.take_arrived(rank, limit)
-            current = read(got) if got else None  # the next read overlaps these updates
+            top_up()
             issued, done = mem.batch(env.now, len(values))
             sim.apply(rank, values, delay_s=done - env.now)
             yield env.timeout(issued - env.now)
