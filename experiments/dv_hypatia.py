@@ -49,11 +49,12 @@ from gupsim.runner import make_run_config, simulate
 from gupsim.validation import Comparison, compare, reference_table
 
 FIG6_RATIO_BAND = (250.0, 400.0)  # seed 003 text on Fig. 6: "Data Vortex is 250 to 400 times faster" (a target only)
-CORES = {False: (16, 32, 64, 128, 256), True: (16, 32)}
-SWEEP = {False: (64, 128, 256, 512, 1024, 2048), True: (64,)}
+CORES = {False: (16, 32, 64, 256), True: (16, 32)}
+SWEEP = {False: (64, 256, 1024, 2048), True: (64,)}
 SPEEDUPS = {False: (1, 2, 3, 4), True: (1, 3)}  # what-if: DRAM latency divided by k
 SMALL = {False: 16, True: 8}  # processors of the thread and what-if rows
-IB_UPDATES, DV_UPDATES = 4096, {False: 16384, True: 8192}
+IB_UPDATES, DV_UPDATES = 4096, {False: 8192, True: 8192}
+SWEEP_UPDATES = {256: 2048, 1024: 1024, 2048: 1024}  # per endpoint, to keep the largest runs to minutes
 DV_OPTIONS = {"send_threads": 1, "update_threads": 3}
 V3_OPTIONS = {"send_threads": 2, "update_threads": 6}
 IB_FIT_POINTS = (8000.0, 16000.0)
@@ -176,7 +177,7 @@ def reproduce(quick: bool = False, inputs: dict | None = None) -> Comparison:
         extra.append({"row": f"DV, {threads} update thread(s), {small} processors", "processors": small,
                       "sim_gups": rec["gups"], **_limits(dv, small, opts)})
     for endpoints in SWEEP[quick]:
-        rec = _dv(dv, endpoints, updates if endpoints <= 256 else 2048)
+        rec = _dv(dv, endpoints, SWEEP_UPDATES.get(endpoints, updates))
         extra.append({"row": f"DV sweep, {endpoints} endpoints", "processors": endpoints, "sim_gups": rec["gups"],
                       "sim_deflections_per_packet": rec["alg_deflections_per_packet"],
                       **_limits(dv, endpoints, DV_OPTIONS)})
@@ -210,7 +211,7 @@ def reproduce(quick: bool = False, inputs: dict | None = None) -> Comparison:
         f"{v30.memory.outstanding_misses_per_processor}), fitted on the v3 row. IB MPI progress poll "
         f"(mpi.test_cycles): {test_cycles:.0f} cycles = {test_cycles / ib.cpu.clock_hz * 1e6:.2f} us "
         f"({'YAML value, quick run' if quick else f'fitted on the IB row; YAML {ib_yaml}'}). DV runs: "
-        f"{updates} updates per processor (2048 above 256 endpoints), 1 send + 3 update threads; IB runs: "
+        f"{updates} updates per processor (sweep: {SWEEP_UPDATES} above 64), 1 send + 3 update threads; IB runs: "
         f"{IB_UPDATES} per rank, 8 ranks per server. Ratio rows: both systems simulated at each core count "
         f"(IB rows up to {max(CORES[quick])} cores); error = distance outside the 250-400x band. Limits are "
         f"analytic per-system rates (memory: Little's law; VIC bus: PCIe Gen3 x8 at the assumed efficiency; "
