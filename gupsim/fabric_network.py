@@ -22,7 +22,9 @@ over its 16 lanes, each lane a separate switch network (seed 003 Fig. 3).
 Inside a lane's network nothing arbitrates or queues: a packet that finds
 the output it needs (an up-port, a down-port or its destination's port)
 busy is *deflected* and comes round again ``deflection_delay_ns`` later,
-until the port is free (the "proprietary data flow switching mechanism that
+until the port is free (each output keeps a calendar of the packet times it
+has promised, so paths reserved at send time still interleave as in time
+order) (the "proprietary data flow switching mechanism that
 does not include an arbiter", seed 003).  Contention therefore costs
 latency, never throughput collapse: a port is busy only while a packet is
 on it.  At a two-level crossing the packet takes whichever second-level
@@ -36,6 +38,7 @@ cost is a few events per batch of packets, not per packet.
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import math
 from typing import TYPE_CHECKING, Any
@@ -169,6 +172,7 @@ class DataVortexNetwork(_FabricBase):
         # The sender's window: packets out in the network or unread at their destinations.
         self.injection = [Credits(env, net.vic_window_packets) for _ in range(self.num_ranks)]
         self.deflections = 0
+        self._calendar: dict[int, list[float]] = {}
         self.latency_sum_s = 0.0
 
     # ------------------------------------------------------------------ sending
@@ -197,11 +201,8 @@ class DataVortexNetwork(_FabricBase):
             for link_id in path[1:]:
                 t += pkt_s + level_s
                 link = base + link_id
-                if t < free[link]:  # the port is taken: deflected, round the ring until it is free
-                    k = math.ceil((free[link] - t) / deflect_s - 1e-12)
-                    deflections += k
-                    t += k * deflect_s
-                free[link] = t + pkt_s
+                t, k = self._claim(link, t)
+                deflections += k
                 busy[link] += pkt_s
             arrive = t + pkt_s
             latency += arrive - ready
@@ -217,6 +218,30 @@ class DataVortexNetwork(_FabricBase):
         for dst in set(dests):
             if self._waiter[dst] is not None:
                 self._wake(dst)
+
+    def _claim(self, link: int, t: float) -> tuple[float, int]:
+        """Take switch output ``link`` for one packet time from ``t``, deflecting while it is taken.
+
+        Each output keeps the (sorted) start times it has promised; a packet
+        reserved later in simulated time but earlier on the clock still gets
+        a free gap, as it would if the switch were stepped in time order.
+        """
+        cal = self._calendar.get(link)
+        if cal is None:
+            cal = self._calendar[link] = []
+        pkt_s, eps = self._pkt_s, self._pkt_s * 1e-9
+        old = bisect.bisect_left(cal, self.env.now - pkt_s)
+        if old > 64:  # forget slots that are over
+            del cal[:old]
+        k = 0
+        while True:
+            i = bisect.bisect_right(cal, t - pkt_s + eps)
+            if i < len(cal) and cal[i] < t + pkt_s - eps:
+                t += self._deflect_s  # taken: round the ring once more
+                k += 1
+                continue
+            cal.insert(i, t)
+            return t, k
 
     # ------------------------------------------------------------------ receiving
 

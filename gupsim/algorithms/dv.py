@@ -42,7 +42,7 @@ LOOK_AHEAD = 1024  # HPCC: at most 1024 updates held before they are sent (seed 
 @register_algorithm("dv")
 class DataVortexUpdates(Algorithm):
     networks = ("data-vortex",)
-    memory_per_rank_bytes = 400_000  # arrival heaps hold up to the senders' windows
+    memory_per_rank_bytes = 600_000  # the arrival heaps hold up to a window (4096 packets of ~120 B) per sender
 
     class Options(BaseModel):
         model_config = ConfigDict(frozen=True, extra="forbid")
