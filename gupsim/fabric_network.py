@@ -193,11 +193,13 @@ class DataVortexNetwork(_FabricBase):
             t = max(ready, free[link])
             free[link] = t + pkt_s
             busy[link] += pkt_s
-            if len(path) == 4:  # between groups any second-level chip will do: the first up-port to free
-                group = topo.group(node)
-                up0 = base + topo.up_link(group, 0)
-                chip = min(range(topo.uplinks), key=lambda c: free[up0 + c])
-                path = topo.route(node, self.node_of(dst), chip)
+            if len(path) == 4:  # between groups any second-level chip will do: the first up-port free
+                t += pkt_s + level_s
+                up0 = base + topo.up_link(topo.group(node), 0)
+                t, chip, k = self._claim_any(up0, topo.uplinks, dst % topo.uplinks, t)
+                deflections += k
+                busy[up0 + chip] += pkt_s
+                path = topo.route(node, self.node_of(dst), chip)[1:]
             for link_id in path[1:]:
                 t += pkt_s + level_s
                 link = base + link_id
@@ -218,6 +220,27 @@ class DataVortexNetwork(_FabricBase):
         for dst in set(dests):
             if self._waiter[dst] is not None:
                 self._wake(dst)
+
+    def _claim_any(self, first: int, count: int, start: int, t: float) -> tuple[float, int, int]:
+        """Take the first free of ``count`` outputs ``first..first+count-1`` (from ``start`` round), deflecting
+        while all are taken; returns (time, chosen offset, deflections)."""
+        k = 0
+        while True:
+            for j in range(count):
+                c = (start + j) % count
+                if self._free_now(first + c, t):
+                    self._claim(first + c, t)
+                    return t, c, k
+            t += self._deflect_s
+            k += 1
+
+    def _free_now(self, link: int, t: float) -> bool:
+        cal = self._calendar.get(link)
+        if not cal:
+            return True
+        pkt_s, eps = self._pkt_s, self._pkt_s * 1e-9
+        i = bisect.bisect_right(cal, t - pkt_s + eps)
+        return not (i < len(cal) and cal[i] < t + pkt_s - eps)
 
     def _claim(self, link: int, t: float) -> tuple[float, int]:
         """Take switch output ``link`` for one packet time from ``t``, deflecting while it is taken.

@@ -222,3 +222,13 @@ def test_uniform_traffic_at_half_load_is_deflected_rarely_and_keeps_latency_low(
         net.send(src, dests, dests, 0.0, 2 * pkt_s / lanes)  # every port half loaded
     assert net.deflections / net.packets_injected < 1
     assert net.latency_sum_s / net.packets_injected < 2 * pkt_s + dv.network.switch_level_delay_ns * 1e-9 + 5 * pkt_s
+
+
+@pytest.mark.slow
+def test_yaml_mpi_test_cycles_is_the_fit_on_the_ib_row():
+    from gupsim.validation import load_experiment
+
+    ref = reference("dv_hypatia.csv")
+    row = ref[ref["network"].str.contains("InfiniBand")].iloc[0]
+    fitted = load_experiment("dv-hypatia").fit_test_cycles(float(row["gups"]), int(row["processors"]) // 2)
+    assert load_machine("hypatia-ib").mpi.test_cycles == pytest.approx(fitted, rel=0.02)
