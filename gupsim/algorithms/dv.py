@@ -46,7 +46,7 @@ class DataVortexUpdates(Algorithm):
 
     class Options(BaseModel):
         model_config = ConfigDict(frozen=True, extra="forbid")
-        buffer_updates: int = Field(default=256, ge=1, le=LOOK_AHEAD // 2,
+        buffer_updates: int = Field(default=512, ge=1, le=LOOK_AHEAD // 2,
                                     description="updates per send buffer (two alternate: <= 1024 held)")
         receive_batch: int = Field(default=256, ge=1, description="most packets one DMA reads out of the VIC")
         send_threads: int = Field(default=1, ge=1, description="cores generating updates")
