@@ -261,14 +261,19 @@ def _plot(frame: pd.DataFrame, out_dir: Path) -> list[Path]:
     b.set(xscale="log", xlabel="cores", ylabel="DV / IB", title="Ratio of the two simulated systems")
     b.set_ylim(0, 1.15 * max(FIG6_RATIO_BAND[1], ratio["sim_dv_over_ib"].max()))
     sweep = frame[frame["row"].str.startswith("DV sweep")]
-    n = sweep["processors"]
+    n = pd.to_numeric(sweep["processors"])  # the reference column also holds "8 nodes"
     c.plot(n, sweep["sim_gups"], "o-", color="tab:orange", label="Data Vortex, simulated")
     for col, label, style in (("limit_memory_gups", "memory limit", "--"), ("limit_send_pipeline_gups", "send pipeline", ":"),
                               ("limit_vic_bus_gups", "VIC PCIe bus", "-."), ("limit_lanes_gups", "16 lanes", "-")):
         c.plot(n, sweep[col], style, color="grey" if col != "limit_memory_gups" else "tab:red", label=label)
     c.set(xscale="log", yscale="log", xlabel="endpoints (processors with a VIC)", ylabel="GUPS",
           title="DV scaling: memory, not the network, limits")
+    from matplotlib.ticker import NullFormatter, ScalarFormatter
+
     for ax in (a, b, c):
+        ax.set_xscale("log", base=2)
+        ax.xaxis.set_major_formatter(ScalarFormatter())
+        ax.xaxis.set_minor_formatter(NullFormatter())
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=7)
     out_dir.mkdir(parents=True, exist_ok=True)
