@@ -81,6 +81,11 @@ def network_bound_gups(nodes: int, alpha_links: float, link_bytes_per_s: float, 
 
 def bounds(machine: MachineConfig, shape: str, bytes_per_update: float | None = None) -> Bounds:
     """Both bounds for ``machine`` partitioned as ``shape``, one update per packet (seed 000 §5.2)."""
+    if not isinstance(machine, MachineConfig):
+        from gupsim.errors import GupsimError
+
+        raise GupsimError(f"bounds: eq. (1) and (2) of seed 000 are for torus machines; {machine.name} is "
+                          f"switched (see experiments/dv_hypatia.py for its limits)")
     topo = machine_topology(machine, shape)
     net, cpu = machine.network, machine.cpu
     payload = net.chunk_bytes  # one update in one chunk-sized packet

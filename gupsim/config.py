@@ -22,6 +22,7 @@ for what-if runs, by its dotted path or by its bare name when unambiguous.
 from __future__ import annotations
 
 import difflib
+import typing
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -293,12 +294,27 @@ def load_machine(name_or_path: str, overrides: dict[str, Any] | None = None) -> 
         raise
 
 
-def validate_machine(data: dict[str, Any], where: str) -> MachineConfig:
+def machine_kinds() -> dict[str, type[BaseModel]]:
+    """Machine models by the YAML's ``kind`` (absent: a torus machine, as every file before it)."""
+    from gupsim.fabric_config import SwitchedMachineConfig  # builds on this module, so imported late
+
+    return {"torus": MachineConfig, "switched": SwitchedMachineConfig}
+
+
+def validate_machine(data: dict[str, Any], where: str) -> Any:
+    kinds = machine_kinds()
+    kind = data.get("kind", "torus")
+    if kind not in kinds:
+        raise GupsimError(f"{where}: kind: unknown machine kind {kind!r}; valid choices: {', '.join(kinds)}")
+    model = kinds[kind]
+    if kind == "torus":
+        data = {k: v for k, v in data.items() if k != "kind"}
     try:
-        machine = MachineConfig.model_validate(data)
+        machine = model.model_validate(data)
     except ValidationError as exc:
-        raise GupsimError(f"{where}: {_one_line(exc, MachineConfig)}") from None
-    machine.costs  # noqa: B018 - load the cycle table now, so a bad path fails at load time
+        raise GupsimError(f"{where}: {_one_line(exc, model)}") from None
+    if isinstance(machine, MachineConfig):
+        machine.costs  # noqa: B018 - load the cycle table now, so a bad path fails at load time
     return machine
 
 
@@ -329,16 +345,22 @@ def _leaf_paths(model: type[BaseModel], prefix: str = "") -> dict[str, type[Base
     """Dotted path of every field, mapped to the model that owns it."""
     out: dict[str, type[BaseModel]] = {}
     for name, field in model.model_fields.items():
-        ann = _section(field.annotation)
-        if ann is not None:
-            out.update(_leaf_paths(ann, f"{prefix}{name}."))
+        ann = field.annotation
+        # A section may be one of several models (a union, or optional): every variant's fields count.
+        variants = [a for a in (typing.get_args(ann) or (ann,)) if isinstance(a, type) and issubclass(a, BaseModel)]
+        if variants:
+            for variant in variants:
+                out.update({k: v for k, v in _leaf_paths(variant, f"{prefix}{name}.").items() if k not in out})
         else:
             out[f"{prefix}{name}"] = model
     return out
 
 
 def leaf_fields() -> list[str]:
-    return [p for p in _leaf_paths(MachineConfig) if p != "source_path"]
+    paths: dict[str, type[BaseModel]] = {}
+    for model in machine_kinds().values():
+        paths.update({k: v for k, v in _leaf_paths(model).items() if k not in paths})
+    return [p for p in paths if p != "source_path"]
 
 
 def _suggest(loc: tuple, model: type[BaseModel]) -> str:

@@ -46,12 +46,14 @@ class CostModel:
 
     @classmethod
     def from_machine(cls, m: "MachineConfig") -> "CostModel":
+        mpi = m.mpi  # a Data Vortex machine runs no MPI: its MPI costs do not exist (NaN, never used)
+        nan = float("nan")
         return cls(
             generate=m.cpu.generate_cycles,
             update=m.cpu.update_cycles,
-            mpi_test=m.mpi.test_cycles,
-            bucket_insert=m.mpi.bucket_insert_cycles,
-            heap_per_level=m.mpi.heap_cycles_per_level,
+            mpi_test=mpi.test_cycles if mpi else nan,
+            bucket_insert=mpi.bucket_insert_cycles if mpi else nan,
+            heap_per_level=mpi.heap_cycles_per_level if mpi else nan,
             _machine=m,
         )
 

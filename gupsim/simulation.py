@@ -38,9 +38,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from gupsim import hpcc
 from gupsim.algorithms import algorithm_class, validate_options
 from gupsim.config import MachineConfig
+from gupsim.fabric_config import SwitchedMachineConfig
 from gupsim.errors import GupsimError, SimulationError
 from gupsim.memory import check_fits
-from gupsim.dma import make_network
 from gupsim.node import CostModel, Cpu
 from gupsim.topology import make_topology, parse_shape
 
@@ -60,7 +60,7 @@ class RunConfig(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    machine: MachineConfig
+    machine: MachineConfig | SwitchedMachineConfig
     shape: str = Field(description="partition XxYxZ in nodes, e.g. 8x8x16 (--shape)")
     algorithm: str = Field(description="registered algorithm name (--algorithm; gupsim list)")
     updates_per_process: int = Field(ge=1, description="updates each process generates (--updates)")
@@ -125,9 +125,15 @@ class Simulation:
         self.memory_estimate_bytes = check_fits(
             math.prod(shape) * self.ppn, algorithm_class(run.algorithm).memory_per_rank_bytes,
             f"{run.algorithm} on {run.shape} ({self.ppn} per node)")
-        self.topology = make_topology(m.network.topology_kind(math.prod(shape)), shape)
+        self.topology = make_topology(m.network.topology_kind(math.prod(shape)), shape, m.network)
         self.num_ranks = self.topology.num_nodes * self.ppn
-        self.net = make_network(self.env, self.topology, m, self.ppn)  # DMA engine if the machine has one
+        runs_on = algorithm_class(run.algorithm).networks
+        if self.topology.kind not in runs_on:
+            raise GupsimError(f"algorithm {run.algorithm} does not run on a {self.topology.kind} network "
+                              f"(machine {m.name}); it runs on: {', '.join(runs_on)}")
+        if algorithm_class(run.algorithm).needs_mpi and getattr(m, "mpi", None) is None:
+            raise GupsimError(f"algorithm {run.algorithm} needs MPI costs; machine {m.name} has no mpi section")
+        self.net = self.topology.make_network(self.env, m, self.ppn)
         self.cost = CostModel.from_machine(m)
         self.layout = hpcc.TableLayout(self._log2_table_size(), self.num_ranks)
         self.streams = [UpdateStream(self.layout, self.stream_start(r), run.updates_per_process)

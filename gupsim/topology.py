@@ -101,11 +101,15 @@ def _validated(dims: Sequence[object], shown: object) -> Shape:
     return (ints[0], ints[1], ints[2])
 
 
-def make_topology(kind: str, shape: str | Sequence[int]) -> Topology:
-    """Build the topology registered as ``kind`` (``"torus"`` or ``"mesh"``)."""
+def make_topology(kind: str, shape: str | Sequence[int], network: object = None) -> Topology:
+    """Build the topology registered as ``kind`` (``"torus"``, ``"mesh"``, or a switched fabric).
+
+    ``network`` is the machine's network section; switched fabrics take their
+    switch radix from it, the torus and mesh need nothing but the shape.
+    """
     if kind not in TOPOLOGIES:
         raise UnknownNameError("topology", kind, list(TOPOLOGIES))
-    return TOPOLOGIES[kind](shape)
+    return TOPOLOGIES[kind].from_config(shape, network)
 
 
 class Topology:
@@ -132,6 +136,17 @@ class Topology:
         self._nbr = self._build_neighbor_table()
         self._nbr.setflags(write=False)
         self.num_links: int = int(np.count_nonzero(self._nbr >= 0))
+
+    @classmethod
+    def from_config(cls, shape: str | Sequence[int], network: object = None) -> "Topology":
+        return cls(shape)
+
+    def make_network(self, env, machine, processes_per_node: int = 1):
+        """The network model that runs on this topology: the torus link model for a torus or mesh,
+        with BG/P's DMA engine when the machine has a ``dma`` section (gupsim.dma)."""
+        from gupsim.dma import make_network
+
+        return make_network(env, self, machine, processes_per_node)
 
     # --- per-dimension behaviour, overridden by subclasses -------------------
 
@@ -418,3 +433,7 @@ class Mesh3D(Topology):
 
     def _dim_diameter(self, length: int) -> int:
         return length - 1
+
+
+# Switched fabrics (Data Vortex, InfiniBand) register themselves beside the torus.
+from gupsim import fabrics  # noqa: E402,F401

@@ -68,7 +68,7 @@ def test_registry_and_unknown_kind() -> None:
     with pytest.raises(UnknownNameError) as info:
         make_topology("hypercube", "8x8x8")
     assert "'hypercube'" in str(info.value)
-    assert "valid choices: mesh, torus" in str(info.value)
+    assert "valid choices: data-vortex, fat-tree, mesh, torus" in str(info.value)
 
 
 def test_repr_and_basic_attributes() -> None:

@@ -8,10 +8,10 @@ starts :meth:`Algorithm.process` once per process (MPI rank) and reads
 validated pydantic model (``Options``); an unknown option is one clear line.
 
 Registered here: ``baseline`` (HPCC's MPI reference code, seed 000 §2 and
-§6.1) and ``one-packet`` (one packet per remote update, the UPC run of seed
-001), ``routed`` (software routing, seed 000 §4.2) and ``routed-split``
-(routing and updating on separate cores of a node, issue 5).  Later algorithms
-(Data Vortex) register the same way.
+§6.1), ``one-packet`` (one packet per remote update, the UPC run of seed
+001), ``routed`` (software routing, seed 000 §4.2), ``routed-split``
+(routing and updating on separate cores of a node, issue 5) and ``dv`` (the
+Data Vortex code of seed 003).
 """
 
 from __future__ import annotations
@@ -39,6 +39,10 @@ class Algorithm:
     Options: ClassVar[type[BaseModel]] = NoOptions
     #: Peak memory per process in the SimPy engine, measured (see gupsim.memory).
     memory_per_rank_bytes: ClassVar[int] = 200_000
+    #: Topologies whose network model this algorithm can drive.
+    networks: ClassVar[tuple[str, ...]] = ("torus", "mesh")
+    #: True if the algorithm calls MPI and so needs the machine's ``mpi`` costs.
+    needs_mpi: ClassVar[bool] = False
 
     def __init__(self, sim: "Simulation", options: BaseModel):
         self.sim, self.options = sim, options
@@ -98,4 +102,4 @@ def available_algorithms() -> list[str]:
 
 def _load_builtin() -> None:
     # Imported lazily so that the registry module has no import cycle with them.
-    from gupsim.algorithms import baseline, one_packet, routed, routed_split  # noqa: F401
+    from gupsim.algorithms import baseline, dv, one_packet, routed, routed_split  # noqa: F401

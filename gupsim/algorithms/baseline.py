@@ -53,6 +53,8 @@ class Message:
 @register_algorithm("baseline")
 class Baseline(Algorithm):
     memory_per_rank_bytes = 200_000  # up to 1024 one-update buckets per process on a large machine
+    networks = ("torus", "mesh", "fat-tree")  # MPI over InfiniBand too (seed 003)
+    needs_mpi = True
 
     class Options(BaseModel):
         model_config = ConfigDict(frozen=True, extra="forbid")
@@ -75,9 +77,10 @@ class Baseline(Algorithm):
         # Cache misses on per-destination data (seed 000 §6.1's fourth cause): expected
         # cycles per insert and per message side at this N, from gupsim.cache.
         ranks = sim.num_ranks
+        cache = getattr(sim.machine, "cache", None)  # switched machines have no cache section
         self.cache = baseline_cache_costs(
-            sim.machine.cache, sim.machine.mpi.peer_state_bytes, ranks,
-            mean_bucket_size(ranks, updates=2**13) if ranks > 1 and sim.machine.cache else 1.0)
+            cache, sim.machine.mpi.peer_state_bytes, ranks,
+            mean_bucket_size(ranks, updates=2**13) if ranks > 1 and cache else 1.0)
 
     @classmethod
     def steady_cycles_per_update(cls, machine, ranks: int, updates_per_message: float,
@@ -91,7 +94,8 @@ class Baseline(Algorithm):
         from gupsim.node import CostModel
 
         cost = CostModel.from_machine(machine)
-        cache = baseline_cache_costs(machine.cache, machine.mpi.peer_state_bytes, ranks, updates_per_message)
+        cache = baseline_cache_costs(getattr(machine, "cache", None), machine.mpi.peer_state_bytes, ranks,
+                                     updates_per_message)
         remote = 1.0 - 1.0 / ranks
         per_message_bytes = UPDATE_BYTES * updates_per_message + machine.mpi.header_bytes
         per_message = (cost.mpi_test / receive_test_every + cost.mpi_test  # the sending iteration
