@@ -91,7 +91,9 @@ def bounds(machine, shape, bytes_per_update, sets, as_json) -> None:
 @click.option("--quick", is_flag=True, help="reduced sizes/lengths, for CI")
 @click.option("--docs", "docs_path", default=None, type=click.Path(dir_okay=False),
               help="write the validation page here (default: docs/validation.md unless --quick)")
-def reproduce(names, out_dir, quick, docs_path) -> None:
+@click.option("--jobs", default=1, show_default=True, type=click.IntRange(min=1),
+              help="experiments run at once (Dask worker processes)")
+def reproduce(names, out_dir, quick, docs_path, jobs) -> None:
     """Reproduce published tables: bgl-table2, bgl-table3, ... or all."""
     from pathlib import Path
 
@@ -99,7 +101,7 @@ def reproduce(names, out_dir, quick, docs_path) -> None:
     from gupsim.validation import available_experiments, run_experiments, write_markdown
 
     wanted = available_experiments() if "all" in names else list(dict.fromkeys(names))
-    comparisons = run_experiments(wanted, quick)
+    comparisons = run_experiments(wanted, quick, jobs)
     for comparison in comparisons:
         path = comparison.write_csv(Path(out_dir))
         for extra in comparison.figures(Path(out_dir)):

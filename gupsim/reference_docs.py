@@ -80,13 +80,15 @@ def _default(field: FieldInfo) -> str:
     return f"`{field.default!r}`"
 
 
-def _nested_model(field: FieldInfo) -> type[BaseModel] | None:
-    """The section model of a field (``NetworkConfig``; also an optional ``SomeConfig | None``)."""
+def _nested_models(field: FieldInfo) -> list[type[BaseModel]]:
+    """The section models of a field (``NetworkConfig``; ``SomeConfig | None``; a union of variants)."""
     candidates = (field.annotation, *typing.get_args(field.annotation))
-    for ann in candidates:
-        if isinstance(ann, type) and issubclass(ann, BaseModel):
-            return ann
-    return None
+    return [ann for ann in candidates if isinstance(ann, type) and issubclass(ann, BaseModel)]
+
+
+def _nested_model(field: FieldInfo) -> type[BaseModel] | None:
+    models = _nested_models(field)
+    return models[0] if models else None
 
 
 def _cell(text: str) -> str:
@@ -122,18 +124,18 @@ def _doc_summary(obj: object) -> str:
 
 
 def config_reference() -> str:
-    """Every machine field, section by section, from :class:`gupsim.config.MachineConfig`."""
-    from gupsim.config import MachineConfig
+    """Every machine field of every machine kind (``kind:`` in the YAML), section by section."""
+    from gupsim.config import machine_kinds
 
-    out = [f"**`MachineConfig`**: {_doc_summary(MachineConfig)}", "",
-           fields_table(MachineConfig, skip=tuple(n for n, f in MachineConfig.model_fields.items()
-                                                  if _nested_model(f) or n == "source_path"))]
-    for name, field in MachineConfig.model_fields.items():
-        nested = _nested_model(field)
-        if nested is None:
-            continue
-        out += ["", f"### `{name}`", "", f"**`{nested.__name__}`**: {_doc_summary(nested)}", "",
-                fields_table(nested, prefix=f"{name}.")]
+    out: list[str] = []
+    for kind, model in machine_kinds().items():
+        out += ["" if out else "", f"## Machine kind `{kind}`", "", f"**`{model.__name__}`**: {_doc_summary(model)}",
+                "", fields_table(model, skip=tuple(n for n, f in model.model_fields.items()
+                                                   if _nested_model(f) or n == "source_path"))]
+        for name, field in model.model_fields.items():
+            for nested in _nested_models(field):
+                out += ["", f"### `{name}` ({kind}: `{nested.__name__}`)", "", f"{_doc_summary(nested)}", "",
+                        fields_table(nested, prefix=f"{name}.")]
     return "\n".join(out)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 
 from gupsim.cli import main
@@ -76,3 +77,13 @@ def test_upc_simulated_rows_meet_their_target_and_the_limit_is_eq2(quick_results
     assert (c.errors("gups")[simulated].abs() <= c.targets["gups"]).all()
     limit = c.frame.set_index("processors").loc[131072, "sim_network_bound_gups"]
     assert limit == pytest.approx(2 * 65536 / 75 * (1 / 16) * 175e6 / 1e9)
+
+
+def test_experiments_run_in_parallel_give_the_same_tables():
+    """``gupsim reproduce --jobs 2`` runs experiments on Dask workers; the numbers do not change."""
+    names = ["bgl-table2", "bgp-fig2"]
+    serial = run_experiments(names, quick=True)
+    parallel = run_experiments(names, quick=True, jobs=2)
+    assert [c.name for c in serial] == [c.name for c in parallel]
+    for a, b in zip(serial, parallel):
+        pd.testing.assert_frame_equal(a.frame, b.frame)
