@@ -21,8 +21,10 @@ ROUTE_CACHE_BYTES = 110 * 2**20
 HEADROOM = 0.9
 
 
-def estimate_bytes(num_ranks: int, per_rank_bytes: int) -> int:
-    return BASE_BYTES + ROUTE_CACHE_BYTES + num_ranks * per_rank_bytes
+def estimate_bytes(num_ranks: int, per_rank_bytes: int, base_bytes: int | None = None) -> int:
+    """Peak bytes of a run; ``base_bytes`` replaces the SimPy engine's fixed part (the fast engine states its own)."""
+    base = BASE_BYTES + ROUTE_CACHE_BYTES if base_bytes is None else base_bytes
+    return base + num_ranks * per_rank_bytes
 
 
 def available_bytes() -> int | None:
@@ -37,9 +39,9 @@ def available_bytes() -> int | None:
     return None
 
 
-def check_fits(num_ranks: int, per_rank_bytes: int, what: str) -> int:
+def check_fits(num_ranks: int, per_rank_bytes: int, what: str, base_bytes: int | None = None) -> int:
     """Raise a one-line :class:`GupsimError` if the run would not fit; return the estimate."""
-    need = estimate_bytes(num_ranks, per_rank_bytes)
+    need = estimate_bytes(num_ranks, per_rank_bytes, base_bytes)
     have = available_bytes()
     if have is not None and need > HEADROOM * have:
         raise GupsimError(

@@ -29,7 +29,7 @@ after checking that it reached the rank that owns it.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import simpy
@@ -68,6 +68,8 @@ class RunConfig(BaseModel):
     verify: bool = False
     log2_table_size: int | None = Field(default=None, ge=1, le=63)
     algorithm_options: dict[str, Any] = Field(default_factory=dict)
+    #: 'auto': the compiled engine (gupsim.fast) where it has a kernel for the run, else SimPy.
+    engine: Literal["auto", "fast", "simpy"] = "auto"
 
 
 class CountingEnvironment(simpy.Environment):

@@ -1,0 +1,455 @@
+"""The compiled network shared by the fast kernels: event heap, credit pools, packet transit.
+
+This is :mod:`gupsim.network` (seed 000 §5.1; docs/model.md §3) rewritten as
+Numba-compiled functions over preallocated NumPy arrays, so that a whole
+64x32x32 Blue Gene/L fits in one process and runs at millions of events per
+second.  The model is the same, step for step:
+
+* serialization at ``link_bytes_per_s`` with a per-link ``free_at`` time;
+  cut-through: the head reaches the next router one chunk time plus the router
+  delay after it starts; the tail arrives one serialization plus one router
+  delay after the start on the last link;
+* credit pools counted in chunks (link input buffers, the dynamic channels of
+  adaptive routing, injection and reception FIFOs) with the two waiter classes
+  of :class:`gupsim.network.Credits` (continuing packets first, entering
+  packets must leave a bubble of ``max_chunks_per_packet``);
+* the room a packet held upstream returns ``start + serial`` after it starts
+  on the next link; reception room returns when the receiving CPU reads it.
+
+Instead of SimPy processes, a packet is a row of an integer array (``PK_*``
+columns) plus a float row (``PF_*``), and every timeout or wake-up is an
+entry in one binary heap ordered by (time, priority, sequence number).  The
+sequence number is the order of scheduling, as SimPy's event id, so a run is
+deterministic.  What differs from SimPy is only the order of events that fall
+at the *same* simulated time when SimPy would have inserted extra
+bookkeeping events (condition events, process initialisation) between them;
+the fast engine's results therefore agree with the reference within a small
+tolerance rather than bit for bit (``tests/test_fast.py`` shows 1%).
+
+Every array that grows with load (the heap, the packet table) is grown by the
+kernel's main loop between events, never inside these helpers: callers keep
+:data:`HEAP_MARGIN` heap slots and :data:`PACKET_MARGIN` packets free.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+# ------------------------------------------------------------------ event kinds (low 3 bits of a payload)
+EV_CPU = 0      # a = rank: the CPU resumes
+EV_HOP = 1      # a = packet: its head reached the next router (or it was just launched)
+EV_RESUME = 2   # a = packet: it was granted the room it waited for
+EV_TAIL = 3     # a = packet: its tail reached the destination
+EV_GIVE = 4     # a = pool, chunks in bits 3..7: credits return to a pool
+
+URGENT, NORMAL = 0, 1  # SimPy's priorities: process initialisation before ordinary events
+_PRIO_SHIFT = 62
+
+# ------------------------------------------------------------------ packet table columns
+PK_SRC, PK_DST, PK_CHUNKS, PK_WIRE, PK_PAYLOAD, PK_MSG, PK_N, PK_NODE = 0, 1, 2, 3, 4, 5, 6, 7
+PK_DIM, PK_HELD, PK_STATE, PK_NEXT, PK_LINK, PK_BUBBLE = 8, 9, 10, 11, 12, 13
+PK_COLS = 14
+PF_START, PF_ASKED = 0, 1
+PF_COLS = 2
+# packet states while waiting in a pool's queue
+W_NONE, W_LINK, W_REC, W_INJ = 0, 1, 2, 3
+
+# ------------------------------------------------------------------ rank table columns (network side)
+RK_IN_HEAD, RK_IN_TAIL, RK_IN_COUNT, RK_WAIT, RK_GRANTED = 0, 1, 2, 3, 4
+RK_NET_COLS = 5
+# RK_WAIT bits: what wakes a CPU that waits without a pending event
+WAKE_INBOX, WAKE_ROOM, WAKE_GRANT = 1, 2, 4
+
+# ------------------------------------------------------------------ counters
+C_HEAP_N, C_SEQ, C_FREE_HEAD, C_NFREE, C_INJECTED, C_WIRE, C_DELIVERED, C_EVENTS = 0, 1, 2, 3, 4, 5, 6, 7
+C_APPLIED, C_DONE, C_ERROR = 8, 9, 10
+N_COUNTERS = 16
+
+# ------------------------------------------------------------------ integer parameters
+I_PPN, I_X, I_Y, I_Z, I_WRAPS, I_BUBBLE, I_ADAPTIVE, I_NLINKS, I_NRANKS, I_MAXCH = range(10)
+I_POOL_DYN, I_POOL_INJ, I_POOL_REC, I_TOTAL, I_MARK0, I_MARK1 = range(10, 16)
+N_IPARAMS = 16
+F_RATE, F_CHUNK_S, F_ROUTER_S, F_CYCLE_S = range(4)
+N_FPARAMS = 4
+
+HEAP_MARGIN = 1 << 16
+PACKET_MARGIN = 1 << 12
+
+
+# ================================================================== heap
+
+
+@njit(cache=True, inline="always")
+def _less(ht, hs, i, j):
+    return ht[i] < ht[j] or (ht[i] == ht[j] and hs[i] < hs[j])
+
+
+@njit(cache=True)
+def push(ht, hs, hp, ctr, t, prio, payload):
+    n = ctr[C_HEAP_N]
+    seq = ctr[C_SEQ] | (prio << _PRIO_SHIFT)
+    ctr[C_SEQ] += 1
+    i = n
+    while i > 0:
+        parent = (i - 1) >> 1
+        if ht[parent] < t or (ht[parent] == t and hs[parent] < seq):
+            break
+        ht[i], hs[i], hp[i] = ht[parent], hs[parent], hp[parent]
+        i = parent
+    ht[i], hs[i], hp[i] = t, seq, payload
+    ctr[C_HEAP_N] = n + 1
+
+
+@njit(cache=True)
+def pop(ht, hs, hp, ctr):
+    """Remove the earliest event; return (time, payload)."""
+    n = ctr[C_HEAP_N] - 1
+    t, payload = ht[0], hp[0]
+    ctr[C_HEAP_N] = n
+    if n > 0:
+        lt, ls, lp = ht[n], hs[n], hp[n]
+        i = 0
+        while True:
+            c = 2 * i + 1
+            if c >= n:
+                break
+            if c + 1 < n and (ht[c + 1] < ht[c] or (ht[c + 1] == ht[c] and hs[c + 1] < hs[c])):
+                c += 1
+            if lt < ht[c] or (lt == ht[c] and ls < hs[c]):
+                break
+            ht[i], hs[i], hp[i] = ht[c], hs[c], hp[c]
+            i = c
+        ht[i], hs[i], hp[i] = lt, ls, lp
+    return t, payload
+
+
+def grow(a, n):
+    """A copy of ``a`` with ``n`` rows (numba-compiled below; rows beyond ``len(a)`` uninitialised)."""
+    out = np.empty((n,) + a.shape[1:], dtype=a.dtype)
+    out[: a.shape[0]] = a
+    return out
+
+
+grow = njit(cache=True)(grow)
+
+
+@njit(cache=True)
+def link_free_list(pk, first, last, ctr):
+    """Chain packet rows ``first..last-1`` onto the free list."""
+    for p in range(first, last - 1):
+        pk[p, PK_NEXT] = p + 1
+    pk[last - 1, PK_NEXT] = ctr[C_FREE_HEAD]
+    ctr[C_FREE_HEAD] = first
+    ctr[C_NFREE] += last - first
+
+
+@njit(cache=True)
+def alloc_packet(pk, ctr):
+    p = ctr[C_FREE_HEAD]
+    ctr[C_FREE_HEAD] = pk[p, PK_NEXT]
+    ctr[C_NFREE] -= 1
+    pk[p, PK_NEXT] = -1
+    pk[p, PK_STATE] = W_NONE
+    return p
+
+
+@njit(cache=True)
+def free_packet(pk, ctr, p):
+    pk[p, PK_NEXT] = ctr[C_FREE_HEAD]
+    ctr[C_FREE_HEAD] = p
+    ctr[C_NFREE] += 1
+
+
+# ================================================================== credit pools
+
+
+@njit(cache=True)
+def take(pfree, pq, pool, chunks, bubble):
+    """:meth:`Credits.take`: room now, without overtaking a waiter."""
+    if bubble:
+        if pq[pool, 0] >= 0 or pq[pool, 2] >= 0 or pfree[pool] < chunks + bubble:
+            return False
+    elif pq[pool, 0] >= 0 or pfree[pool] < chunks:
+        return False
+    pfree[pool] -= chunks
+    return True
+
+
+@njit(cache=True)
+def enqueue(pk, pq, pool, p, cls):
+    """Append packet ``p`` to the pool's continuing (0) or entering (1) queue."""
+    pk[p, PK_NEXT] = -1
+    h, tl = 2 * cls, 2 * cls + 1
+    if pq[pool, h] < 0:
+        pq[pool, h] = p
+    else:
+        pk[pq[pool, tl], PK_NEXT] = p
+    pq[pool, tl] = p
+
+
+@njit(cache=True)
+def wake(rk, ht, hs, hp, ctr, rank, now):
+    rk[rank, RK_WAIT] = 0
+    push(ht, hs, hp, ctr, now, NORMAL, rank << 3 | EV_CPU)
+
+
+@njit(cache=True)
+def give(pk, pfree, pq, rk, ip, ht, hs, hp, ctr, pool, chunks, now):
+    """:meth:`Credits.give`: return room, grant waiters in order, fire watchers."""
+    pfree[pool] += chunks
+    for cls in range(2):
+        h = 2 * cls
+        while pq[pool, h] >= 0:
+            p = pq[pool, h]
+            if pfree[pool] < pk[p, PK_CHUNKS] + pk[p, PK_BUBBLE]:
+                return
+            pq[pool, h] = pk[p, PK_NEXT]
+            pfree[pool] -= pk[p, PK_CHUNKS]
+            if pk[p, PK_STATE] == W_INJ:
+                src = pk[p, PK_SRC]
+                rk[src, RK_GRANTED] = 1
+                if rk[src, RK_WAIT] & WAKE_GRANT:
+                    wake(rk, ht, hs, hp, ctr, src, now)
+            else:
+                push(ht, hs, hp, ctr, now, NORMAL, p << 3 | EV_RESUME)
+    inj = ip[I_POOL_INJ]
+    if inj <= pool < inj + ip[I_NRANKS]:
+        r = pool - inj
+        if rk[r, RK_WAIT] & WAKE_ROOM and pfree[pool] >= ip[I_MAXCH]:
+            wake(rk, ht, hs, hp, ctr, r, now)
+
+
+@njit(cache=True)
+def give_later(pk, pfree, pq, rk, ip, ht, hs, hp, ctr, pool, chunks, now, delay):
+    """:meth:`Network.release_later`."""
+    if delay <= 0.0:
+        give(pk, pfree, pq, rk, ip, ht, hs, hp, ctr, pool, chunks, now)
+    else:
+        push(ht, hs, hp, ctr, now + delay, NORMAL, (pool << 8) | (chunks << 3) | EV_GIVE)
+
+
+# ================================================================== transit
+
+
+@njit(cache=True)
+def launch(pk, pf, ip, ht, hs, hp, ctr, p, now):
+    """:meth:`Network.launch`: ``p`` holds its injection room; start its transit now."""
+    ctr[C_INJECTED] += 1
+    ctr[C_WIRE] += pk[p, PK_WIRE]
+    src = pk[p, PK_SRC]
+    pk[p, PK_NODE] = src // ip[I_PPN]
+    pk[p, PK_DIM] = -1
+    pk[p, PK_HELD] = ip[I_POOL_INJ] + src
+    pf[p, PF_START] = now
+    push(ht, hs, hp, ctr, now, URGENT, p << 3 | EV_HOP)
+
+
+@njit(cache=True, inline="always")
+def _offset(a, b, length, wraps):
+    if wraps:
+        delta = (b - a) % length
+        return delta if 2 * delta <= length else delta - length
+    return b - a
+
+
+@njit(cache=True)
+def _dynamic_choice(pk, pfree, lf, ip, coords, node, dst, chunks):
+    """Least busy minimal link whose dynamic channel has room now, or -1."""
+    best = -1
+    base = ip[I_POOL_DYN]
+    for d in range(3):
+        length = ip[I_X + d]
+        off = _offset(coords[node, d], coords[dst, d], length, ip[I_WRAPS])
+        if off == 0:
+            continue
+        both = ip[I_WRAPS] and 2 * abs(off) == length
+        for k in range(2 if both else 1):
+            port = 2 * d + k if both else (2 * d if off > 0 else 2 * d + 1)
+            link = node * 6 + port
+            if pfree[base + link] >= chunks and (best < 0 or lf[link, 0] < lf[best, 0]):
+                best = link
+    if best >= 0:
+        pfree[base + best] -= chunks
+    return best
+
+
+@njit(cache=True)
+def _go(pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, ht, hs, hp, ctr, p, link, pool, now):
+    """The packet holds room in ``pool`` behind ``link``: start on the link."""
+    serial = pk[p, PK_WIRE] / fp[F_RATE]
+    pk[p, PK_NODE] = nbr[link]
+    start = max(now, lf[link, 0])
+    lf[link, 0] = start + serial
+    lf[link, 1] += serial
+    lb[link] += pk[p, PK_WIRE]
+    give_later(pk, pfree, pq, rk, ip, ht, hs, hp, ctr, pk[p, PK_HELD], pk[p, PK_CHUNKS], now, start + serial - now)
+    pk[p, PK_HELD] = pool
+    pf[p, PF_START] = start
+    head = min(serial, fp[F_CHUNK_S]) + fp[F_ROUTER_S]
+    push(ht, hs, hp, ctr, now + (start + head - now), NORMAL, p << 3 | EV_HOP)
+
+
+@njit(cache=True)
+def _arrive(pk, pf, pfree, pq, rk, ip, fp, ht, hs, hp, ctr, p, now):
+    """Room taken in the reception FIFO: wait for the tail."""
+    serial = pk[p, PK_WIRE] / fp[F_RATE]
+    tail = pf[p, PF_START] + serial + fp[F_ROUTER_S] - now
+    if tail > 0:
+        push(ht, hs, hp, ctr, now + tail, NORMAL, p << 3 | EV_TAIL)
+    else:
+        deliver(pk, pfree, pq, rk, ip, ht, hs, hp, ctr, p, now)
+
+
+@njit(cache=True)
+def deliver(pk, pfree, pq, rk, ip, ht, hs, hp, ctr, p, now):
+    """Tail in: free the last buffer, put the packet in the receiver's inbox, wake its CPU."""
+    give(pk, pfree, pq, rk, ip, ht, hs, hp, ctr, pk[p, PK_HELD], pk[p, PK_CHUNKS], now)
+    ctr[C_DELIVERED] += 1
+    r = pk[p, PK_DST]
+    pk[p, PK_NEXT] = -1
+    if rk[r, RK_IN_HEAD] < 0:
+        rk[r, RK_IN_HEAD] = p
+    else:
+        pk[rk[r, RK_IN_TAIL], PK_NEXT] = p
+    rk[r, RK_IN_TAIL] = p
+    rk[r, RK_IN_COUNT] += 1
+    if rk[r, RK_WAIT] & WAKE_INBOX:
+        wake(rk, ht, hs, hp, ctr, r, now)
+
+
+@njit(cache=True)
+def inbox_pop(pk, rk, r):
+    p = rk[r, RK_IN_HEAD]
+    rk[r, RK_IN_HEAD] = pk[p, PK_NEXT]
+    rk[r, RK_IN_COUNT] -= 1
+    return p
+
+
+@njit(cache=True)
+def hop(pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, coords, ht, hs, hp, ctr, p, now):
+    """One step of :meth:`Network._transit`: the head is at ``PK_NODE``."""
+    node = pk[p, PK_NODE]
+    dst = pk[p, PK_DST] // ip[I_PPN]
+    chunks = pk[p, PK_CHUNKS]
+    if node != dst:
+        if ip[I_ADAPTIVE]:
+            link = _dynamic_choice(pk, pfree, lf, ip, coords, node, dst, chunks)
+            if link >= 0:
+                pk[p, PK_DIM] = -1  # re-entering the escape ring needs the bubble again
+                _go(pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, ht, hs, hp, ctr, p, link, ip[I_POOL_DYN] + link, now)
+                return
+        port = -1
+        for d in range(3):
+            off = _offset(coords[node, d], coords[dst, d], ip[I_X + d], ip[I_WRAPS])
+            if off != 0:
+                port = 2 * d if off > 0 else 2 * d + 1
+                break
+        link = node * 6 + port
+        d = port >> 1
+        bubble = ip[I_BUBBLE] if d != pk[p, PK_DIM] else 0
+        pk[p, PK_DIM] = d
+        if take(pfree, pq, link, chunks, bubble):
+            _go(pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, ht, hs, hp, ctr, p, link, link, now)
+        else:
+            pk[p, PK_STATE] = W_LINK
+            pk[p, PK_LINK] = link
+            pk[p, PK_BUBBLE] = bubble
+            pf[p, PF_ASKED] = now
+            enqueue(pk, pq, link, p, 1 if bubble else 0)
+        return
+    rec = ip[I_POOL_REC] + pk[p, PK_DST]
+    if take(pfree, pq, rec, chunks, 0):
+        _arrive(pk, pf, pfree, pq, rk, ip, fp, ht, hs, hp, ctr, p, now)
+    else:
+        pk[p, PK_STATE] = W_REC
+        pk[p, PK_BUBBLE] = 0
+        enqueue(pk, pq, rec, p, 0)
+
+
+@njit(cache=True)
+def resume(pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, ht, hs, hp, ctr, p, now):
+    """A waiting packet was granted its room (already taken from the pool)."""
+    state = pk[p, PK_STATE]
+    pk[p, PK_STATE] = W_NONE
+    if state == W_LINK:
+        link = pk[p, PK_LINK]
+        lf[link, 2] += now - pf[p, PF_ASKED]
+        _go(pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, ht, hs, hp, ctr, p, link, link, now)
+    else:
+        _arrive(pk, pf, pfree, pq, rk, ip, fp, ht, hs, hp, ctr, p, now)
+
+
+@njit(cache=True)
+def network_event(kind, a, pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, coords, ht, hs, hp, ctr, now):
+    """Handle every event kind except :data:`EV_CPU`."""
+    if kind == EV_HOP:
+        hop(pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, coords, ht, hs, hp, ctr, a, now)
+    elif kind == EV_RESUME:
+        resume(pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, ht, hs, hp, ctr, a, now)
+    elif kind == EV_TAIL:
+        deliver(pk, pfree, pq, rk, ip, ht, hs, hp, ctr, a, now)
+    else:
+        give(pk, pfree, pq, rk, ip, ht, hs, hp, ctr, a >> 5, (a & 31), now)
+
+
+# ================================================================== HPCC stream (hpcc.py, bit for bit)
+
+_POLY = np.uint64(7)
+_PERIOD = 1317624576693539401
+
+
+@njit(cache=True, inline="always")
+def next_ran(x):
+    return (x << np.uint64(1)) ^ ((x >> np.uint64(63)) * np.uint64(7))
+
+
+@njit(cache=True)
+def starts(n):
+    """:func:`gupsim.hpcc.starts` (HPCC_starts), for ``0 <= n``."""
+    n = n % _PERIOD
+    if n == 0:
+        return np.uint64(1)
+    m2 = np.empty(64, dtype=np.uint64)
+    temp = np.uint64(1)
+    for i in range(64):
+        m2[i] = temp
+        temp = next_ran(next_ran(temp))
+    i = 62
+    while i >= 0 and not (n >> i) & 1:
+        i -= 1
+    ran = np.uint64(2)
+    while i > 0:
+        temp = np.uint64(0)
+        for j in range(64):
+            if (ran >> np.uint64(j)) & np.uint64(1):
+                temp ^= m2[j]
+        ran = temp
+        i -= 1
+        if (n >> i) & 1:
+            ran = next_ran(ran)
+    return ran
+
+
+@njit(cache=True)
+def starts_many(firsts):
+    out = np.empty(firsts.shape[0], dtype=np.uint64)
+    for r in range(firsts.shape[0]):
+        out[r] = starts(firsts[r])
+    return out
+
+
+@njit(cache=True, inline="always")
+def owner_of(value, mask, top, mlts, rem):
+    """:meth:`TableLayout.owner_of` (HPCC's WhichPe) in unsigned arithmetic."""
+    g = value & mask
+    if g < top:
+        return np.int64(g // (mlts + np.uint64(1)))
+    return np.int64((g - rem) // mlts)
+
+
+@njit(cache=True)
+def start_cpus(ht, hs, hp, ctr, nranks):
+    """Every rank's process starts at t = 0, in rank order (SimPy's Initialize events)."""
+    for r in range(nranks):
+        push(ht, hs, hp, ctr, 0.0, URGENT, r << 3 | EV_CPU)
