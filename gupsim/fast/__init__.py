@@ -188,8 +188,8 @@ class FastSimulation:
         ctr[c.C_FREE_HEAD] = -1
         c.link_free_list(pk, 0, packets, ctr)
         heap = 4 * R + 2 * c.HEAP_MARGIN
-        ht, hs, hp = np.empty(heap), np.empty(heap, dtype=np.int64), np.empty(heap, dtype=np.int64)
-        c.start_cpus(ht, hs, hp, ctr, R)
+        hh = np.empty((heap, 3))
+        c.start_cpus(hh, ctr, R)
         lay = self.layout
         return {
             "pk": pk, "pf": np.zeros((packets, c.PF_COLS)), "pfree": pfree,
@@ -197,7 +197,7 @@ class FastSimulation:
             "lf": np.zeros((nlinks, 3)), "lb": np.zeros(nlinks, dtype=np.int64),
             "ip": ip, "fp": fp, "nbr": np.ascontiguousarray(topo.neighbor_array().ravel()),
             "coords": np.ascontiguousarray(topo.coords_array()),
-            "ht": ht, "hs": hs, "hp": hp, "ctr": ctr, "wt": np.full(2, np.nan),
+            "hh": hh, "ctr": ctr, "wt": np.full(2, np.nan),
             "ran": c.starts_many(self.stream_starts()),
             "lay": np.array([lay.table_size - 1, lay.top, lay.min_local_table_size, lay.remainder],
                             dtype=np.uint64),

@@ -44,7 +44,7 @@ EV_TAIL = 3     # a = packet: its tail reached the destination
 EV_GIVE = 4     # a = pool, chunks in bits 3..7: credits return to a pool
 
 URGENT, NORMAL = 0, 1  # SimPy's priorities: process initialisation before ordinary events
-_PRIO_SHIFT = 62
+_PRIO_SHIFT = 50  # sequence numbers stay below 2^50, rows stay exact in float64
 
 # ------------------------------------------------------------------ packet table columns
 PK_SRC, PK_DST, PK_CHUNKS, PK_WIRE, PK_PAYLOAD, PK_MSG, PK_N, PK_NODE = 0, 1, 2, 3, 4, 5, 6, 7
@@ -80,47 +80,49 @@ PACKET_MARGIN = 1 << 12
 # ================================================================== heap
 
 
-@njit(cache=True, inline="always")
-def _less(ht, hs, i, j):
-    return ht[i] < ht[j] or (ht[i] == ht[j] and hs[i] < hs[j])
-
-
-@njit(cache=True)
-def push(ht, hs, hp, ctr, t, prio, payload):
+@njit(cache=True, _nrt=False)
+def push(hh, ctr, t, prio, payload):
+    """Schedule ``payload`` at ``t``.  The heap is 4-ary over rows (time, priority+sequence, payload),
+    all float64 (integers below 2^53 are exact) so that a node's children share cache lines."""
     n = ctr[C_HEAP_N]
-    seq = ctr[C_SEQ] | (prio << _PRIO_SHIFT)
+    seq = float(ctr[C_SEQ] + (prio << _PRIO_SHIFT))
     ctr[C_SEQ] += 1
     i = n
     while i > 0:
-        parent = (i - 1) >> 1
-        if ht[parent] < t or (ht[parent] == t and hs[parent] < seq):
+        parent = (i - 1) >> 2
+        pt = hh[parent, 0]
+        if pt < t or (pt == t and hh[parent, 1] < seq):
             break
-        ht[i], hs[i], hp[i] = ht[parent], hs[parent], hp[parent]
+        hh[i, 0], hh[i, 1], hh[i, 2] = pt, hh[parent, 1], hh[parent, 2]
         i = parent
-    ht[i], hs[i], hp[i] = t, seq, payload
+    hh[i, 0], hh[i, 1], hh[i, 2] = t, seq, float(payload)
     ctr[C_HEAP_N] = n + 1
 
 
-@njit(cache=True)
-def pop(ht, hs, hp, ctr):
+@njit(cache=True, _nrt=False)
+def pop(hh, ctr):
     """Remove the earliest event; return (time, payload)."""
     n = ctr[C_HEAP_N] - 1
-    t, payload = ht[0], hp[0]
+    t, payload = hh[0, 0], np.int64(hh[0, 2])
     ctr[C_HEAP_N] = n
     if n > 0:
-        lt, ls, lp = ht[n], hs[n], hp[n]
+        lt, ls, lp = hh[n, 0], hh[n, 1], hh[n, 2]
         i = 0
         while True:
-            c = 2 * i + 1
-            if c >= n:
+            first = 4 * i + 1
+            if first >= n:
                 break
-            if c + 1 < n and (ht[c + 1] < ht[c] or (ht[c + 1] == ht[c] and hs[c + 1] < hs[c])):
-                c += 1
-            if lt < ht[c] or (lt == ht[c] and ls < hs[c]):
+            best = first
+            bt, bs = hh[first, 0], hh[first, 1]
+            for k in range(first + 1, min(first + 4, n)):
+                kt = hh[k, 0]
+                if kt < bt or (kt == bt and hh[k, 1] < bs):
+                    best, bt, bs = k, kt, hh[k, 1]
+            if lt < bt or (lt == bt and ls < bs):
                 break
-            ht[i], hs[i], hp[i] = ht[c], hs[c], hp[c]
-            i = c
-        ht[i], hs[i], hp[i] = lt, ls, lp
+            hh[i, 0], hh[i, 1], hh[i, 2] = bt, bs, hh[best, 2]
+            i = best
+        hh[i, 0], hh[i, 1], hh[i, 2] = lt, ls, lp
     return t, payload
 
 
@@ -134,7 +136,7 @@ def grow(a, n):
 grow = njit(cache=True)(grow)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def link_free_list(pk, first, last, ctr):
     """Chain packet rows ``first..last-1`` onto the free list."""
     for p in range(first, last - 1):
@@ -144,7 +146,7 @@ def link_free_list(pk, first, last, ctr):
     ctr[C_NFREE] += last - first
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def alloc_packet(pk, ctr):
     p = ctr[C_FREE_HEAD]
     ctr[C_FREE_HEAD] = pk[p, PK_NEXT]
@@ -154,7 +156,7 @@ def alloc_packet(pk, ctr):
     return p
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def free_packet(pk, ctr, p):
     pk[p, PK_NEXT] = ctr[C_FREE_HEAD]
     ctr[C_FREE_HEAD] = p
@@ -164,7 +166,7 @@ def free_packet(pk, ctr, p):
 # ================================================================== credit pools
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def take(pfree, pq, pool, chunks, bubble):
     """:meth:`Credits.take`: room now, without overtaking a waiter."""
     if bubble:
@@ -176,7 +178,7 @@ def take(pfree, pq, pool, chunks, bubble):
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def enqueue(pk, pq, pool, p, cls):
     """Append packet ``p`` to the pool's continuing (0) or entering (1) queue."""
     pk[p, PK_NEXT] = -1
@@ -188,14 +190,14 @@ def enqueue(pk, pq, pool, p, cls):
     pq[pool, tl] = p
 
 
-@njit(cache=True)
-def wake(rk, ht, hs, hp, ctr, rank, now):
+@njit(cache=True, _nrt=False)
+def wake(rk, hh, ctr, rank, now):
     rk[rank, RK_WAIT] = 0
-    push(ht, hs, hp, ctr, now, NORMAL, rank << 3 | EV_CPU)
+    push(hh, ctr, now, NORMAL, rank << 3 | EV_CPU)
 
 
-@njit(cache=True)
-def give(pk, pfree, pq, rk, ip, ht, hs, hp, ctr, pool, chunks, now):
+@njit(cache=True, _nrt=False)
+def give(pk, pfree, pq, rk, ip, hh, ctr, pool, chunks, now):
     """:meth:`Credits.give`: return room, grant waiters in order, fire watchers."""
     pfree[pool] += chunks
     for cls in range(2):
@@ -210,30 +212,30 @@ def give(pk, pfree, pq, rk, ip, ht, hs, hp, ctr, pool, chunks, now):
                 src = pk[p, PK_SRC]
                 rk[src, RK_GRANTED] = 1
                 if rk[src, RK_WAIT] & WAKE_GRANT:
-                    wake(rk, ht, hs, hp, ctr, src, now)
+                    wake(rk, hh, ctr, src, now)
             else:
-                push(ht, hs, hp, ctr, now, NORMAL, p << 3 | EV_RESUME)
+                push(hh, ctr, now, NORMAL, p << 3 | EV_RESUME)
     inj = ip[I_POOL_INJ]
     if inj <= pool < inj + ip[I_NRANKS]:
         r = pool - inj
         if rk[r, RK_WAIT] & WAKE_ROOM and pfree[pool] >= ip[I_MAXCH]:
-            wake(rk, ht, hs, hp, ctr, r, now)
+            wake(rk, hh, ctr, r, now)
 
 
-@njit(cache=True)
-def give_later(pk, pfree, pq, rk, ip, ht, hs, hp, ctr, pool, chunks, now, delay):
+@njit(cache=True, _nrt=False)
+def give_later(pk, pfree, pq, rk, ip, hh, ctr, pool, chunks, now, delay):
     """:meth:`Network.release_later`."""
     if delay <= 0.0:
-        give(pk, pfree, pq, rk, ip, ht, hs, hp, ctr, pool, chunks, now)
+        give(pk, pfree, pq, rk, ip, hh, ctr, pool, chunks, now)
     else:
-        push(ht, hs, hp, ctr, now + delay, NORMAL, (pool << 8) | (chunks << 3) | EV_GIVE)
+        push(hh, ctr, now + delay, NORMAL, (pool << 8) | (chunks << 3) | EV_GIVE)
 
 
 # ================================================================== transit
 
 
-@njit(cache=True)
-def launch(pk, pf, ip, ht, hs, hp, ctr, p, now):
+@njit(cache=True, _nrt=False)
+def launch(pk, pf, ip, hh, ctr, p, now):
     """:meth:`Network.launch`: ``p`` holds its injection room; start its transit now."""
     ctr[C_INJECTED] += 1
     ctr[C_WIRE] += pk[p, PK_WIRE]
@@ -242,10 +244,10 @@ def launch(pk, pf, ip, ht, hs, hp, ctr, p, now):
     pk[p, PK_DIM] = -1
     pk[p, PK_HELD] = ip[I_POOL_INJ] + src
     pf[p, PF_START] = now
-    push(ht, hs, hp, ctr, now, URGENT, p << 3 | EV_HOP)
+    push(hh, ctr, now, URGENT, p << 3 | EV_HOP)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def _offset(a, b, length, wraps):
     if wraps:
         delta = (b - a) % length
@@ -253,7 +255,7 @@ def _offset(a, b, length, wraps):
     return b - a
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _dynamic_choice(pk, pfree, lf, ip, coords, node, dst, chunks):
     """Least busy minimal link whose dynamic channel has room now, or -1."""
     best = -1
@@ -274,8 +276,8 @@ def _dynamic_choice(pk, pfree, lf, ip, coords, node, dst, chunks):
     return best
 
 
-@njit(cache=True)
-def _go(pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, ht, hs, hp, ctr, p, link, pool, now):
+@njit(cache=True, _nrt=False)
+def _go(pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, hh, ctr, p, link, pool, now):
     """The packet holds room in ``pool`` behind ``link``: start on the link."""
     serial = pk[p, PK_WIRE] / fp[F_RATE]
     pk[p, PK_NODE] = nbr[link]
@@ -283,28 +285,28 @@ def _go(pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, ht, hs, hp, ctr, p, link, po
     lf[link, 0] = start + serial
     lf[link, 1] += serial
     lb[link] += pk[p, PK_WIRE]
-    give_later(pk, pfree, pq, rk, ip, ht, hs, hp, ctr, pk[p, PK_HELD], pk[p, PK_CHUNKS], now, start + serial - now)
+    give_later(pk, pfree, pq, rk, ip, hh, ctr, pk[p, PK_HELD], pk[p, PK_CHUNKS], now, start + serial - now)
     pk[p, PK_HELD] = pool
     pf[p, PF_START] = start
     head = min(serial, fp[F_CHUNK_S]) + fp[F_ROUTER_S]
-    push(ht, hs, hp, ctr, now + (start + head - now), NORMAL, p << 3 | EV_HOP)
+    push(hh, ctr, now + (start + head - now), NORMAL, p << 3 | EV_HOP)
 
 
-@njit(cache=True)
-def _arrive(pk, pf, pfree, pq, rk, ip, fp, ht, hs, hp, ctr, p, now):
+@njit(cache=True, _nrt=False)
+def _arrive(pk, pf, pfree, pq, rk, ip, fp, hh, ctr, p, now):
     """Room taken in the reception FIFO: wait for the tail."""
     serial = pk[p, PK_WIRE] / fp[F_RATE]
     tail = pf[p, PF_START] + serial + fp[F_ROUTER_S] - now
     if tail > 0:
-        push(ht, hs, hp, ctr, now + tail, NORMAL, p << 3 | EV_TAIL)
+        push(hh, ctr, now + tail, NORMAL, p << 3 | EV_TAIL)
     else:
-        deliver(pk, pfree, pq, rk, ip, ht, hs, hp, ctr, p, now)
+        deliver(pk, pfree, pq, rk, ip, hh, ctr, p, now)
 
 
-@njit(cache=True)
-def deliver(pk, pfree, pq, rk, ip, ht, hs, hp, ctr, p, now):
+@njit(cache=True, _nrt=False)
+def deliver(pk, pfree, pq, rk, ip, hh, ctr, p, now):
     """Tail in: free the last buffer, put the packet in the receiver's inbox, wake its CPU."""
-    give(pk, pfree, pq, rk, ip, ht, hs, hp, ctr, pk[p, PK_HELD], pk[p, PK_CHUNKS], now)
+    give(pk, pfree, pq, rk, ip, hh, ctr, pk[p, PK_HELD], pk[p, PK_CHUNKS], now)
     ctr[C_DELIVERED] += 1
     r = pk[p, PK_DST]
     pk[p, PK_NEXT] = -1
@@ -315,10 +317,10 @@ def deliver(pk, pfree, pq, rk, ip, ht, hs, hp, ctr, p, now):
     rk[r, RK_IN_TAIL] = p
     rk[r, RK_IN_COUNT] += 1
     if rk[r, RK_WAIT] & WAKE_INBOX:
-        wake(rk, ht, hs, hp, ctr, r, now)
+        wake(rk, hh, ctr, r, now)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def inbox_pop(pk, rk, r):
     p = rk[r, RK_IN_HEAD]
     rk[r, RK_IN_HEAD] = pk[p, PK_NEXT]
@@ -326,8 +328,8 @@ def inbox_pop(pk, rk, r):
     return p
 
 
-@njit(cache=True)
-def hop(pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, coords, ht, hs, hp, ctr, p, now):
+@njit(cache=True, _nrt=False)
+def hop(pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, p, now):
     """One step of :meth:`Network._transit`: the head is at ``PK_NODE``."""
     node = pk[p, PK_NODE]
     dst = pk[p, PK_DST] // ip[I_PPN]
@@ -337,7 +339,7 @@ def hop(pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, coords, ht, hs, hp, ctr, p, 
             link = _dynamic_choice(pk, pfree, lf, ip, coords, node, dst, chunks)
             if link >= 0:
                 pk[p, PK_DIM] = -1  # re-entering the escape ring needs the bubble again
-                _go(pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, ht, hs, hp, ctr, p, link, ip[I_POOL_DYN] + link, now)
+                _go(pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, hh, ctr, p, link, ip[I_POOL_DYN] + link, now)
                 return
         port = -1
         for d in range(3):
@@ -350,7 +352,7 @@ def hop(pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, coords, ht, hs, hp, ctr, p, 
         bubble = ip[I_BUBBLE] if d != pk[p, PK_DIM] else 0
         pk[p, PK_DIM] = d
         if take(pfree, pq, link, chunks, bubble):
-            _go(pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, ht, hs, hp, ctr, p, link, link, now)
+            _go(pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, hh, ctr, p, link, link, now)
         else:
             pk[p, PK_STATE] = W_LINK
             pk[p, PK_LINK] = link
@@ -360,37 +362,37 @@ def hop(pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, coords, ht, hs, hp, ctr, p, 
         return
     rec = ip[I_POOL_REC] + pk[p, PK_DST]
     if take(pfree, pq, rec, chunks, 0):
-        _arrive(pk, pf, pfree, pq, rk, ip, fp, ht, hs, hp, ctr, p, now)
+        _arrive(pk, pf, pfree, pq, rk, ip, fp, hh, ctr, p, now)
     else:
         pk[p, PK_STATE] = W_REC
         pk[p, PK_BUBBLE] = 0
         enqueue(pk, pq, rec, p, 0)
 
 
-@njit(cache=True)
-def resume(pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, ht, hs, hp, ctr, p, now):
+@njit(cache=True, _nrt=False)
+def resume(pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, hh, ctr, p, now):
     """A waiting packet was granted its room (already taken from the pool)."""
     state = pk[p, PK_STATE]
     pk[p, PK_STATE] = W_NONE
     if state == W_LINK:
         link = pk[p, PK_LINK]
         lf[link, 2] += now - pf[p, PF_ASKED]
-        _go(pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, ht, hs, hp, ctr, p, link, link, now)
+        _go(pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, hh, ctr, p, link, link, now)
     else:
-        _arrive(pk, pf, pfree, pq, rk, ip, fp, ht, hs, hp, ctr, p, now)
+        _arrive(pk, pf, pfree, pq, rk, ip, fp, hh, ctr, p, now)
 
 
-@njit(cache=True)
-def network_event(kind, a, pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, coords, ht, hs, hp, ctr, now):
+@njit(cache=True, _nrt=False)
+def network_event(kind, a, pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, now):
     """Handle every event kind except :data:`EV_CPU`."""
     if kind == EV_HOP:
-        hop(pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, coords, ht, hs, hp, ctr, a, now)
+        hop(pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, a, now)
     elif kind == EV_RESUME:
-        resume(pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, ht, hs, hp, ctr, a, now)
+        resume(pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, hh, ctr, a, now)
     elif kind == EV_TAIL:
-        deliver(pk, pfree, pq, rk, ip, ht, hs, hp, ctr, a, now)
+        deliver(pk, pfree, pq, rk, ip, hh, ctr, a, now)
     else:
-        give(pk, pfree, pq, rk, ip, ht, hs, hp, ctr, a >> 5, (a & 31), now)
+        give(pk, pfree, pq, rk, ip, hh, ctr, a >> 5, (a & 31), now)
 
 
 # ================================================================== HPCC stream (hpcc.py, bit for bit)
@@ -399,7 +401,7 @@ _POLY = np.uint64(7)
 _PERIOD = 1317624576693539401
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def next_ran(x):
     return (x << np.uint64(1)) ^ ((x >> np.uint64(63)) * np.uint64(7))
 
@@ -439,7 +441,7 @@ def starts_many(firsts):
     return out
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def owner_of(value, mask, top, mlts, rem):
     """:meth:`TableLayout.owner_of` (HPCC's WhichPe) in unsigned arithmetic."""
     g = value & mask
@@ -448,8 +450,8 @@ def owner_of(value, mask, top, mlts, rem):
     return np.int64((g - rem) // mlts)
 
 
-@njit(cache=True)
-def start_cpus(ht, hs, hp, ctr, nranks):
+@njit(cache=True, _nrt=False)
+def start_cpus(hh, ctr, nranks):
     """Every rank's process starts at t = 0, in rank order (SimPy's Initialize events)."""
     for r in range(nranks):
-        push(ht, hs, hp, ctr, 0.0, URGENT, r << 3 | EV_CPU)
+        push(hh, ctr, 0.0, URGENT, r << 3 | EV_CPU)

@@ -35,7 +35,7 @@ K_GEN, K_UPD, K_SEND_REMOTE, K_RECV_UPD, K_UPD_LOCAL = range(5)
 A_CHUNKS, A_WIRE, A_PAYLOAD = range(3)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _apply(ip, ctr, wt, t):
     ctr[c.C_APPLIED] += 1
     n = ctr[c.C_APPLIED]
@@ -47,35 +47,35 @@ def _apply(ip, ctr, wt, t):
         ctr[c.C_DONE] = 1
 
 
-@njit(cache=True)
-def _receive(r, now, ci, cf, cost, pk, pfree, pq, rk, ip, fp, ht, hs, hp, ctr, wt):
+@njit(cache=True, _nrt=False)
+def _receive(r, now, ci, cf, cost, pk, pfree, pq, rk, ip, fp, hh, ctr, wt):
     cycle_s = fp[c.F_CYCLE_S]
     while rk[r, c.RK_IN_HEAD] >= 0:
         p = c.inbox_pop(pk, rk, r)
         cf[r, CF_DEBT] += cost[K_RECV_UPD]
         debt_s = cf[r, CF_DEBT] * cycle_s
-        c.give_later(pk, pfree, pq, rk, ip, ht, hs, hp, ctr, ip[c.I_POOL_REC] + r, pk[p, c.PK_CHUNKS], now, debt_s)
+        c.give_later(pk, pfree, pq, rk, ip, hh, ctr, ip[c.I_POOL_REC] + r, pk[p, c.PK_CHUNKS], now, debt_s)
         _apply(ip, ctr, wt, now + debt_s)
         c.free_packet(pk, ctr, p)
 
 
-@njit(cache=True)
-def _flush(r, now, ci, cf, fp, ht, hs, hp, ctr, phase):
+@njit(cache=True, _nrt=False)
+def _flush(r, now, ci, cf, fp, hh, ctr, phase):
     cycles = cf[r, CF_DEBT]
     cf[r, CF_DEBT] = 0.0
     ci[r, CI_PHASE] = phase
-    c.push(ht, hs, hp, ctr, now + cycles * fp[c.F_CYCLE_S], c.NORMAL, r << 3 | c.EV_CPU)
+    c.push(hh, ctr, now + cycles * fp[c.F_CYCLE_S], c.NORMAL, r << 3 | c.EV_CPU)
 
 
-@njit(cache=True)
-def _cpu(r, now, ci, cf, ran, cost, ai, lay, pk, pf, pfree, pq, rk, ip, fp, ht, hs, hp, ctr, wt):
+@njit(cache=True, _nrt=False)
+def _cpu(r, now, ci, cf, ran, cost, ai, lay, pk, pf, pfree, pq, rk, ip, fp, hh, ctr, wt):
     phase = ci[r, CI_PHASE]
     while True:
         if phase == PH_TOP:
             if ci[r, CI_LEFT] == 0:
                 phase = PH_DRAIN
                 continue
-            _receive(r, now, ci, cf, cost, pk, pfree, pq, rk, ip, fp, ht, hs, hp, ctr, wt)
+            _receive(r, now, ci, cf, cost, pk, pfree, pq, rk, ip, fp, hh, ctr, wt)
             value = c.next_ran(ran[r])
             ran[r] = value
             ci[r, CI_LEFT] -= 1
@@ -84,11 +84,11 @@ def _cpu(r, now, ci, cf, ran, cost, ai, lay, pk, pf, pfree, pq, rk, ip, fp, ht, 
             if dest == r:
                 cf[r, CF_DEBT] += cost[K_UPD_LOCAL]
                 _apply(ip, ctr, wt, now + cf[r, CF_DEBT] * fp[c.F_CYCLE_S])
-                _flush(r, now, ci, cf, fp, ht, hs, hp, ctr, PH_TOP)
+                _flush(r, now, ci, cf, fp, hh, ctr, PH_TOP)
                 return
             cf[r, CF_DEBT] += cost[K_SEND_REMOTE]
             ci[r, CI_DEST] = dest
-            _flush(r, now, ci, cf, fp, ht, hs, hp, ctr, PH_SEND)
+            _flush(r, now, ci, cf, fp, hh, ctr, PH_SEND)
             return
         elif phase == PH_SEND:
             p = c.alloc_packet(pk, ctr)
@@ -101,7 +101,7 @@ def _cpu(r, now, ci, cf, ran, cost, ai, lay, pk, pf, pfree, pq, rk, ip, fp, ht, 
             ci[r, CI_SENDS] += 1
             inj = ip[c.I_POOL_INJ] + r
             if c.take(pfree, pq, inj, ai[A_CHUNKS], 0):
-                c.launch(pk, pf, ip, ht, hs, hp, ctr, p, now)
+                c.launch(pk, pf, ip, hh, ctr, p, now)
                 phase = PH_TOP
                 continue
             ci[r, CI_BLOCKED] += 1
@@ -115,54 +115,65 @@ def _cpu(r, now, ci, cf, ran, cost, ai, lay, pk, pf, pfree, pq, rk, ip, fp, ht, 
             continue
         elif phase == PH_BLK_CHECK:
             if rk[r, c.RK_GRANTED]:
-                c.launch(pk, pf, ip, ht, hs, hp, ctr, ci[r, CI_BLK_PKT], now)
+                c.launch(pk, pf, ip, hh, ctr, ci[r, CI_BLK_PKT], now)
                 cf[r, CF_BLOCKED_S] += now - cf[r, CF_BLK_START]
                 phase = PH_TOP
                 continue
             ci[r, CI_PHASE] = PH_BLK_WOKE
             if rk[r, c.RK_IN_HEAD] >= 0:
-                c.push(ht, hs, hp, ctr, now, c.NORMAL, r << 3 | c.EV_CPU)
+                c.push(hh, ctr, now, c.NORMAL, r << 3 | c.EV_CPU)
             else:
                 rk[r, c.RK_WAIT] = c.WAKE_INBOX | c.WAKE_GRANT
             return
         elif phase == PH_BLK_WOKE:
-            _receive(r, now, ci, cf, cost, pk, pfree, pq, rk, ip, fp, ht, hs, hp, ctr, wt)
-            _flush(r, now, ci, cf, fp, ht, hs, hp, ctr, PH_BLK_CHECK)
+            _receive(r, now, ci, cf, cost, pk, pfree, pq, rk, ip, fp, hh, ctr, wt)
+            _flush(r, now, ci, cf, fp, hh, ctr, PH_BLK_CHECK)
             return
         elif phase == PH_DRAIN:
             ci[r, CI_PHASE] = PH_DRAIN_RECV
             if rk[r, c.RK_IN_HEAD] >= 0:
-                c.push(ht, hs, hp, ctr, now, c.NORMAL, r << 3 | c.EV_CPU)
+                c.push(hh, ctr, now, c.NORMAL, r << 3 | c.EV_CPU)
             else:
                 rk[r, c.RK_WAIT] = c.WAKE_INBOX
             return
         else:  # PH_DRAIN_RECV
-            _receive(r, now, ci, cf, cost, pk, pfree, pq, rk, ip, fp, ht, hs, hp, ctr, wt)
-            _flush(r, now, ci, cf, fp, ht, hs, hp, ctr, PH_DRAIN)
+            _receive(r, now, ci, cf, cost, pk, pfree, pq, rk, ip, fp, hh, ctr, wt)
+            _flush(r, now, ci, cf, fp, hh, ctr, PH_DRAIN)
             return
 
 
-@njit(cache=True)
-def run(ci, cf, ran, cost, ai, lay, pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, coords, ht, hs, hp, ctr, wt):
-    """The event loop; returns the final time.  Grows the heap and packet table between events."""
-    now = 0.0
+@njit(cache=True, _nrt=False)
+def _loop(ci, cf, ran, cost, ai, lay, pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, wt, now):
+    """Process events until done (True) or until a table needs to grow (False)."""
     while ctr[c.C_HEAP_N] > 0 and ctr[c.C_DONE] == 0:
-        if ctr[c.C_HEAP_N] + c.HEAP_MARGIN > ht.shape[0]:
-            n = 2 * ht.shape[0]
-            ht, hs, hp = c.grow(ht, n), c.grow(hs, n), c.grow(hp, n)
-        if ctr[c.C_NFREE] < c.PACKET_MARGIN:
-            old = pk.shape[0]
-            pk, pf = c.grow(pk, 2 * old), c.grow(pf, 2 * old)
-            c.link_free_list(pk, old, 2 * old, ctr)
-        now, payload = c.pop(ht, hs, hp, ctr)
+        if ctr[c.C_HEAP_N] + c.HEAP_MARGIN > hh.shape[0] or ctr[c.C_NFREE] < c.PACKET_MARGIN:
+            return now, False
+        now, payload = c.pop(hh, ctr)
         ctr[c.C_EVENTS] += 1
         kind = payload & 7
         a = payload >> 3
         if kind == c.EV_CPU:
-            _cpu(a, now, ci, cf, ran, cost, ai, lay, pk, pf, pfree, pq, rk, ip, fp, ht, hs, hp, ctr, wt)
+            _cpu(a, now, ci, cf, ran, cost, ai, lay, pk, pf, pfree, pq, rk, ip, fp, hh, ctr, wt)
         else:
-            c.network_event(kind, a, pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, coords, ht, hs, hp, ctr, now)
-    return now
+            c.network_event(kind, a, pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, now)
+    return now, True
+
+
+@njit(cache=True)
+def run(ci, cf, ran, cost, ai, lay, pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, wt):
+    """The event loop; returns the final time.  Grows the heap and packet tables between batches of events."""
+    now = 0.0
+    while True:
+        now, finished = _loop(ci, cf, ran, cost, ai, lay, pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, wt, now)
+        if finished:
+            return now
+        if ctr[c.C_HEAP_N] + c.HEAP_MARGIN > hh.shape[0]:
+            n = 2 * hh.shape[0]
+            hh = c.grow(hh, n)
+        if ctr[c.C_NFREE] < c.PACKET_MARGIN:
+            old = pk.shape[0]
+            pk, pf = c.grow(pk, 2 * old), c.grow(pf, 2 * old)
+            c.link_free_list(pk, old, 2 * old, ctr)
 
 
 def prepare(sim, options) -> dict:

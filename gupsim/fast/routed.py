@@ -42,7 +42,7 @@ ERR_PENDING = 1
 MAX_PENDING = 1024
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _apply(ip, ctr, wt, wc, ac, t):
     ctr[c.C_APPLIED] += 1
     n = ctr[c.C_APPLIED]
@@ -54,7 +54,7 @@ def _apply(ip, ctr, wt, wc, ac, t):
         ctr[c.C_DONE] = 1
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _route_one(r, value, now, ci, cf, rd, bv, bl, rc, ai, cost, lay, ac, ip, fp, ctr, wt, wc):
     """routeUpdates for one update: apply it or bucket it; False if its dimension's bucket is full."""
     owner = c.owner_of(value, lay[0], lay[1], lay[2], lay[3])
@@ -79,7 +79,7 @@ def _route_one(r, value, now, ci, cf, rd, bv, bl, rc, ai, cost, lay, ac, ip, fp,
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _router(r, d, slot, rc, ai, ip):
     """Rank of the software router of bucket ``slot`` (my coordinates, dimension ``d`` replaced)."""
     x, y, z, core = rc[r, 0], rc[r, 1], rc[r, 2], rc[r, 3]
@@ -95,8 +95,8 @@ def _router(r, d, slot, rc, ai, ip):
     return (x + ip[c.I_X] * (y + ip[c.I_Y] * z)) * ip[c.I_PPN] + core
 
 
-@njit(cache=True)
-def _write_packets(r, d, now, ci, cf, rd, bv, bl, pv, rc, ai, tabs, ac, pk, pf, pfree, pq, ip, ht, hs, hp, ctr):
+@njit(cache=True, _nrt=False)
+def _write_packets(r, d, now, ci, cf, rd, bv, bl, pv, rc, ai, tabs, ac, pk, pf, pfree, pq, ip, hh, ctr):
     """Write as many packets of dimension ``d``'s full bucket as the FIFO takes; True when done."""
     slot = rd[r, d, RD_FULL]
     row = r * ai[A_NSLOTS] + slot
@@ -116,7 +116,7 @@ def _write_packets(r, d, now, ci, cf, rd, bv, bl, pv, rc, ai, tabs, ac, pk, pf, 
         pk[p, c.PK_MSG], pk[p, c.PK_N] = d, k
         for i in range(k):
             pv[p, i] = bv[row, off + i]
-        c.launch(pk, pf, ip, ht, hs, hp, ctr, p, now)
+        c.launch(pk, pf, ip, hh, ctr, p, now)
         rd[r, d, RD_SENDOFF] = off + k
         ci[r, CI_PENDING] -= k
         cf[r] += tabs[k, 2]
@@ -128,9 +128,9 @@ def _write_packets(r, d, now, ci, cf, rd, bv, bl, pv, rc, ai, tabs, ac, pk, pf, 
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _cpu(r, now, ci, cf, rd, bv, bl, pv, rc, ran, ai, cost, tabs, lay, ac, wc,
-         pk, pf, pfree, pq, rk, ip, fp, ht, hs, hp, ctr, wt):
+         pk, pf, pfree, pq, rk, ip, fp, hh, ctr, wt):
     nd = ai[A_NDIMS]
     cycle_s = fp[c.F_CYCLE_S]
     resumed = ci[r, CI_PHASE] == PH_AFTER_FLUSH
@@ -146,7 +146,7 @@ def _cpu(r, now, ci, cf, rd, bv, bl, pv, rc, ran, ai, cost, tabs, lay, ac, wc,
                     continue
                 ac[AC_SENDS] += 1
                 if _write_packets(r, d, now, ci, cf, rd, bv, bl, pv, rc, ai, tabs, ac,
-                                  pk, pf, pfree, pq, ip, ht, hs, hp, ctr):
+                                  pk, pf, pfree, pq, ip, hh, ctr):
                     progressed = True
                 else:
                     ac[AC_BLOCKED] += 1
@@ -169,7 +169,7 @@ def _cpu(r, now, ci, cf, rd, bv, bl, pv, rc, ran, ai, cost, tabs, lay, ac, wc,
                             break
                         rd[r, d, RD_WHEAD] = pk[p, c.PK_NEXT]
                         cf[r] += tabs[pk[p, c.PK_N], 3]
-                        c.give_later(pk, pfree, pq, rk, ip, ht, hs, hp, ctr, ip[c.I_POOL_REC] + r,
+                        c.give_later(pk, pfree, pq, rk, ip, hh, ctr, ip[c.I_POOL_REC] + r,
                                      pk[p, c.PK_CHUNKS], now, cf[r] * cycle_s)
                         rd[r, d, RD_RBP], rd[r, d, RD_RBPOS] = p, 0
                         ci[r, CI_PENDING] += pk[p, c.PK_N]
@@ -210,13 +210,13 @@ def _cpu(r, now, ci, cf, rd, bv, bl, pv, rc, ran, ai, cost, tabs, lay, ac, wc,
                         quiet = False
                 if quiet:
                     progressed = _flush_partial(r, now, ci, cf, rd, bv, bl, pv, rc, ai, tabs, ac,
-                                                pk, pf, pfree, pq, ip, ht, hs, hp, ctr)
+                                                pk, pf, pfree, pq, ip, hh, ctr)
             if cf[r] != 0.0:
                 cycles = cf[r]
                 cf[r] = 0.0
                 ci[r, CI_PHASE] = PH_AFTER_FLUSH
                 ci[r, CI_PROGRESSED] = 1 if progressed else 0
-                c.push(ht, hs, hp, ctr, now + cycles * cycle_s, c.NORMAL, r << 3 | c.EV_CPU)
+                c.push(hh, ctr, now + cycles * cycle_s, c.NORMAL, r << 3 | c.EV_CPU)
                 return
         if not progressed:
             # Nothing to do until a packet arrives or (with a full bucket) the injection FIFO drains.
@@ -226,14 +226,14 @@ def _cpu(r, now, ci, cf, rd, bv, bl, pv, rc, ran, ai, cost, tabs, lay, ac, wc,
                 if rd[r, d, RD_FULL] >= 0:
                     any_full = True
             if rk[r, c.RK_IN_HEAD] >= 0 or (any_full and pfree[ip[c.I_POOL_INJ] + r] >= ip[c.I_MAXCH]):
-                c.push(ht, hs, hp, ctr, now, c.NORMAL, r << 3 | c.EV_CPU)
+                c.push(hh, ctr, now, c.NORMAL, r << 3 | c.EV_CPU)
             else:
                 rk[r, c.RK_WAIT] = c.WAKE_INBOX | (c.WAKE_ROOM if any_full else 0)
             return
 
 
-@njit(cache=True)
-def _flush_partial(r, now, ci, cf, rd, bv, bl, pv, rc, ai, tabs, ac, pk, pf, pfree, pq, ip, ht, hs, hp, ctr):
+@njit(cache=True, _nrt=False)
+def _flush_partial(r, now, ci, cf, rd, bv, bl, pv, rc, ai, tabs, ac, pk, pf, pfree, pq, ip, hh, ctr):
     """FinishLogic: send the largest partial bucket (ties: the highest router rank)."""
     best_len, best_router, best_slot, best_d = 0, -1, -1, -1
     base = r * ai[A_NSLOTS]
@@ -248,33 +248,45 @@ def _flush_partial(r, now, ci, cf, rd, bv, bl, pv, rc, ai, tabs, ac, pk, pf, pfr
     if best_slot < 0 or rd[r, best_d, RD_FULL] >= 0:
         return False
     rd[r, best_d, RD_FULL] = best_slot
-    _write_packets(r, best_d, now, ci, cf, rd, bv, bl, pv, rc, ai, tabs, ac, pk, pf, pfree, pq, ip, ht, hs, hp, ctr)
+    _write_packets(r, best_d, now, ci, cf, rd, bv, bl, pv, rc, ai, tabs, ac, pk, pf, pfree, pq, ip, hh, ctr)
     return True
 
 
-@njit(cache=True)
-def run(ci, cf, rd, bv, bl, pv, rc, ran, ai, cost, tabs, lay, ac, wc,
-        pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, coords, ht, hs, hp, ctr, wt):
-    """The event loop; returns the final time.  Grows the heap and packet tables between events."""
-    now = 0.0
+@njit(cache=True, _nrt=False)
+def _loop(ci, cf, rd, bv, bl, pv, rc, ran, ai, cost, tabs, lay, ac, wc,
+        pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, wt, now):
+    """Process events until done (True) or until a table needs to grow (False)."""
     while ctr[c.C_HEAP_N] > 0 and ctr[c.C_DONE] == 0 and ctr[c.C_ERROR] == 0:
-        if ctr[c.C_HEAP_N] + c.HEAP_MARGIN > ht.shape[0]:
-            n = 2 * ht.shape[0]
-            ht, hs, hp = c.grow(ht, n), c.grow(hs, n), c.grow(hp, n)
-        if ctr[c.C_NFREE] < c.PACKET_MARGIN:
-            old = pk.shape[0]
-            pk, pf, pv = c.grow(pk, 2 * old), c.grow(pf, 2 * old), c.grow(pv, 2 * old)
-            c.link_free_list(pk, old, 2 * old, ctr)
-        now, payload = c.pop(ht, hs, hp, ctr)
+        if ctr[c.C_HEAP_N] + c.HEAP_MARGIN > hh.shape[0] or ctr[c.C_NFREE] < c.PACKET_MARGIN:
+            return now, False
+        now, payload = c.pop(hh, ctr)
         ctr[c.C_EVENTS] += 1
         kind = payload & 7
         a = payload >> 3
         if kind == c.EV_CPU:
             _cpu(a, now, ci, cf, rd, bv, bl, pv, rc, ran, ai, cost, tabs, lay, ac, wc,
-                 pk, pf, pfree, pq, rk, ip, fp, ht, hs, hp, ctr, wt)
+                 pk, pf, pfree, pq, rk, ip, fp, hh, ctr, wt)
         else:
-            c.network_event(kind, a, pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, coords, ht, hs, hp, ctr, now)
-    return now
+            c.network_event(kind, a, pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, now)
+    return now, True
+
+
+@njit(cache=True)
+def run(ci, cf, rd, bv, bl, pv, rc, ran, ai, cost, tabs, lay, ac, wc,
+        pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, wt):
+    """The event loop; returns the final time.  Grows the heap and packet tables between batches of events."""
+    now = 0.0
+    while True:
+        now, finished = _loop(ci, cf, rd, bv, bl, pv, rc, ran, ai, cost, tabs, lay, ac, wc, pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, wt, now)
+        if finished:
+            return now
+        if ctr[c.C_HEAP_N] + c.HEAP_MARGIN > hh.shape[0]:
+            n = 2 * hh.shape[0]
+            hh = c.grow(hh, n)
+        if ctr[c.C_NFREE] < c.PACKET_MARGIN:
+            old = pk.shape[0]
+            pk, pf, pv = c.grow(pk, 2 * old), c.grow(pf, 2 * old), c.grow(pv, 2 * old)
+            c.link_free_list(pk, old, 2 * old, ctr)
 
 
 def prepare(sim, options) -> dict:
