@@ -18,16 +18,16 @@ second.  The model is the same, step for step:
 
 Instead of SimPy processes, a packet is a row of an integer array (``PK_*``
 columns) plus a float row (``PF_*``), and every timeout or wake-up is an
-entry in one binary heap ordered by (time, priority, sequence number).  The
+entry in one 4-ary heap ordered by (time, priority, sequence number).  The
 sequence number is the order of scheduling, as SimPy's event id, so a run is
-deterministic.  What differs from SimPy is only the order of events that fall
-at the *same* simulated time when SimPy would have inserted extra
-bookkeeping events (condition events, process initialisation) between them;
-the fast engine's results therefore agree with the reference within a small
-tolerance rather than bit for bit (``tests/test_fast.py`` shows 1%).
+deterministic.  SimPy also schedules bookkeeping events (process
+initialisation, condition events) that the fast engine does not.  Those
+could in principle reorder model events that fall at the same instant; in
+every configuration tested the records are equal to SimPy's bit for bit
+(``tests/test_fast.py``), and that test is where a divergence would show.
 
 Every array that grows with load (the heap, the packet table) is grown by the
-kernel's main loop between events, never inside these helpers: callers keep
+kernel's outer loop between batches of events, never inside these helpers: callers keep
 :data:`HEAP_MARGIN` heap slots and :data:`PACKET_MARGIN` packets free.
 """
 
@@ -35,6 +35,8 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit
+
+from gupsim.fast import cache  # noqa: F401  (stamps the kernels' cache with every fast source file)
 
 # ------------------------------------------------------------------ event kinds (low 3 bits of a payload)
 EV_CPU = 0      # a = rank: the CPU resumes
@@ -63,7 +65,7 @@ WAKE_INBOX, WAKE_ROOM, WAKE_GRANT = 1, 2, 4
 
 # ------------------------------------------------------------------ counters
 C_HEAP_N, C_SEQ, C_FREE_HEAD, C_NFREE, C_INJECTED, C_WIRE, C_DELIVERED, C_EVENTS = 0, 1, 2, 3, 4, 5, 6, 7
-C_APPLIED, C_DONE, C_ERROR = 8, 9, 10
+C_APPLIED, C_DONE, C_ERROR, C_HOPS = 8, 9, 10, 11
 N_COUNTERS = 16
 
 # ------------------------------------------------------------------ integer parameters
@@ -280,6 +282,7 @@ def _dynamic_choice(pk, pfree, lf, ip, coords, node, dst, chunks):
 def _go(pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, hh, ctr, p, link, pool, now):
     """The packet holds room in ``pool`` behind ``link``: start on the link."""
     serial = pk[p, PK_WIRE] / fp[F_RATE]
+    ctr[C_HOPS] += 1
     pk[p, PK_NODE] = nbr[link]
     start = max(now, lf[link, 0])
     lf[link, 0] = start + serial
