@@ -41,17 +41,13 @@ import numpy as np
 from gupsim import hpcc
 from gupsim.algorithms import algorithm_class, validate_options
 from gupsim.errors import GupsimError, SimulationError
-from gupsim.memory import check_fits
+from gupsim.memory import FAST_BASE_BYTES, FAST_NODE_BYTES, check_fits
 from gupsim.network import Network
 from gupsim.node import CostModel
 from gupsim.simulation import SLICE_START_FRACTION, WINDOW, RunConfig, Simulation
 from gupsim.topology import make_topology, parse_shape
 
 ENGINES = ("auto", "fast", "simpy")
-#: Interpreter, NumPy, pandas, SimPy and Numba compiling the kernels (measured peak 350 MB: docs/performance.md).
-FAST_BASE_BYTES = 400 * 2**20
-#: Per node: links (free-at, busy, blocked, bytes), link and dynamic-channel pools, topology (measured).
-FAST_NODE_BYTES = 1_200
 #: The fast engine's largest packet: event payloads keep a pool's returned chunks in 5 bits.
 MAX_FAST_CHUNKS = 31
 
@@ -76,8 +72,8 @@ def _routed() -> ModuleType:
 
 #: Algorithms with a fast kernel; the others always run on SimPy.
 KERNELS: dict[str, Kernel] = {
-    "one-packet": Kernel(_one_packet, per_rank_bytes=2_000),
-    "routed": Kernel(_routed, per_rank_bytes=16_000),
+    "one-packet": Kernel(_one_packet, per_rank_bytes=12_000),  # measured 4-9 KB (docs/performance.md)
+    "routed": Kernel(_routed, per_rank_bytes=32_000),  # measured 23-24 KB on 32x32x16 and 32x32x32
 }
 
 
