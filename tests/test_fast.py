@@ -138,3 +138,13 @@ def test_fast_estimate_covers_measured_peaks():
         arrays = sim._arrays() | sim._module.prepare(sim, sim.algorithm.options)
         held = sum(a.nbytes for a in arrays.values())
         assert held < 4096 * (KERNELS[algorithm].per_rank_bytes + FAST_NODE_BYTES), algorithm
+
+
+@pytest.mark.parametrize("engine", ["simpy", "fast"])
+def test_both_engines_refuse_more_than_1024_pending_updates(bgl, engine):
+    from gupsim.errors import SimulationError
+
+    cfg = make_run_config(machine=bgl, shape="2x2x2", algorithm="routed", updates_per_process=2000,
+                          algorithm_options={"bucket_capacity": 1000}, engine=engine)
+    with pytest.raises(SimulationError, match="1024"):
+        simulate(cfg)
