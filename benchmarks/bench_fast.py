@@ -114,6 +114,7 @@ def compile_time() -> dict:
 
 
 def slope_plot(rows: list[dict]) -> dict:
+    """Log-log CPU seconds against work (the issue's updates x mean hops) and against events; the fitted slopes."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -121,24 +122,26 @@ def slope_plot(rows: list[dict]) -> dict:
     import numpy as np
 
     fits = {}
-    fig, ax = plt.subplots(figsize=(6, 4.2))
-    for algorithm, marker in (("one-packet", "o"), ("routed", "s")):
-        pts = [r for r in rows if r["label"] == "slope" and r["algorithm"] == algorithm]
-        if len(pts) < 2:
-            continue
-        x = np.array([r["work"] for r in pts])
-        y = np.array([r["cpu_s"] for r in pts])
-        slope, icpt = np.polyfit(np.log(x), np.log(y), 1)
-        fits[algorithm] = float(slope)
-        ax.loglog(x, y, marker, label=f"{algorithm}: slope {slope:.2f}")
-        ax.loglog(x, np.exp(icpt) * x**slope, "-", color=ax.lines[-1].get_color(), alpha=0.5)
-        for r in pts:
-            ax.annotate(f"{r['nodes']:,}", (r["work"], r["cpu_s"]), fontsize=7, xytext=(3, -9),
-                        textcoords="offset points")
-    ax.set_xlabel("work = updates x mean packet hops")
-    ax.set_ylabel("CPU seconds (fast engine)")
-    ax.set_title("Fast engine cost against work, 512 to 65,536 nodes")
-    ax.legend()
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    for ax, xkey, xlabel in ((axes[0], "work", "work = updates x mean packet hops"),
+                             (axes[1], "events", "events processed")):
+        for algorithm, marker in (("one-packet", "o"), ("routed", "s")):
+            pts = [r for r in rows if r["label"] == "slope" and r["algorithm"] == algorithm]
+            if len(pts) < 2:
+                continue
+            x = np.array([r[xkey] for r in pts], dtype=float)
+            y = np.array([r["cpu_s"] for r in pts], dtype=float)
+            slope, icpt = np.polyfit(np.log(x), np.log(y), 1)
+            fits[f"{algorithm} vs {xkey}"] = float(slope)
+            (line,) = ax.loglog(x, y, marker, label=f"{algorithm}: slope {slope:.2f}")
+            ax.loglog(x, np.exp(icpt) * x**slope, "-", color=line.get_color(), alpha=0.5)
+            for r in pts:
+                ax.annotate(f"{r['nodes']:,}", (r[xkey], r["cpu_s"]), fontsize=7, xytext=(3, -9),
+                            textcoords="offset points")
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("CPU seconds (fast engine)")
+        ax.legend()
+    fig.suptitle("Fast engine: cost against work, 512 to 65,536 nodes (labels: nodes)")
     FIGURES.mkdir(parents=True, exist_ok=True)
     for ext in ("png", "svg"):
         fig.savefig(FIGURES / f"fast_slope.{ext}", dpi=130, bbox_inches="tight")
@@ -152,6 +155,7 @@ def main() -> None:
     ap.add_argument("--compile", action="store_true", help="measure compile time only")
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
     ap.add_argument("--resume", action="store_true", help="keep the rows already in --out, run the others")
+    ap.add_argument("--plot-only", action="store_true", help="redraw the slope figure from --out")
     args = ap.parse_args()
     if args.child:
         print(json.dumps(run_case(*json.loads(args.child))))
@@ -161,6 +165,9 @@ def main() -> None:
         return
     import pandas as pd
 
+    if args.plot_only:
+        print(json.dumps(slope_plot(pd.read_csv(args.out).to_dict("records"))))
+        return
     cases = []
     if "full" in args.series:
         cases += [(label, *rest) for label, *rest in FULL]

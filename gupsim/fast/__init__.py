@@ -47,7 +47,6 @@ from gupsim.node import CostModel
 from gupsim.simulation import SLICE_START_FRACTION, WINDOW, RunConfig, Simulation
 from gupsim.topology import make_topology, parse_shape
 
-ENGINES = ("auto", "fast", "simpy")
 #: The fast engine's largest packet: event payloads keep a pool's returned chunks in 5 bits.
 MAX_FAST_CHUNKS = 31
 
@@ -97,12 +96,6 @@ def choose_engine(run: RunConfig) -> str:
     if engine == "fast" and reason:
         raise GupsimError(f"--engine fast: {reason}; use --engine simpy or auto")
     return "simpy" if reason else "fast"
-
-
-def estimate_bytes(run: RunConfig) -> int:
-    nodes = math.prod(parse_shape(run.shape))
-    ranks = nodes * run.machine.cpu.processes_per_node
-    return FAST_BASE_BYTES + nodes * FAST_NODE_BYTES + ranks * KERNELS[run.algorithm].per_rank_bytes
 
 
 class FastSimulation:
