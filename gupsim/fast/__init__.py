@@ -72,7 +72,7 @@ def _routed() -> ModuleType:
 #: Algorithms with a fast kernel; the others always run on SimPy.
 KERNELS: dict[str, Kernel] = {
     "one-packet": Kernel(_one_packet, per_rank_bytes=12_000),  # measured 4-9 KB (docs/performance.md)
-    "routed": Kernel(_routed, per_rank_bytes=32_000),  # measured 23-24 KB on 32x32x16 and 32x32x32
+    "routed": Kernel(_routed, per_rank_bytes=48_000),  # measured 24-39 KB, 32x32x16 to 64x32x32 (short runs)
 }
 
 
