@@ -133,7 +133,7 @@ def run_case(shape: str, algorithm: str, updates: int) -> dict:
 
     rss_import = _rss_mb()
     cfg = make_run_config(machine=load_machine(MACHINE), shape=shape, algorithm=algorithm,
-                          updates_per_process=updates, seed=0)
+                          updates_per_process=updates, seed=0, engine="simpy")
     cpu0 = _cpu_s()
     sim, rec = simulate(cfg)
     cpu = _cpu_s() - cpu0

@@ -39,12 +39,14 @@ def cli() -> None:
 @click.option("--option", "options", multiple=True, metavar="KEY=VALUE", help="algorithm option (repeatable)")
 @click.option("--log2-table-size", type=click.IntRange(1, 63), default=None, help="global table size, log2 words")
 @click.option("--verify", is_flag=True, help="carry real values and run HPCC's verification")
+@click.option("--engine", type=click.Choice(["auto", "fast", "simpy"]), default="auto", show_default=True,
+              help="fast: compiled kernels (gupsim.fast); simpy: the reference; auto: fast where a kernel exists")
 @click.option("--json", "as_json", is_flag=True, help="print one JSON object")
 @click.option("--links", is_flag=True, help="add per-link counters to the record (for gupsim plot links)")
 @click.option("--histograms", is_flag=True, help="add updates-per-packet/-message histograms to the record")
 @click.option("--sample-interval-s", type=click.FloatRange(min=0, min_open=True), default=None,
               help="sample throttling and SBF this often (simulated seconds)")
-def run(machine, shape, algorithm, updates, seed, sets, options, log2_table_size, verify, as_json,
+def run(machine, shape, algorithm, updates, seed, sets, options, log2_table_size, verify, engine, as_json,
         links, histograms, sample_interval_s) -> None:
     """Simulate one run and print its record."""
     from gupsim.config import load_machine, parse_set_options
@@ -55,7 +57,7 @@ def run(machine, shape, algorithm, updates, seed, sets, options, log2_table_size
     m = load_machine(machine, parse_set_options(sets))
     cfg = make_run_config(machine=m, shape=shape, algorithm=algorithm, updates_per_process=updates, seed=seed,
                           verify=verify, log2_table_size=log2_table_size,
-                          algorithm_options=_key_values(options, "--option"))
+                          algorithm_options=_key_values(options, "--option"), engine=engine)
     telemetry = Telemetry(links=links, histograms=histograms, sample_interval_s=sample_interval_s)
     sim, record = simulate(cfg, telemetry if telemetry.wanted else None)
     if verify:

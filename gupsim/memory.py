@@ -7,6 +7,14 @@ cache.  The per-process figures are the peaks ``tracemalloc`` measured on
 states its own as ``memory_per_rank_bytes``.  The estimate is deliberately
 pessimistic: a refused run would have been at risk, an accepted one should
 fit.
+
+The fast engine (:mod:`gupsim.fast`) keeps NumPy arrays instead: a fixed
+part (:data:`FAST_BASE_BYTES`: the interpreter, the libraries and Numba
+compiling its kernels), a part per node (links, their buffers, the topology:
+:data:`FAST_NODE_BYTES`) and a part per process that each kernel states
+(``gupsim.fast.KERNELS``: its queues, buckets, and the packets and events in
+flight, which grow with the load).  Those figures are peak RSS measured at up
+to the whole 64x32x32 machine (docs/performance.md), rounded up.
 """
 
 from __future__ import annotations
@@ -17,12 +25,18 @@ from gupsim.errors import GupsimError
 BASE_BYTES = 100 * 2**20
 #: Route cache at its cap (2^18 routes at about 430 B each).
 ROUTE_CACHE_BYTES = 110 * 2**20
+#: Fast engine: interpreter, libraries and Numba compiling the kernels (measured peak 342 MB on 8x8x8).
+FAST_BASE_BYTES = 400 * 2**20
+#: Fast engine, per node: six links' times, counters and credit pools, and the topology tables.
+FAST_NODE_BYTES = 1_200
 #: Refuse when the estimate exceeds this share of the memory available now.
 HEADROOM = 0.9
 
 
-def estimate_bytes(num_ranks: int, per_rank_bytes: int) -> int:
-    return BASE_BYTES + ROUTE_CACHE_BYTES + num_ranks * per_rank_bytes
+def estimate_bytes(num_ranks: int, per_rank_bytes: int, base_bytes: int | None = None) -> int:
+    """Peak bytes of a run; ``base_bytes`` replaces the SimPy engine's fixed part (the fast engine states its own)."""
+    base = BASE_BYTES + ROUTE_CACHE_BYTES if base_bytes is None else base_bytes
+    return base + num_ranks * per_rank_bytes
 
 
 def available_bytes() -> int | None:
@@ -37,9 +51,9 @@ def available_bytes() -> int | None:
     return None
 
 
-def check_fits(num_ranks: int, per_rank_bytes: int, what: str) -> int:
+def check_fits(num_ranks: int, per_rank_bytes: int, what: str, base_bytes: int | None = None) -> int:
     """Raise a one-line :class:`GupsimError` if the run would not fit; return the estimate."""
-    need = estimate_bytes(num_ranks, per_rank_bytes)
+    need = estimate_bytes(num_ranks, per_rank_bytes, base_bytes)
     have = available_bytes()
     if have is not None and need > HEADROOM * have:
         raise GupsimError(

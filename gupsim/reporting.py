@@ -34,7 +34,8 @@ def _fmt(fmt: str, value: Any) -> str:
 
 def format_record(record: dict[str, Any]) -> str:
     head = (f"{record['algorithm']} on {record['machine']} {record['shape']} {record['topology']}: "
-            f"{record['processes']} processes x {record['updates_per_process']} updates, seed {record['seed']}")
+            f"{record['processes']} processes x {record['updates_per_process']} updates, seed {record['seed']}"
+            + (f", {record['engine']} engine" if "engine" in record else ""))
     width = max(len(label) for _, label, _ in SUMMARY_ROWS)
     lines = [head] + [f"  {label:<{width}}  {_fmt(fmt, record[key])}" for key, label, fmt in SUMMARY_ROWS]
     if not record.get("steady_state", True):

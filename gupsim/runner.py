@@ -51,7 +51,16 @@ def simulate(run: RunConfig, observer: Any = None) -> tuple[Simulation, dict[str
     ``observer`` (optional, e.g. :class:`gupsim.telemetry.Telemetry`) is attached
     to the built simulation before it runs and adds its results to the record.
     """
+    from gupsim.fast import choose_engine, simulate_fast
+
     wall0 = time.perf_counter()
+    if observer is not None and run.engine == "fast":
+        raise GupsimError("telemetry (--links, --histograms, --sample-interval-s) needs the SimPy engine: "
+                          "use --engine simpy or auto")
+    if observer is None and choose_engine(run) == "fast":
+        fast = simulate_fast(run)
+        _check_counts(fast)
+        return fast, make_record(fast, time.perf_counter() - wall0) | {"engine": "fast"}
     sim = Simulation(run)
     if observer is not None:
         observer.attach(sim)
@@ -64,14 +73,18 @@ def simulate(run: RunConfig, observer: Any = None) -> tuple[Simulation, dict[str
             raise
         raise _deadlock(sim, procs) from None
     wall = time.perf_counter() - wall0
+    _check_counts(sim)
+    record = make_record(sim, wall) | {"engine": "simpy"}
+    if observer is not None:
+        record.update(observer.results(sim))
+    return sim, record
+
+
+def _check_counts(sim) -> None:
     if sim.applied != sim.generated or sim.generated != sim.total_updates:
         raise SimulationError(
             f"updates lost: generated {sim.generated}, applied {sim.applied}, expected {sim.total_updates}"
         )
-    record = make_record(sim, wall)
-    if observer is not None:
-        record.update(observer.results(sim))
-    return sim, record
 
 
 def run(run_config: RunConfig) -> dict[str, Any]:

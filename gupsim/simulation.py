@@ -29,7 +29,7 @@ after checking that it reached the rank that owns it.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import simpy
@@ -70,6 +70,8 @@ class RunConfig(BaseModel):
                                         "(--log2-table-size; default 2^25 words per node, 2^12 per process with verify)")
     algorithm_options: dict[str, Any] = Field(default_factory=dict, description="validated by the algorithm's "
                                               "Options model (--option KEY=VALUE)")
+    #: 'auto': the compiled engine (gupsim.fast) where it has a kernel for the run, else SimPy.
+    engine: Literal["auto", "fast", "simpy"] = "auto"
 
 
 class CountingEnvironment(simpy.Environment):

@@ -1,0 +1,193 @@
+"""Speed and memory of the fast engine (gupsim.fast), up to the whole 64x32x32 Blue Gene/L.
+
+What it measures (issue 4's goals)
+----------------------------------
+Each case runs ``gupsim.runner.simulate`` with ``engine="fast"`` in its own
+subprocess, so ``peak_rss_mb`` (``ru_maxrss``) is that case's alone, and the
+kernels are loaded from Numba's on-disk cache (compile time is measured
+separately, ``--compile``, with an empty cache directory).  Per case:
+
+* ``wall_s`` (inside ``simulate``: set-up, kernel, record) and ``cpu_s``
+  (user + system CPU of the same interval).  The development machine has two
+  cores shared by several engineers, so the CPU time is the better measure of
+  the engine; both are reported;
+* ``events`` and ``events_per_s``; ``packet_hops`` (counted exactly by the
+  kernel) and ``packet_hops_per_s`` (per wall second and per CPU second);
+* ``work = updates x mean hops`` (mean hops of the packets that travelled)
+  for the slope of cost against work;
+* ``peak_rss_mb``; the simulated ``gups``.
+
+Series
+------
+``slope``: ``one-packet`` and ``routed`` on 8x8x8, 16x16x16, 32x32x16,
+32x32x32 and 64x32x32 (512 to 65,536 nodes) at a fixed number of updates per
+process; the log-log slope of CPU seconds against work is fitted and plotted
+(docs/figures/fast_slope.png/.svg); its 64x32x32 ``routed`` case is the
+whole-machine routed run.  ``full``: ``one-packet`` on 64x32x32 in
+virtual-node mode (131,072 processes, seed 001's 64-byte packet).
+
+Run::
+
+    nice .venv/bin/python benchmarks/bench_fast.py --series slope full --out benchmarks/results/bench_fast.csv
+    nice .venv/bin/python benchmarks/bench_fast.py --compile     # compile time with an empty cache
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_OUT = ROOT / "benchmarks" / "results" / "bench_fast.csv"
+FIGURES = ROOT / "docs" / "figures"
+UPC_PACKET = {"payload_bytes": 64, "wire_bytes": 75}
+
+SLOPE_SHAPES = ["8x8x8", "16x16x16", "32x32x16", "32x32x32", "64x32x32"]
+SLOPE_UPDATES = {"one-packet": 16, "routed": 64}
+FULL = [
+    # (label, shape, algorithm, updates per process, machine overrides, options)
+    ("full-upc-vn", "64x32x32", "one-packet", 16, {"cpu.processes_per_node": 2}, UPC_PACKET),
+]
+
+
+def _cpu_s() -> float:
+    import resource
+
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return ru.ru_utime + ru.ru_stime
+
+
+def run_case(shape: str, algorithm: str, updates: int, sets: dict, options: dict) -> dict:
+    """One case in this process (the subprocess side)."""
+    from gupsim.config import load_machine
+    from gupsim.fast import compile_all
+    from gupsim.runner import make_run_config, simulate
+
+    compile_all()  # load the cached kernels before timing
+    cfg = make_run_config(machine=load_machine("bgl", sets), shape=shape, algorithm=algorithm,
+                          updates_per_process=updates, algorithm_options=options, engine="fast")
+    cpu0 = _cpu_s()
+    sim, rec = simulate(cfg)
+    cpu = _cpu_s() - cpu0
+    hops = sim.net.packet_hops
+    total = rec["updates_generated"]
+    mean_hops = hops / rec["packets_injected"] if rec["packets_injected"] else 0.0
+    return {
+        "shape": shape, "algorithm": algorithm, "nodes": rec["nodes"], "processes": rec["processes"],
+        "updates_per_process": updates, "updates": total, "events": rec["events"], "wall_s": rec["wall_s"],
+        "cpu_s": cpu, "events_per_s": rec["events"] / rec["wall_s"], "events_per_cpu_s": rec["events"] / cpu,
+        "packets": rec["packets_injected"], "packet_hops": hops, "mean_hops": mean_hops,
+        "work": total * mean_hops, "packet_hops_per_s": hops / rec["wall_s"], "packet_hops_per_cpu_s": hops / cpu,
+        "peak_rss_mb": rec["peak_rss_mb"], "gups": rec["gups"], "sim_time_s": rec["sim_time_s"],
+        "estimate_mb": sim.memory_estimate_bytes / 2**20,
+    }
+
+
+def spawn(label: str, shape: str, algorithm: str, updates: int, sets: dict, options: dict) -> dict:
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--child",
+           json.dumps([shape, algorithm, updates, sets, options])]
+    t0 = time.perf_counter()
+    out = subprocess.run(cmd, cwd=ROOT, check=True, capture_output=True, text=True)
+    row = json.loads(out.stdout.strip().splitlines()[-1])
+    row["label"], row["process_s"] = label, time.perf_counter() - t0
+    print(f"{label}: {shape} {algorithm} x{updates}: wall {row['wall_s']:.1f} s, cpu {row['cpu_s']:.1f} s, "
+          f"{row['packet_hops_per_cpu_s']:.3g} pkt-hops/cpu-s, {row['peak_rss_mb']:.0f} MB", flush=True)
+    return row
+
+
+def compile_time() -> dict:
+    """Seconds to compile every kernel with an empty cache, and to load them from a warm one."""
+    code = "import time; t=time.perf_counter(); from gupsim.fast import compile_all; compile_all(); print(time.perf_counter()-t)"
+    with tempfile.TemporaryDirectory() as cache:
+        env = dict(os.environ, NUMBA_CACHE_DIR=cache)
+        cold = float(subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True,
+                                    text=True).stdout.split()[-1])
+        warm = float(subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True,
+                                    text=True).stdout.split()[-1])
+    return {"compile_cold_s": cold, "compile_warm_s": warm}
+
+
+def slope_plot(rows: list[dict]) -> dict:
+    """Log-log CPU seconds against work (the issue's updates x mean hops) and against events; the fitted slopes."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    fits = {}
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    for ax, xkey, xlabel in ((axes[0], "work", "work = updates x mean packet hops"),
+                             (axes[1], "events", "events processed")):
+        for algorithm, marker in (("one-packet", "o"), ("routed", "s")):
+            pts = [r for r in rows if r["label"] == "slope" and r["algorithm"] == algorithm]
+            if len(pts) < 2:
+                continue
+            x = np.array([r[xkey] for r in pts], dtype=float)
+            y = np.array([r["cpu_s"] for r in pts], dtype=float)
+            slope, icpt = np.polyfit(np.log(x), np.log(y), 1)
+            fits[f"{algorithm} vs {xkey}"] = float(slope)
+            (line,) = ax.loglog(x, y, marker, label=f"{algorithm}: slope {slope:.2f}")
+            ax.loglog(x, np.exp(icpt) * x**slope, "-", color=line.get_color(), alpha=0.5)
+            for r in pts:
+                ax.annotate(f"{r['nodes']:,}", (r[xkey], r["cpu_s"]), fontsize=7, xytext=(3, -9),
+                            textcoords="offset points")
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("CPU seconds (fast engine)")
+        ax.legend()
+    fig.suptitle("Fast engine: cost against work, 512 to 65,536 nodes (labels: nodes)")
+    FIGURES.mkdir(parents=True, exist_ok=True)
+    for ext in ("png", "svg"):
+        fig.savefig(FIGURES / f"fast_slope.{ext}", dpi=130, bbox_inches="tight")
+    return fits
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--child", help=argparse.SUPPRESS)
+    ap.add_argument("--series", nargs="*", default=["slope", "full"], choices=["slope", "full"])
+    ap.add_argument("--compile", action="store_true", help="measure compile time only")
+    ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    ap.add_argument("--resume", action="store_true", help="keep the rows already in --out, run the others")
+    ap.add_argument("--plot-only", action="store_true", help="redraw the slope figure from --out")
+    args = ap.parse_args()
+    if args.child:
+        print(json.dumps(run_case(*json.loads(args.child))))
+        return
+    if args.compile:
+        print(json.dumps(compile_time()))
+        return
+    import pandas as pd
+
+    if args.plot_only:
+        print(json.dumps(slope_plot(pd.read_csv(args.out).to_dict("records"))))
+        return
+    cases = []
+    if "full" in args.series:
+        cases += [(label, *rest) for label, *rest in FULL]
+    if "slope" in args.series:
+        cases += [("slope", shape, algorithm, updates, {}, {})
+                  for algorithm, updates in SLOPE_UPDATES.items() for shape in SLOPE_SHAPES]
+    # Each row is written as soon as its case ends; --resume skips the cases already in the CSV.
+    rows = pd.read_csv(args.out).to_dict("records") if args.resume and args.out.exists() else []
+    done = {(r["label"], r["shape"], r["algorithm"], int(r["updates_per_process"])) for r in rows}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    for label, shape, algorithm, updates, sets, options in cases:
+        if (label, shape, algorithm, updates) in done:
+            continue
+        rows.append(spawn(label, shape, algorithm, updates, sets, options))
+        pd.DataFrame(rows).to_csv(args.out, index=False)
+    fits = slope_plot(rows)
+    meta = {"load_average": os.getloadavg(), "slopes": fits, "date": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    args.out.with_suffix(".meta.json").write_text(json.dumps(meta, indent=1))
+    print(json.dumps(meta))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,246 @@
+"""The fast engine: Numba-compiled kernels that run the reference model on whole machines.
+
+The SimPy model (``network.py``, ``node.py``, ``algorithms/``) is the
+readable reference and what docs/model.md teaches.  It schedules tens of
+Python events per update and reaches about 1,000 nodes in minutes; the
+seeds' most interesting rows (seed 000 Table 4 at 16K and 64K nodes, seed
+001's 131,072 processes) need the whole 64x32x32 torus.  This package runs
+the same model as compiled event loops over NumPy arrays (issue 4):
+
+* :mod:`gupsim.fast.core`: the network of ``network.py`` (links, credits,
+  bubble flow control, deterministic and adaptive routing, FIFOs), the event
+  heap, and the HPCC generator and owner function bit for bit;
+* one module per algorithm with a kernel (:data:`KERNELS`), each a state
+  machine of the reference process, spending cycles in the same order.
+
+**Engines.**  ``RunConfig.engine`` (``gupsim run --engine``) is ``simpy``,
+``fast`` or ``auto`` (the default): the fast engine where a kernel exists
+for the algorithm and the run's features, else SimPy.  Every record says
+which ran (``engine``).  Runs with ``verify`` use SimPy (the fast engine
+keeps no table).
+
+**Agreement.**  Same model, same costs spent in the same order, the same
+HPCC stream, and events at equal times taken in SimPy's order (time,
+priority, order of scheduling).  ``tests/test_fast.py`` checks that the
+records are equal to SimPy's bit for bit, every metric and every link
+counter, on meshes and tori, deterministic and adaptive routing,
+co-processor and virtual-node mode.  The engines differ only in ``events``
+(SimPy counts its bookkeeping events too) and speed.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from types import ModuleType, SimpleNamespace
+from typing import Any, Callable
+
+import numpy as np
+
+from gupsim import hpcc
+from gupsim.algorithms import algorithm_class, validate_options
+from gupsim.config import MachineConfig
+from gupsim.errors import GupsimError, SimulationError
+from gupsim.memory import FAST_BASE_BYTES, FAST_NODE_BYTES, check_fits
+from gupsim.network import Network
+from gupsim.node import CostModel
+from gupsim.simulation import SLICE_START_FRACTION, WINDOW, RunConfig, Simulation
+from gupsim.topology import make_topology, parse_shape
+
+#: The fast engine's largest packet: event payloads keep a pool's returned chunks in 5 bits.
+MAX_FAST_CHUNKS = 31
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """A compiled algorithm: its module and its measured peak bytes per process."""
+
+    module: Callable[[], ModuleType]
+    per_rank_bytes: int
+
+
+def _one_packet() -> ModuleType:
+    from gupsim.fast import one_packet
+    return one_packet
+
+
+def _routed() -> ModuleType:
+    from gupsim.fast import routed
+    return routed
+
+
+#: Algorithms with a fast kernel; the others always run on SimPy.
+KERNELS: dict[str, Kernel] = {
+    "one-packet": Kernel(_one_packet, per_rank_bytes=12_000),  # measured 4-9 KB (docs/performance.md)
+    "routed": Kernel(_routed, per_rank_bytes=48_000),  # measured 24-39 KB, 32x32x16 to 64x32x32 (short runs)
+}
+
+
+def unsupported(run: RunConfig) -> str | None:
+    """Why the fast engine cannot run ``run`` (None when it can)."""
+    if run.algorithm not in KERNELS:
+        return f"no fast kernel for algorithm {run.algorithm!r} (fast kernels: {', '.join(sorted(KERNELS))})"
+    if run.verify:
+        return "verify keeps a real table, which only the SimPy engine does"
+    # The kernels compile network.py's torus link model and nothing else.
+    if not isinstance(run.machine, MachineConfig):
+        return f"machine {run.machine.name} is not a torus machine (the kernels model network.py only)"
+    if run.machine.dma is not None or run.machine.network.cut_through_bytes is not None:
+        return f"machine {run.machine.name} has a DMA engine (gupsim.dma), which the kernels do not model"
+    if run.machine.network.max_chunks_per_packet > MAX_FAST_CHUNKS:
+        return f"max_chunks_per_packet above {MAX_FAST_CHUNKS}"
+    return None
+
+
+def choose_engine(run: RunConfig) -> str:
+    """Resolve ``run.engine``: 'fast' or 'simpy'; asking for 'fast' where it cannot run is one line."""
+    engine = getattr(run, "engine", "auto")
+    if engine == "simpy":
+        return "simpy"
+    reason = unsupported(run)
+    if engine == "fast" and reason:
+        raise GupsimError(f"--engine fast: {reason}; use --engine simpy or auto")
+    return "simpy" if reason else "fast"
+
+
+class FastSimulation:
+    """A finished fast run, with the attributes :func:`gupsim.runner.make_record` reads."""
+
+    def __init__(self, run: RunConfig):
+        from gupsim.fast import core as c
+
+        self.run = run
+        m = self.machine = run.machine
+        shape = parse_shape(run.shape)
+        self.ppn = m.cpu.processes_per_node
+        kernel = KERNELS[run.algorithm]
+        self.memory_estimate_bytes = check_fits(
+            math.prod(shape) * self.ppn, kernel.per_rank_bytes,
+            f"{run.algorithm} on {run.shape} ({self.ppn} per node, fast engine)",
+            base_bytes=FAST_BASE_BYTES + math.prod(shape) * FAST_NODE_BYTES)
+        self.topology = make_topology(m.network.topology_kind(math.prod(shape)), shape)
+        self.num_ranks = self.topology.num_nodes * self.ppn
+        self.net_cfg = m.network
+        self.cost = CostModel.from_machine(m)
+        self.layout = hpcc.TableLayout(Simulation._log2_table_size(self), self.num_ranks)
+        self.total_updates = self.num_ranks * run.updates_per_process
+        options = validate_options(run.algorithm, run.algorithm_options)
+        self.net = SimpleNamespace(cfg=m.network, topology=self.topology)
+        self.algorithm = algorithm_class(run.algorithm)(self, options)
+        self._module = kernel.module()
+        self._c = c
+
+    # ------------------------------------------------------------------ set-up
+
+    def stream_starts(self) -> np.ndarray:
+        """Every rank's first stream position, as :meth:`Simulation.stream_start` (vectorised)."""
+        lay, u, seed = self.layout, self.run.updates_per_process, self.run.seed
+        r = np.arange(self.num_ranks, dtype=np.int64)
+        mlts, rem = lay.min_local_table_size, lay.remainder
+        local = mlts + (r < rem)
+        gstart = np.where(r < rem, (mlts + 1) * r, mlts * r + rem)
+        slice_len = 4 * local
+        skip = (SLICE_START_FRACTION * slice_len.astype(np.float64)).astype(np.int64)
+        bad = np.flatnonzero(skip + (seed + 1) * u > slice_len)
+        if bad.size:
+            Simulation.stream_start(self, int(bad[0]))  # raises the reference's one-line error
+        first = 4 * gstart + skip + seed * u
+        # float skip must equal int(fraction * slice) exactly; check a few ranks against the reference
+        for rank in {0, self.num_ranks - 1, self.num_ranks // 2}:
+            assert first[rank] == Simulation.stream_start(self, rank)
+        return first
+
+    def _arrays(self) -> dict[str, Any]:
+        c, net, topo = self._c, self.net_cfg, self.topology
+        n, R = topo.num_nodes, self.num_ranks
+        nlinks = n * topo.ports
+        ip = np.zeros(c.N_IPARAMS, dtype=np.int64)
+        ip[c.I_PPN] = self.ppn
+        ip[c.I_X:c.I_Z + 1] = topo.shape
+        ip[c.I_WRAPS] = int(topo.wraps)
+        ip[c.I_BUBBLE] = net.max_chunks_per_packet if topo.wraps and net.flow_control == "bubble" else 0
+        ip[c.I_ADAPTIVE] = int(net.routing == "adaptive")
+        ip[c.I_NLINKS], ip[c.I_NRANKS], ip[c.I_MAXCH] = nlinks, R, net.max_chunks_per_packet
+        ip[c.I_POOL_DYN], ip[c.I_POOL_INJ], ip[c.I_POOL_REC] = nlinks, 2 * nlinks, 2 * nlinks + R
+        ip[c.I_TOTAL] = self.total_updates
+        ip[c.I_MARK0], ip[c.I_MARK1] = (math.ceil(f * self.total_updates) for f in WINDOW)
+        fp = np.zeros(c.N_FPARAMS)
+        fp[c.F_RATE] = net.link_bytes_per_s
+        fp[c.F_CHUNK_S] = net.chunk_bytes / net.link_bytes_per_s
+        fp[c.F_ROUTER_S] = net.router_delay_ns * 1e-9
+        fp[c.F_CYCLE_S] = 1.0 / self.machine.cpu.clock_hz
+        pfree = np.empty(2 * nlinks + 2 * R, dtype=np.int32)
+        pfree[:2 * nlinks] = net.link_buffer_chunks
+        pfree[2 * nlinks:2 * nlinks + R] = net.injection_fifo_chunks
+        pfree[2 * nlinks + R:] = net.reception_fifo_chunks
+        rk = np.zeros((R, c.RK_NET_COLS), dtype=np.int64)
+        rk[:, c.RK_IN_HEAD] = -1
+        packets = 4 * R + 2 * c.PACKET_MARGIN
+        pk = np.zeros((packets, c.PK_COLS), dtype=np.int64)
+        ctr = np.zeros(c.N_COUNTERS, dtype=np.int64)
+        ctr[c.C_FREE_HEAD] = -1
+        c.link_free_list(pk, 0, packets, ctr)
+        heap = 4 * R + 2 * c.HEAP_MARGIN
+        hh = np.empty((heap, 3))
+        c.start_cpus(hh, ctr, R)
+        lay = self.layout
+        return {
+            "pk": pk, "pf": np.zeros((packets, c.PF_COLS)), "pfree": pfree,
+            "pq": np.full((2 * nlinks + 2 * R, 4), -1, dtype=np.int64), "rk": rk,
+            "lf": np.zeros((nlinks, 3)), "lb": np.zeros(nlinks, dtype=np.int64),
+            "ip": ip, "fp": fp, "nbr": np.ascontiguousarray(topo.neighbor_array().ravel()),
+            "coords": np.ascontiguousarray(topo.coords_array()),
+            "hh": hh, "ctr": ctr, "wt": np.full(2, np.nan),
+            "ran": c.starts_many(self.stream_starts()),
+            "lay": np.array([lay.table_size - 1, lay.top, lay.min_local_table_size, lay.remainder],
+                            dtype=np.uint64),
+        }
+
+    # ------------------------------------------------------------------ run
+
+    def execute(self) -> None:
+        mod = self._module
+        arrays = self._arrays()
+        state = mod.prepare(self, self.algorithm.options)
+        args = {**arrays, **state}
+        names = mod.run.py_func.__code__.co_varnames[:mod.run.py_func.__code__.co_argcount]
+        now = mod.run(*(args[k] for k in names))
+        ctr, c = arrays["ctr"], self._c
+        if ctr[c.C_ERROR]:
+            raise SimulationError(mod.error_message(ctr[c.C_ERROR], state))
+        if not ctr[c.C_DONE]:
+            raise SimulationError(f"fast engine: the event queue emptied at t={now:.6g} s with "
+                                  f"{int(ctr[c.C_APPLIED]):,} of {self.total_updates:,} updates applied (deadlock)")
+        self.env = SimpleNamespace(now=now, events_scheduled=int(ctr[c.C_EVENTS]))
+        self.applied = int(ctr[c.C_APPLIED])
+        self.generated = self.total_updates - mod.remaining(state)
+        self.window_times = [float(t) for t in arrays["wt"]]
+        self.window_counters = mod.window_counters(state)
+        lf, nlinks = arrays["lf"], arrays["ip"][c.I_NLINKS]
+        self.net = SimpleNamespace(
+            cfg=self.net_cfg, topology=self.topology,
+            packets_injected=int(ctr[c.C_INJECTED]), wire_bytes_injected=int(ctr[c.C_WIRE]),
+            packets_delivered=int(ctr[c.C_DELIVERED]), packet_hops=int(ctr[c.C_HOPS]),
+            link_bytes=arrays["lb"][:nlinks], link_busy_s=lf[:, 1], link_blocked_s=lf[:, 2])
+        self.net.link_stats = lambda: Network.link_stats(self.net)
+        for key, value in mod.counters(state).items():
+            setattr(self.algorithm, key, value)
+
+
+def simulate_fast(run: RunConfig) -> FastSimulation:
+    sim = FastSimulation(run)
+    sim.execute()
+    return sim
+
+
+def compile_all() -> float:
+    """Compile (or load from the cache) every kernel on a tiny run; return the seconds it took."""
+    from gupsim.config import load_machine
+    from gupsim.runner import make_run_config
+
+    t0 = time.perf_counter()
+    for name in KERNELS:
+        simulate_fast(make_run_config(machine=load_machine("bgl"), shape="2x2x1", algorithm=name,
+                                      updates_per_process=64))
+    return time.perf_counter() - t0

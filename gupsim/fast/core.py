@@ -1,0 +1,460 @@
+"""The compiled network shared by the fast kernels: event heap, credit pools, packet transit.
+
+This is :mod:`gupsim.network` (seed 000 §5.1; docs/model.md §3) rewritten as
+Numba-compiled functions over preallocated NumPy arrays, so that a whole
+64x32x32 Blue Gene/L fits in one process and runs at millions of events per
+second.  The model is the same, step for step:
+
+* serialization at ``link_bytes_per_s`` with a per-link ``free_at`` time;
+  cut-through: the head reaches the next router one chunk time plus the router
+  delay after it starts; the tail arrives one serialization plus one router
+  delay after the start on the last link;
+* credit pools counted in chunks (link input buffers, the dynamic channels of
+  adaptive routing, injection and reception FIFOs) with the two waiter classes
+  of :class:`gupsim.network.Credits` (continuing packets first, entering
+  packets must leave a bubble of ``max_chunks_per_packet``);
+* the room a packet held upstream returns ``start + serial`` after it starts
+  on the next link; reception room returns when the receiving CPU reads it.
+
+Instead of SimPy processes, a packet is a row of an integer array (``PK_*``
+columns) plus a float row (``PF_*``), and every timeout or wake-up is an
+entry in one 4-ary heap ordered by (time, priority, sequence number).  The
+sequence number is the order of scheduling, as SimPy's event id, so a run is
+deterministic.  SimPy also schedules bookkeeping events (process
+initialisation, condition events) that the fast engine does not.  Those
+could in principle reorder model events that fall at the same instant; in
+every configuration tested the records are equal to SimPy's bit for bit
+(``tests/test_fast.py``), and that test is where a divergence would show.
+
+Every array that grows with load (the heap, the packet table) is grown by the
+kernel's outer loop between batches of events, never inside these helpers: callers keep
+:data:`HEAP_MARGIN` heap slots and :data:`PACKET_MARGIN` packets free.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from gupsim.fast import cache  # noqa: F401  (stamps the kernels' cache with every fast source file)
+
+# ------------------------------------------------------------------ event kinds (low 3 bits of a payload)
+EV_CPU = 0      # a = rank: the CPU resumes
+EV_HOP = 1      # a = packet: its head reached the next router (or it was just launched)
+EV_RESUME = 2   # a = packet: it was granted the room it waited for
+EV_TAIL = 3     # a = packet: its tail reached the destination
+EV_GIVE = 4     # a = pool, chunks in bits 3..7: credits return to a pool
+
+URGENT, NORMAL = 0, 1  # SimPy's priorities: process initialisation before ordinary events
+_PRIO_SHIFT = 50  # sequence numbers stay below 2^50, rows stay exact in float64
+
+# ------------------------------------------------------------------ packet table columns
+PK_SRC, PK_DST, PK_CHUNKS, PK_WIRE, PK_PAYLOAD, PK_MSG, PK_N, PK_NODE = 0, 1, 2, 3, 4, 5, 6, 7
+PK_DIM, PK_HELD, PK_STATE, PK_NEXT, PK_LINK, PK_BUBBLE = 8, 9, 10, 11, 12, 13
+PK_COLS = 14
+PF_START, PF_ASKED = 0, 1
+PF_COLS = 2
+# packet states while waiting in a pool's queue
+W_NONE, W_LINK, W_REC, W_INJ = 0, 1, 2, 3
+
+# ------------------------------------------------------------------ rank table columns (network side)
+RK_IN_HEAD, RK_IN_TAIL, RK_IN_COUNT, RK_WAIT, RK_GRANTED = 0, 1, 2, 3, 4
+RK_NET_COLS = 5
+# RK_WAIT bits: what wakes a CPU that waits without a pending event
+WAKE_INBOX, WAKE_ROOM, WAKE_GRANT = 1, 2, 4
+
+# ------------------------------------------------------------------ counters
+C_HEAP_N, C_SEQ, C_FREE_HEAD, C_NFREE, C_INJECTED, C_WIRE, C_DELIVERED, C_EVENTS = 0, 1, 2, 3, 4, 5, 6, 7
+C_APPLIED, C_DONE, C_ERROR, C_HOPS = 8, 9, 10, 11
+N_COUNTERS = 16
+
+# ------------------------------------------------------------------ integer parameters
+I_PPN, I_X, I_Y, I_Z, I_WRAPS, I_BUBBLE, I_ADAPTIVE, I_NLINKS, I_NRANKS, I_MAXCH = range(10)
+I_POOL_DYN, I_POOL_INJ, I_POOL_REC, I_TOTAL, I_MARK0, I_MARK1 = range(10, 16)
+N_IPARAMS = 16
+F_RATE, F_CHUNK_S, F_ROUTER_S, F_CYCLE_S = range(4)
+N_FPARAMS = 4
+
+HEAP_MARGIN = 1 << 16
+PACKET_MARGIN = 1 << 12
+
+
+# ================================================================== heap
+
+
+@njit(cache=True, _nrt=False)
+def push(hh, ctr, t, prio, payload):
+    """Schedule ``payload`` at ``t``.  The heap is 4-ary over rows (time, priority+sequence, payload),
+    all float64 (integers below 2^53 are exact) so that a node's children share cache lines."""
+    n = ctr[C_HEAP_N]
+    seq = float(ctr[C_SEQ] + (prio << _PRIO_SHIFT))
+    ctr[C_SEQ] += 1
+    i = n
+    while i > 0:
+        parent = (i - 1) >> 2
+        pt = hh[parent, 0]
+        if pt < t or (pt == t and hh[parent, 1] < seq):
+            break
+        hh[i, 0], hh[i, 1], hh[i, 2] = pt, hh[parent, 1], hh[parent, 2]
+        i = parent
+    hh[i, 0], hh[i, 1], hh[i, 2] = t, seq, float(payload)
+    ctr[C_HEAP_N] = n + 1
+
+
+@njit(cache=True, _nrt=False)
+def pop(hh, ctr):
+    """Remove the earliest event; return (time, payload)."""
+    n = ctr[C_HEAP_N] - 1
+    t, payload = hh[0, 0], np.int64(hh[0, 2])
+    ctr[C_HEAP_N] = n
+    if n > 0:
+        lt, ls, lp = hh[n, 0], hh[n, 1], hh[n, 2]
+        i = 0
+        while True:
+            first = 4 * i + 1
+            if first >= n:
+                break
+            best = first
+            bt, bs = hh[first, 0], hh[first, 1]
+            for k in range(first + 1, min(first + 4, n)):
+                kt = hh[k, 0]
+                if kt < bt or (kt == bt and hh[k, 1] < bs):
+                    best, bt, bs = k, kt, hh[k, 1]
+            if lt < bt or (lt == bt and ls < bs):
+                break
+            hh[i, 0], hh[i, 1], hh[i, 2] = bt, bs, hh[best, 2]
+            i = best
+        hh[i, 0], hh[i, 1], hh[i, 2] = lt, ls, lp
+    return t, payload
+
+
+def grow(a, n):
+    """A copy of ``a`` with ``n`` rows (numba-compiled below; rows beyond ``len(a)`` uninitialised)."""
+    out = np.empty((n,) + a.shape[1:], dtype=a.dtype)
+    out[: a.shape[0]] = a
+    return out
+
+
+grow = njit(cache=True)(grow)
+
+
+@njit(cache=True, _nrt=False)
+def link_free_list(pk, first, last, ctr):
+    """Chain packet rows ``first..last-1`` onto the free list."""
+    for p in range(first, last - 1):
+        pk[p, PK_NEXT] = p + 1
+    pk[last - 1, PK_NEXT] = ctr[C_FREE_HEAD]
+    ctr[C_FREE_HEAD] = first
+    ctr[C_NFREE] += last - first
+
+
+@njit(cache=True, _nrt=False)
+def alloc_packet(pk, ctr):
+    p = ctr[C_FREE_HEAD]
+    ctr[C_FREE_HEAD] = pk[p, PK_NEXT]
+    ctr[C_NFREE] -= 1
+    pk[p, PK_NEXT] = -1
+    pk[p, PK_STATE] = W_NONE
+    return p
+
+
+@njit(cache=True, _nrt=False)
+def free_packet(pk, ctr, p):
+    pk[p, PK_NEXT] = ctr[C_FREE_HEAD]
+    ctr[C_FREE_HEAD] = p
+    ctr[C_NFREE] += 1
+
+
+# ================================================================== credit pools
+
+
+@njit(cache=True, _nrt=False)
+def take(pfree, pq, pool, chunks, bubble):
+    """:meth:`Credits.take`: room now, without overtaking a waiter."""
+    if bubble:
+        if pq[pool, 0] >= 0 or pq[pool, 2] >= 0 or pfree[pool] < chunks + bubble:
+            return False
+    elif pq[pool, 0] >= 0 or pfree[pool] < chunks:
+        return False
+    pfree[pool] -= chunks
+    return True
+
+
+@njit(cache=True, _nrt=False)
+def enqueue(pk, pq, pool, p, cls):
+    """Append packet ``p`` to the pool's continuing (0) or entering (1) queue."""
+    pk[p, PK_NEXT] = -1
+    h, tl = 2 * cls, 2 * cls + 1
+    if pq[pool, h] < 0:
+        pq[pool, h] = p
+    else:
+        pk[pq[pool, tl], PK_NEXT] = p
+    pq[pool, tl] = p
+
+
+@njit(cache=True, _nrt=False)
+def wake(rk, hh, ctr, rank, now):
+    rk[rank, RK_WAIT] = 0
+    push(hh, ctr, now, NORMAL, rank << 3 | EV_CPU)
+
+
+@njit(cache=True, _nrt=False)
+def give(pk, pfree, pq, rk, ip, hh, ctr, pool, chunks, now):
+    """:meth:`Credits.give`: return room, grant waiters in order, fire watchers."""
+    pfree[pool] += chunks
+    for cls in range(2):
+        h = 2 * cls
+        while pq[pool, h] >= 0:
+            p = pq[pool, h]
+            if pfree[pool] < pk[p, PK_CHUNKS] + pk[p, PK_BUBBLE]:
+                return
+            pq[pool, h] = pk[p, PK_NEXT]
+            pfree[pool] -= pk[p, PK_CHUNKS]
+            if pk[p, PK_STATE] == W_INJ:
+                src = pk[p, PK_SRC]
+                rk[src, RK_GRANTED] = 1
+                if rk[src, RK_WAIT] & WAKE_GRANT:
+                    wake(rk, hh, ctr, src, now)
+            else:
+                push(hh, ctr, now, NORMAL, p << 3 | EV_RESUME)
+    inj = ip[I_POOL_INJ]
+    if inj <= pool < inj + ip[I_NRANKS]:
+        r = pool - inj
+        if rk[r, RK_WAIT] & WAKE_ROOM and pfree[pool] >= ip[I_MAXCH]:
+            wake(rk, hh, ctr, r, now)
+
+
+@njit(cache=True, _nrt=False)
+def give_later(pk, pfree, pq, rk, ip, hh, ctr, pool, chunks, now, delay):
+    """:meth:`Network.release_later`."""
+    if delay <= 0.0:
+        give(pk, pfree, pq, rk, ip, hh, ctr, pool, chunks, now)
+    else:
+        push(hh, ctr, now + delay, NORMAL, (pool << 8) | (chunks << 3) | EV_GIVE)
+
+
+# ================================================================== transit
+
+
+@njit(cache=True, _nrt=False)
+def launch(pk, pf, ip, hh, ctr, p, now):
+    """:meth:`Network.launch`: ``p`` holds its injection room; start its transit now."""
+    ctr[C_INJECTED] += 1
+    ctr[C_WIRE] += pk[p, PK_WIRE]
+    src = pk[p, PK_SRC]
+    pk[p, PK_NODE] = src // ip[I_PPN]
+    pk[p, PK_DIM] = -1
+    pk[p, PK_HELD] = ip[I_POOL_INJ] + src
+    pf[p, PF_START] = now
+    push(hh, ctr, now, URGENT, p << 3 | EV_HOP)
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _offset(a, b, length, wraps):
+    if wraps:
+        delta = (b - a) % length
+        return delta if 2 * delta <= length else delta - length
+    return b - a
+
+
+@njit(cache=True, _nrt=False)
+def _dynamic_choice(pk, pfree, lf, ip, coords, node, dst, chunks):
+    """Least busy minimal link whose dynamic channel has room now, or -1."""
+    best = -1
+    base = ip[I_POOL_DYN]
+    for d in range(3):
+        length = ip[I_X + d]
+        off = _offset(coords[node, d], coords[dst, d], length, ip[I_WRAPS])
+        if off == 0:
+            continue
+        both = ip[I_WRAPS] and 2 * abs(off) == length
+        for k in range(2 if both else 1):
+            port = 2 * d + k if both else (2 * d if off > 0 else 2 * d + 1)
+            link = node * 6 + port
+            if pfree[base + link] >= chunks and (best < 0 or lf[link, 0] < lf[best, 0]):
+                best = link
+    if best >= 0:
+        pfree[base + best] -= chunks
+    return best
+
+
+@njit(cache=True, _nrt=False)
+def _go(pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, hh, ctr, p, link, pool, now):
+    """The packet holds room in ``pool`` behind ``link``: start on the link."""
+    serial = pk[p, PK_WIRE] / fp[F_RATE]
+    ctr[C_HOPS] += 1
+    pk[p, PK_NODE] = nbr[link]
+    start = max(now, lf[link, 0])
+    lf[link, 0] = start + serial
+    lf[link, 1] += serial
+    lb[link] += pk[p, PK_WIRE]
+    give_later(pk, pfree, pq, rk, ip, hh, ctr, pk[p, PK_HELD], pk[p, PK_CHUNKS], now, start + serial - now)
+    pk[p, PK_HELD] = pool
+    pf[p, PF_START] = start
+    head = min(serial, fp[F_CHUNK_S]) + fp[F_ROUTER_S]
+    push(hh, ctr, now + (start + head - now), NORMAL, p << 3 | EV_HOP)
+
+
+@njit(cache=True, _nrt=False)
+def _arrive(pk, pf, pfree, pq, rk, ip, fp, hh, ctr, p, now):
+    """Room taken in the reception FIFO: wait for the tail."""
+    serial = pk[p, PK_WIRE] / fp[F_RATE]
+    tail = pf[p, PF_START] + serial + fp[F_ROUTER_S] - now
+    if tail > 0:
+        push(hh, ctr, now + tail, NORMAL, p << 3 | EV_TAIL)
+    else:
+        deliver(pk, pfree, pq, rk, ip, hh, ctr, p, now)
+
+
+@njit(cache=True, _nrt=False)
+def deliver(pk, pfree, pq, rk, ip, hh, ctr, p, now):
+    """Tail in: free the last buffer, put the packet in the receiver's inbox, wake its CPU."""
+    give(pk, pfree, pq, rk, ip, hh, ctr, pk[p, PK_HELD], pk[p, PK_CHUNKS], now)
+    ctr[C_DELIVERED] += 1
+    r = pk[p, PK_DST]
+    pk[p, PK_NEXT] = -1
+    if rk[r, RK_IN_HEAD] < 0:
+        rk[r, RK_IN_HEAD] = p
+    else:
+        pk[rk[r, RK_IN_TAIL], PK_NEXT] = p
+    rk[r, RK_IN_TAIL] = p
+    rk[r, RK_IN_COUNT] += 1
+    if rk[r, RK_WAIT] & WAKE_INBOX:
+        wake(rk, hh, ctr, r, now)
+
+
+@njit(cache=True, _nrt=False)
+def inbox_pop(pk, rk, r):
+    p = rk[r, RK_IN_HEAD]
+    rk[r, RK_IN_HEAD] = pk[p, PK_NEXT]
+    rk[r, RK_IN_COUNT] -= 1
+    return p
+
+
+@njit(cache=True, _nrt=False)
+def hop(pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, p, now):
+    """One step of :meth:`Network._transit`: the head is at ``PK_NODE``."""
+    node = pk[p, PK_NODE]
+    dst = pk[p, PK_DST] // ip[I_PPN]
+    chunks = pk[p, PK_CHUNKS]
+    if node != dst:
+        if ip[I_ADAPTIVE]:
+            link = _dynamic_choice(pk, pfree, lf, ip, coords, node, dst, chunks)
+            if link >= 0:
+                pk[p, PK_DIM] = -1  # re-entering the escape ring needs the bubble again
+                _go(pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, hh, ctr, p, link, ip[I_POOL_DYN] + link, now)
+                return
+        port = -1
+        for d in range(3):
+            off = _offset(coords[node, d], coords[dst, d], ip[I_X + d], ip[I_WRAPS])
+            if off != 0:
+                port = 2 * d if off > 0 else 2 * d + 1
+                break
+        link = node * 6 + port
+        d = port >> 1
+        bubble = ip[I_BUBBLE] if d != pk[p, PK_DIM] else 0
+        pk[p, PK_DIM] = d
+        if take(pfree, pq, link, chunks, bubble):
+            _go(pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, hh, ctr, p, link, link, now)
+        else:
+            pk[p, PK_STATE] = W_LINK
+            pk[p, PK_LINK] = link
+            pk[p, PK_BUBBLE] = bubble
+            pf[p, PF_ASKED] = now
+            enqueue(pk, pq, link, p, 1 if bubble else 0)
+        return
+    rec = ip[I_POOL_REC] + pk[p, PK_DST]
+    if take(pfree, pq, rec, chunks, 0):
+        _arrive(pk, pf, pfree, pq, rk, ip, fp, hh, ctr, p, now)
+    else:
+        pk[p, PK_STATE] = W_REC
+        pk[p, PK_BUBBLE] = 0
+        enqueue(pk, pq, rec, p, 0)
+
+
+@njit(cache=True, _nrt=False)
+def resume(pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, hh, ctr, p, now):
+    """A waiting packet was granted its room (already taken from the pool)."""
+    state = pk[p, PK_STATE]
+    pk[p, PK_STATE] = W_NONE
+    if state == W_LINK:
+        link = pk[p, PK_LINK]
+        lf[link, 2] += now - pf[p, PF_ASKED]
+        _go(pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, hh, ctr, p, link, link, now)
+    else:
+        _arrive(pk, pf, pfree, pq, rk, ip, fp, hh, ctr, p, now)
+
+
+@njit(cache=True, _nrt=False)
+def network_event(kind, a, pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, now):
+    """Handle every event kind except :data:`EV_CPU`."""
+    if kind == EV_HOP:
+        hop(pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, a, now)
+    elif kind == EV_RESUME:
+        resume(pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, hh, ctr, a, now)
+    elif kind == EV_TAIL:
+        deliver(pk, pfree, pq, rk, ip, hh, ctr, a, now)
+    else:
+        give(pk, pfree, pq, rk, ip, hh, ctr, a >> 5, (a & 31), now)
+
+
+# ================================================================== HPCC stream (hpcc.py, bit for bit)
+
+_POLY = np.uint64(7)
+_PERIOD = 1317624576693539401
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def next_ran(x):
+    return (x << np.uint64(1)) ^ ((x >> np.uint64(63)) * np.uint64(7))
+
+
+@njit(cache=True)
+def starts(n):
+    """:func:`gupsim.hpcc.starts` (HPCC_starts), for ``0 <= n``."""
+    n = n % _PERIOD
+    if n == 0:
+        return np.uint64(1)
+    m2 = np.empty(64, dtype=np.uint64)
+    temp = np.uint64(1)
+    for i in range(64):
+        m2[i] = temp
+        temp = next_ran(next_ran(temp))
+    i = 62
+    while i >= 0 and not (n >> i) & 1:
+        i -= 1
+    ran = np.uint64(2)
+    while i > 0:
+        temp = np.uint64(0)
+        for j in range(64):
+            if (ran >> np.uint64(j)) & np.uint64(1):
+                temp ^= m2[j]
+        ran = temp
+        i -= 1
+        if (n >> i) & 1:
+            ran = next_ran(ran)
+    return ran
+
+
+@njit(cache=True)
+def starts_many(firsts):
+    out = np.empty(firsts.shape[0], dtype=np.uint64)
+    for r in range(firsts.shape[0]):
+        out[r] = starts(firsts[r])
+    return out
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def owner_of(value, mask, top, mlts, rem):
+    """:meth:`TableLayout.owner_of` (HPCC's WhichPe) in unsigned arithmetic."""
+    g = value & mask
+    if g < top:
+        return np.int64(g // (mlts + np.uint64(1)))
+    return np.int64((g - rem) // mlts)
+
+
+@njit(cache=True, _nrt=False)
+def start_cpus(hh, ctr, nranks):
+    """Every rank's process starts at t = 0, in rank order (SimPy's Initialize events)."""
+    for r in range(nranks):
+        push(hh, ctr, 0.0, URGENT, r << 3 | EV_CPU)

@@ -1,0 +1,217 @@
+"""Compiled ``one-packet`` (seed 001, UPC RandomAccess): the loop of :mod:`gupsim.algorithms.one_packet`.
+
+Each rank's SimPy process becomes a small state machine (``PH_*``): the
+point where the reference process would resume after a ``yield``.  Costs are
+spent in the same order and with the same floating-point sums as the
+reference (``debt += generate``, then ``debt += send + remote_overhead``,
+...), so a CPU's time advances exactly as it does there.
+
+1. read the inbox (raw receive + ``t_u`` per packet; reception room returns
+   when the CPU reaches that read), generate, then either apply a local
+   update or flush and write one packet;
+2. a full injection FIFO is a *blocked send*: the packet queues for room
+   while the CPU keeps draining its inbox, exactly as the reference does;
+3. once its stretch is done, the CPU only drains its inbox.
+
+The run ends when every update has been applied (docs/model.md §6).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from gupsim.fast import core as c
+
+PH_TOP, PH_SEND, PH_BLK_CHECK, PH_BLK_WOKE, PH_DRAIN, PH_DRAIN_RECV = range(6)
+# per-rank integer and float state
+CI_PHASE, CI_LEFT, CI_DEST, CI_BLK_PKT, CI_SENDS, CI_BLOCKED = range(6)
+CI_COLS = 6
+CF_DEBT, CF_BLK_START, CF_BLOCKED_S = range(3)
+CF_COLS = 3
+# cost parameters
+K_GEN, K_UPD, K_SEND_REMOTE, K_RECV_UPD, K_UPD_LOCAL = range(5)
+# algorithm integer parameters
+A_CHUNKS, A_WIRE, A_PAYLOAD = range(3)
+
+
+@njit(cache=True, _nrt=False)
+def _apply(ip, ctr, wt, t):
+    ctr[c.C_APPLIED] += 1
+    n = ctr[c.C_APPLIED]
+    if n == ip[c.I_MARK0]:
+        wt[0] = t
+    if n == ip[c.I_MARK1]:
+        wt[1] = t
+    if n == ip[c.I_TOTAL]:
+        ctr[c.C_DONE] = 1
+
+
+@njit(cache=True, _nrt=False)
+def _receive(r, now, ci, cf, cost, pk, pfree, pq, rk, ip, fp, hh, ctr, wt):
+    cycle_s = fp[c.F_CYCLE_S]
+    while rk[r, c.RK_IN_HEAD] >= 0:
+        p = c.inbox_pop(pk, rk, r)
+        cf[r, CF_DEBT] += cost[K_RECV_UPD]
+        debt_s = cf[r, CF_DEBT] * cycle_s
+        c.give_later(pk, pfree, pq, rk, ip, hh, ctr, ip[c.I_POOL_REC] + r, pk[p, c.PK_CHUNKS], now, debt_s)
+        _apply(ip, ctr, wt, now + debt_s)
+        c.free_packet(pk, ctr, p)
+
+
+@njit(cache=True, _nrt=False)
+def _flush(r, now, ci, cf, fp, hh, ctr, phase):
+    cycles = cf[r, CF_DEBT]
+    cf[r, CF_DEBT] = 0.0
+    ci[r, CI_PHASE] = phase
+    c.push(hh, ctr, now + cycles * fp[c.F_CYCLE_S], c.NORMAL, r << 3 | c.EV_CPU)
+
+
+@njit(cache=True, _nrt=False)
+def _cpu(r, now, ci, cf, ran, cost, ai, lay, pk, pf, pfree, pq, rk, ip, fp, hh, ctr, wt):
+    phase = ci[r, CI_PHASE]
+    while True:
+        if phase == PH_TOP:
+            if ci[r, CI_LEFT] == 0:
+                phase = PH_DRAIN
+                continue
+            _receive(r, now, ci, cf, cost, pk, pfree, pq, rk, ip, fp, hh, ctr, wt)
+            value = c.next_ran(ran[r])
+            ran[r] = value
+            ci[r, CI_LEFT] -= 1
+            dest = c.owner_of(value, lay[0], lay[1], lay[2], lay[3])
+            cf[r, CF_DEBT] += cost[K_GEN]
+            if dest == r:
+                cf[r, CF_DEBT] += cost[K_UPD_LOCAL]
+                _apply(ip, ctr, wt, now + cf[r, CF_DEBT] * fp[c.F_CYCLE_S])
+                _flush(r, now, ci, cf, fp, hh, ctr, PH_TOP)
+                return
+            cf[r, CF_DEBT] += cost[K_SEND_REMOTE]
+            ci[r, CI_DEST] = dest
+            _flush(r, now, ci, cf, fp, hh, ctr, PH_SEND)
+            return
+        elif phase == PH_SEND:
+            p = c.alloc_packet(pk, ctr)
+            pk[p, c.PK_SRC] = r
+            pk[p, c.PK_DST] = ci[r, CI_DEST]
+            pk[p, c.PK_CHUNKS] = ai[A_CHUNKS]
+            pk[p, c.PK_WIRE] = ai[A_WIRE]
+            pk[p, c.PK_PAYLOAD] = ai[A_PAYLOAD]
+            pk[p, c.PK_N] = 1
+            ci[r, CI_SENDS] += 1
+            inj = ip[c.I_POOL_INJ] + r
+            if c.take(pfree, pq, inj, ai[A_CHUNKS], 0):
+                c.launch(pk, pf, ip, hh, ctr, p, now)
+                phase = PH_TOP
+                continue
+            ci[r, CI_BLOCKED] += 1
+            cf[r, CF_BLK_START] = now
+            ci[r, CI_BLK_PKT] = p
+            pk[p, c.PK_STATE] = c.W_INJ
+            pk[p, c.PK_BUBBLE] = 0
+            rk[r, c.RK_GRANTED] = 0
+            c.enqueue(pk, pq, inj, p, 0)
+            phase = PH_BLK_CHECK
+            continue
+        elif phase == PH_BLK_CHECK:
+            if rk[r, c.RK_GRANTED]:
+                c.launch(pk, pf, ip, hh, ctr, ci[r, CI_BLK_PKT], now)
+                cf[r, CF_BLOCKED_S] += now - cf[r, CF_BLK_START]
+                phase = PH_TOP
+                continue
+            ci[r, CI_PHASE] = PH_BLK_WOKE
+            if rk[r, c.RK_IN_HEAD] >= 0:
+                c.push(hh, ctr, now, c.NORMAL, r << 3 | c.EV_CPU)
+            else:
+                rk[r, c.RK_WAIT] = c.WAKE_INBOX | c.WAKE_GRANT
+            return
+        elif phase == PH_BLK_WOKE:
+            _receive(r, now, ci, cf, cost, pk, pfree, pq, rk, ip, fp, hh, ctr, wt)
+            _flush(r, now, ci, cf, fp, hh, ctr, PH_BLK_CHECK)
+            return
+        elif phase == PH_DRAIN:
+            ci[r, CI_PHASE] = PH_DRAIN_RECV
+            if rk[r, c.RK_IN_HEAD] >= 0:
+                c.push(hh, ctr, now, c.NORMAL, r << 3 | c.EV_CPU)
+            else:
+                rk[r, c.RK_WAIT] = c.WAKE_INBOX
+            return
+        else:  # PH_DRAIN_RECV
+            _receive(r, now, ci, cf, cost, pk, pfree, pq, rk, ip, fp, hh, ctr, wt)
+            _flush(r, now, ci, cf, fp, hh, ctr, PH_DRAIN)
+            return
+
+
+@njit(cache=True, _nrt=False)
+def _loop(ci, cf, ran, cost, ai, lay, pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, wt, now):
+    """Process events until done (True) or until a table needs to grow (False)."""
+    while ctr[c.C_HEAP_N] > 0 and ctr[c.C_DONE] == 0:
+        if ctr[c.C_HEAP_N] + c.HEAP_MARGIN > hh.shape[0] or ctr[c.C_NFREE] < c.PACKET_MARGIN:
+            return now, False
+        now, payload = c.pop(hh, ctr)
+        ctr[c.C_EVENTS] += 1
+        kind = payload & 7
+        a = payload >> 3
+        if kind == c.EV_CPU:
+            _cpu(a, now, ci, cf, ran, cost, ai, lay, pk, pf, pfree, pq, rk, ip, fp, hh, ctr, wt)
+        else:
+            c.network_event(kind, a, pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, now)
+    return now, True
+
+
+@njit(cache=True)
+def run(ci, cf, ran, cost, ai, lay, pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, wt):
+    """The event loop; returns the final time.  Grows the heap and packet tables between batches of events."""
+    now = 0.0
+    while True:
+        now, finished = _loop(ci, cf, ran, cost, ai, lay, pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, wt, now)
+        if finished:
+            return now
+        if ctr[c.C_HEAP_N] + c.HEAP_MARGIN > hh.shape[0]:
+            n = 2 * hh.shape[0]
+            hh = c.grow(hh, n)
+        if ctr[c.C_NFREE] < c.PACKET_MARGIN:
+            old = pk.shape[0]
+            pk, pf = c.grow(pk, 2 * old), c.grow(pf, 2 * old)
+            c.link_free_list(pk, old, 2 * old, ctr)
+
+
+def prepare(sim, options) -> dict:
+    """Per-rank state and parameters for :func:`run` (called by :mod:`gupsim.fast`)."""
+    cost_model, net = sim.cost, sim.net_cfg
+    payload = options.payload_bytes
+    chunks = max(1, -(-payload // net.chunk_bytes))
+    wire = options.wire_bytes if options.wire_bytes is not None else chunks * net.chunk_bytes + net.wire_overhead_bytes
+    r = sim.num_ranks
+    ci = np.zeros((r, CI_COLS), dtype=np.int64)
+    ci[:, CI_PHASE] = PH_TOP
+    ci[:, CI_LEFT] = sim.run.updates_per_process
+    cost = np.array([
+        cost_model.generate,
+        cost_model.update,
+        cost_model.raw_send(payload) + options.remote_overhead_cycles,
+        cost_model.raw_recv(payload) + cost_model.update,
+        cost_model.update + options.local_overhead_cycles,
+    ])
+    return {
+        "ci": ci, "cf": np.zeros((r, CF_COLS)), "cost": cost,
+        "ai": np.array([chunks, wire, payload], dtype=np.int64),
+    }
+
+
+def counters(state: dict) -> dict:
+    ci, cf = state["ci"], state["cf"]
+    return {"sends": int(ci[:, CI_SENDS].sum()), "sends_blocked": int(ci[:, CI_BLOCKED].sum()),
+            "blocked_s": float(cf[:, CF_BLOCKED_S].sum())}
+
+
+def remaining(state: dict) -> int:
+    return int(state["ci"][:, CI_LEFT].sum())
+
+
+def window_counters(state: dict) -> list[dict]:
+    return [{}, {}]
+
+
+def error_message(code: int, state: dict) -> str:
+    return f"one-packet fast kernel: internal error {code}"

@@ -1,0 +1,343 @@
+"""Compiled ``routed`` (seed 000 §4.2-4.3, Figures 1 and 2): the loop of :mod:`gupsim.algorithms.routed`.
+
+Same algorithm, same costs, spent in the same order; only the storage
+differs.  A rank's buckets are one row each of a preallocated array, indexed
+by (dimension, the router's coordinate in that dimension): ``X + Y + Z``
+rows (plus ``cores`` in virtual-node mode, the fourth software dimension).
+The row of the process's own coordinate is never used, as in the
+reference, where no update is bucketed for the process itself.
+
+Per rank and dimension the kernel keeps what :class:`_Rank` keeps: the one
+full bucket (``full``), how much of it is already written (the reference's
+``sending`` list), the receive bucket (the packet being routed and the
+position in it) and the packets that arrived from that dimension but were
+not yet received (``waiting``).  The number of updates a process holds is
+kept as a running count and checked against HPCC's 1024 on every receive,
+where the reference checks it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from gupsim.fast import core as c
+
+PH_LOOP, PH_AFTER_FLUSH = 0, 1
+CI_PHASE, CI_LEFT, CI_PROGRESSED, CI_PENDING = range(4)
+CI_COLS = 4
+# per rank and dimension
+RD_FULL, RD_SENDOFF, RD_RBP, RD_RBPOS, RD_WHEAD, RD_WTAIL = range(6)
+RD_COLS = 6
+# global algorithm counters
+AC_PACKETS, AC_UPDATES, AC_SENDS, AC_BLOCKED, AC_HOPS = range(5)
+# integer parameters
+A_NDIMS, A_CAP, A_PER_PACKET, A_HDR = range(4)
+A_LEN = 4     # 4 lengths, then 4 slot offsets, then the slot count
+A_OFF = 8
+A_NSLOTS = 12
+# cost parameters
+K_GEN, K_UPD, K_HOP = range(3)
+ERR_PENDING = 1
+MAX_PENDING = 1024
+
+
+@njit(cache=True, _nrt=False)
+def _apply(ip, ctr, wt, wc, ac, t):
+    ctr[c.C_APPLIED] += 1
+    n = ctr[c.C_APPLIED]
+    for k in range(2):
+        if n == ip[c.I_MARK0 + k]:
+            wt[k] = t
+            wc[k, 0], wc[k, 1] = ac[AC_PACKETS], ac[AC_UPDATES]
+    if n == ip[c.I_TOTAL]:
+        ctr[c.C_DONE] = 1
+
+
+@njit(cache=True, _nrt=False)
+def _route_one(r, value, now, ci, cf, rd, bv, bl, rc, ai, cost, lay, ac, ip, fp, ctr, wt, wc):
+    """routeUpdates for one update: apply it or bucket it; False if its dimension's bucket is full."""
+    owner = c.owner_of(value, lay[0], lay[1], lay[2], lay[3])
+    if owner == r:
+        cf[r] += cost[K_UPD]
+        _apply(ip, ctr, wt, wc, ac, now + cf[r] * fp[c.F_CYCLE_S])
+        return True
+    d = 0
+    while rc[r, d] == rc[owner, d]:
+        d += 1
+    if rd[r, d, RD_FULL] >= 0:
+        return False
+    slot = ai[A_OFF + d] + rc[owner, d]
+    row = r * ai[A_NSLOTS] + slot
+    bv[row, bl[row]] = value
+    bl[row] += 1
+    ci[r, CI_PENDING] += 1
+    cf[r] += cost[K_HOP]
+    ac[AC_HOPS] += 1
+    if bl[row] >= ai[A_CAP]:
+        rd[r, d, RD_FULL] = slot
+    return True
+
+
+@njit(cache=True, _nrt=False)
+def _router(r, d, slot, rc, ai, ip):
+    """Rank of the software router of bucket ``slot`` (my coordinates, dimension ``d`` replaced)."""
+    x, y, z, core = rc[r, 0], rc[r, 1], rc[r, 2], rc[r, 3]
+    v = slot - ai[A_OFF + d]
+    if d == 0:
+        x = v
+    elif d == 1:
+        y = v
+    elif d == 2:
+        z = v
+    else:
+        core = v
+    return (x + ip[c.I_X] * (y + ip[c.I_Y] * z)) * ip[c.I_PPN] + core
+
+
+@njit(cache=True, _nrt=False)
+def _write_packets(r, d, now, ci, cf, rd, bv, bl, pv, rc, ai, tabs, ac, pk, pf, pfree, pq, ip, hh, ctr):
+    """Write as many packets of dimension ``d``'s full bucket as the FIFO takes; True when done."""
+    slot = rd[r, d, RD_FULL]
+    row = r * ai[A_NSLOTS] + slot
+    router = _router(r, d, slot, rc, ai, ip)
+    if rd[r, d, RD_SENDOFF] < 0:
+        rd[r, d, RD_SENDOFF] = 0
+    inj = ip[c.I_POOL_INJ] + r
+    while rd[r, d, RD_SENDOFF] < bl[row]:
+        off = rd[r, d, RD_SENDOFF]
+        k = min(ai[A_PER_PACKET], bl[row] - off)
+        chunks = np.int64(tabs[k, 0])
+        if not c.take(pfree, pq, inj, chunks, 0):
+            return False
+        p = c.alloc_packet(pk, ctr)
+        pk[p, c.PK_SRC], pk[p, c.PK_DST], pk[p, c.PK_CHUNKS] = r, router, chunks
+        pk[p, c.PK_WIRE], pk[p, c.PK_PAYLOAD] = np.int64(tabs[k, 1]), ai[A_HDR] + 8 * k
+        pk[p, c.PK_MSG], pk[p, c.PK_N] = d, k
+        for i in range(k):
+            pv[p, i] = bv[row, off + i]
+        c.launch(pk, pf, ip, hh, ctr, p, now)
+        rd[r, d, RD_SENDOFF] = off + k
+        ci[r, CI_PENDING] -= k
+        cf[r] += tabs[k, 2]
+        ac[AC_PACKETS] += 1
+        ac[AC_UPDATES] += k
+    bl[row] = 0
+    rd[r, d, RD_SENDOFF] = -1
+    rd[r, d, RD_FULL] = -1
+    return True
+
+
+@njit(cache=True, _nrt=False)
+def _cpu(r, now, ci, cf, rd, bv, bl, pv, rc, ran, ai, cost, tabs, lay, ac, wc,
+         pk, pf, pfree, pq, rk, ip, fp, hh, ctr, wt):
+    nd = ai[A_NDIMS]
+    cycle_s = fp[c.F_CYCLE_S]
+    resumed = ci[r, CI_PHASE] == PH_AFTER_FLUSH
+    while True:
+        if resumed:
+            resumed = False
+            progressed = ci[r, CI_PROGRESSED] == 1
+        else:
+            # ---- send logic
+            progressed = False
+            for d in range(nd):
+                if rd[r, d, RD_FULL] < 0:
+                    continue
+                ac[AC_SENDS] += 1
+                if _write_packets(r, d, now, ci, cf, rd, bv, bl, pv, rc, ai, tabs, ac,
+                                  pk, pf, pfree, pq, ip, hh, ctr):
+                    progressed = True
+                else:
+                    ac[AC_BLOCKED] += 1
+            # ---- receive logic: sort arrivals by the dimension they came from
+            while rk[r, c.RK_IN_HEAD] >= 0:
+                p = c.inbox_pop(pk, rk, r)
+                d = pk[p, c.PK_MSG]
+                pk[p, c.PK_NEXT] = -1
+                if rd[r, d, RD_WHEAD] < 0:
+                    rd[r, d, RD_WHEAD] = p
+                else:
+                    pk[rd[r, d, RD_WTAIL], c.PK_NEXT] = p
+                rd[r, d, RD_WTAIL] = p
+            for d in range(nd):
+                while True:
+                    p = rd[r, d, RD_RBP]
+                    if p < 0:
+                        p = rd[r, d, RD_WHEAD]
+                        if p < 0:
+                            break
+                        rd[r, d, RD_WHEAD] = pk[p, c.PK_NEXT]
+                        cf[r] += tabs[pk[p, c.PK_N], 3]
+                        c.give_later(pk, pfree, pq, rk, ip, hh, ctr, ip[c.I_POOL_REC] + r,
+                                     pk[p, c.PK_CHUNKS], now, cf[r] * cycle_s)
+                        rd[r, d, RD_RBP], rd[r, d, RD_RBPOS] = p, 0
+                        ci[r, CI_PENDING] += pk[p, c.PK_N]
+                        if ci[r, CI_PENDING] > MAX_PENDING:
+                            ctr[c.C_ERROR] = ERR_PENDING
+                            return
+                        progressed = True
+                    pos, n = rd[r, d, RD_RBPOS], pk[p, c.PK_N]
+                    start = pos
+                    while pos < n and _route_one(r, pv[p, pos], now, ci, cf, rd, bv, bl, rc, ai, cost, lay,
+                                                 ac, ip, fp, ctr, wt, wc):
+                        pos += 1
+                        ci[r, CI_PENDING] -= 1
+                    if pos > start:
+                        progressed = True
+                    rd[r, d, RD_RBPOS] = pos
+                    if pos < n:
+                        break
+                    rd[r, d, RD_RBP] = -1
+                    c.free_packet(pk, ctr, p)
+            # ---- form
+            if ci[r, CI_LEFT] > 0:
+                idle = True
+                for d in range(nd):
+                    if rd[r, d, RD_FULL] >= 0:
+                        idle = False
+                if idle:
+                    value = c.next_ran(ran[r])
+                    ran[r] = value
+                    ci[r, CI_LEFT] -= 1
+                    cf[r] += cost[K_GEN]
+                    _route_one(r, value, now, ci, cf, rd, bv, bl, rc, ai, cost, lay, ac, ip, fp, ctr, wt, wc)
+                    progressed = True
+            elif not progressed:
+                quiet = True
+                for d in range(nd):
+                    if rd[r, d, RD_WHEAD] >= 0 or rd[r, d, RD_RBP] >= 0:
+                        quiet = False
+                if quiet:
+                    progressed = _flush_partial(r, now, ci, cf, rd, bv, bl, pv, rc, ai, tabs, ac,
+                                                pk, pf, pfree, pq, ip, hh, ctr)
+            if cf[r] != 0.0:
+                cycles = cf[r]
+                cf[r] = 0.0
+                ci[r, CI_PHASE] = PH_AFTER_FLUSH
+                ci[r, CI_PROGRESSED] = 1 if progressed else 0
+                c.push(hh, ctr, now + cycles * cycle_s, c.NORMAL, r << 3 | c.EV_CPU)
+                return
+        if not progressed:
+            # Nothing to do until a packet arrives or (with a full bucket) the injection FIFO drains.
+            ci[r, CI_PHASE] = PH_LOOP
+            any_full = False
+            for d in range(nd):
+                if rd[r, d, RD_FULL] >= 0:
+                    any_full = True
+            if rk[r, c.RK_IN_HEAD] >= 0 or (any_full and pfree[ip[c.I_POOL_INJ] + r] >= ip[c.I_MAXCH]):
+                c.push(hh, ctr, now, c.NORMAL, r << 3 | c.EV_CPU)
+            else:
+                rk[r, c.RK_WAIT] = c.WAKE_INBOX | (c.WAKE_ROOM if any_full else 0)
+            return
+
+
+@njit(cache=True, _nrt=False)
+def _flush_partial(r, now, ci, cf, rd, bv, bl, pv, rc, ai, tabs, ac, pk, pf, pfree, pq, ip, hh, ctr):
+    """FinishLogic: send the largest partial bucket (ties: the highest router rank)."""
+    best_len, best_router, best_slot, best_d = 0, -1, -1, -1
+    base = r * ai[A_NSLOTS]
+    for d in range(ai[A_NDIMS]):
+        for slot in range(ai[A_OFF + d], ai[A_OFF + d] + ai[A_LEN + d]):
+            n = bl[base + slot]
+            if n == 0 or rd[r, d, RD_FULL] == slot:
+                continue
+            router = _router(r, d, slot, rc, ai, ip)
+            if n > best_len or (n == best_len and router > best_router):
+                best_len, best_router, best_slot, best_d = n, router, slot, d
+    if best_slot < 0 or rd[r, best_d, RD_FULL] >= 0:
+        return False
+    rd[r, best_d, RD_FULL] = best_slot
+    _write_packets(r, best_d, now, ci, cf, rd, bv, bl, pv, rc, ai, tabs, ac, pk, pf, pfree, pq, ip, hh, ctr)
+    return True
+
+
+@njit(cache=True, _nrt=False)
+def _loop(ci, cf, rd, bv, bl, pv, rc, ran, ai, cost, tabs, lay, ac, wc,
+        pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, wt, now):
+    """Process events until done (True) or until a table needs to grow (False)."""
+    while ctr[c.C_HEAP_N] > 0 and ctr[c.C_DONE] == 0 and ctr[c.C_ERROR] == 0:
+        if ctr[c.C_HEAP_N] + c.HEAP_MARGIN > hh.shape[0] or ctr[c.C_NFREE] < c.PACKET_MARGIN:
+            return now, False
+        now, payload = c.pop(hh, ctr)
+        ctr[c.C_EVENTS] += 1
+        kind = payload & 7
+        a = payload >> 3
+        if kind == c.EV_CPU:
+            _cpu(a, now, ci, cf, rd, bv, bl, pv, rc, ran, ai, cost, tabs, lay, ac, wc,
+                 pk, pf, pfree, pq, rk, ip, fp, hh, ctr, wt)
+        else:
+            c.network_event(kind, a, pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, now)
+    return now, True
+
+
+@njit(cache=True)
+def run(ci, cf, rd, bv, bl, pv, rc, ran, ai, cost, tabs, lay, ac, wc,
+        pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, wt):
+    """The event loop; returns the final time.  Grows the heap and packet tables between batches of events."""
+    now = 0.0
+    while True:
+        now, finished = _loop(ci, cf, rd, bv, bl, pv, rc, ran, ai, cost, tabs, lay, ac, wc, pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, wt, now)
+        if finished:
+            return now
+        if ctr[c.C_HEAP_N] + c.HEAP_MARGIN > hh.shape[0]:
+            n = 2 * hh.shape[0]
+            hh = c.grow(hh, n)
+        if ctr[c.C_NFREE] < c.PACKET_MARGIN:
+            old = pk.shape[0]
+            pk, pf, pv = c.grow(pk, 2 * old), c.grow(pf, 2 * old), c.grow(pv, 2 * old)
+            c.link_free_list(pk, old, 2 * old, ctr)
+
+
+def prepare(sim, options) -> dict:
+    """Buckets, receive state and parameters for :func:`run` (called by :mod:`gupsim.fast`)."""
+    alg, net, cm = sim.algorithm, sim.net_cfg, sim.cost
+    lengths = alg.lengths
+    nd, R = len(lengths), sim.num_ranks
+    nslots = sum(lengths)
+    cap, pp, hdr = alg.capacity, alg.per_packet, options.software_header_bytes
+    ai = np.zeros(16, dtype=np.int64)
+    ai[A_NDIMS], ai[A_CAP], ai[A_PER_PACKET], ai[A_HDR] = nd, cap, pp, hdr
+    ai[A_LEN:A_LEN + nd] = lengths
+    ai[A_OFF:A_OFF + nd] = np.cumsum([0] + lengths[:-1])
+    ai[A_NSLOTS] = nslots
+    # per number of updates k in a packet: chunks, wire bytes, send and receive cycles
+    tabs = np.zeros((pp + 1, 4))
+    for k in range(1, pp + 1):
+        payload = hdr + 8 * k
+        chunks = max(1, -(-payload // net.chunk_bytes))
+        tabs[k] = (chunks, chunks * net.chunk_bytes + net.wire_overhead_bytes, cm.raw_send(payload), cm.raw_recv(payload))
+    coords = sim.topology.coords_array()
+    rank = np.arange(R)
+    rc = np.zeros((R, 4), dtype=np.int64)
+    rc[:, :3] = coords[rank // sim.ppn]
+    if nd > 3:
+        rc[:, 3] = rank % sim.ppn
+    ci = np.zeros((R, CI_COLS), dtype=np.int64)
+    ci[:, CI_LEFT] = sim.run.updates_per_process
+    rd = np.full((R, nd, RD_COLS), -1, dtype=np.int64)
+    return {
+        "ci": ci, "cf": np.zeros(R), "rd": rd,
+        "bv": np.zeros((R * nslots, cap), dtype=np.uint64), "bl": np.zeros(R * nslots, dtype=np.int64),
+        "pv": np.zeros((4 * R + 2 * c.PACKET_MARGIN, pp), dtype=np.uint64), "rc": rc, "ai": ai,
+        "cost": np.array([cm.generate, cm.update, sim.machine.cpu.route_hop_cycles]), "tabs": tabs,
+        "ac": np.zeros(8, dtype=np.int64), "wc": np.zeros((2, 2), dtype=np.int64),
+    }
+
+
+def remaining(state: dict) -> int:
+    return int(state["ci"][:, CI_LEFT].sum())
+
+
+def window_counters(state: dict) -> list[dict]:
+    return [{"packets": int(w[0]), "updates": int(w[1])} for w in state["wc"]]
+
+
+def counters(state: dict) -> dict:
+    ac = state["ac"]
+    return {"packets": int(ac[AC_PACKETS]), "packet_updates": int(ac[AC_UPDATES]), "sends": int(ac[AC_SENDS]),
+            "sends_blocked": int(ac[AC_BLOCKED]), "hops": int(ac[AC_HOPS])}
+
+
+def error_message(code: int, state: dict) -> str:
+    return f"routed: a process holds more than {MAX_PENDING} pending updates (HPCC's limit)"

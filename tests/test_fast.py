@@ -1,0 +1,163 @@
+"""The fast engine (gupsim.fast) against the SimPy reference: same numbers, its own determinism, its plumbing."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gupsim import hpcc
+from gupsim.config import load_machine
+from gupsim.errors import GupsimError
+from gupsim.runner import RECORD_KEYS, make_run_config, simulate
+
+#: Differ by construction: the engines schedule different bookkeeping events and run at different speeds.
+VOLATILE = {"events", "wall_s", "peak_rss_mb", "events_per_s", "engine", "config"}
+#: Summed over ranks in a different order (float addition); the sums agree to rounding.
+ROUNDED = {"alg_cpu_blocked_s"}
+UPC = {"payload_bytes": 64, "wire_bytes": 75, "local_overhead_cycles": 40.0, "remote_overhead_cycles": 60.0}
+
+CASES = [
+    # (algorithm, shape, updates per process, machine overrides, algorithm options)
+    ("one-packet", "2x2x2", 600, {}, {}),                                               # mesh
+    ("one-packet", "4x4x2", 300, {"network.topology": "torus"}, {}),                    # torus, bubble
+    ("one-packet", "4x2x2", 300, {"cpu.processes_per_node": 2}, {}),                    # virtual-node mode
+    ("one-packet", "4x2x2", 300, {"network.topology": "torus", "network.routing": "adaptive"}, {}),
+    ("one-packet", "2x2x2", 300, {"cpu.processes_per_node": 2}, UPC),                   # seed 001's packet
+    ("routed", "2x2x2", 600, {}, {}),
+    ("routed", "4x4x2", 600, {"network.topology": "torus"}, {}),
+    ("routed", "4x2x2", 600, {"cpu.processes_per_node": 2}, {}),
+    ("routed", "4x2x2", 600, {"network.topology": "torus", "network.routing": "adaptive"}, {}),
+]
+
+
+def _run(algorithm, shape, updates, sets, options, engine, seed=0):
+    machine = load_machine("bgl", sets)
+    return simulate(make_run_config(machine=machine, shape=shape, algorithm=algorithm, updates_per_process=updates,
+                                    algorithm_options=options, engine=engine, seed=seed))
+
+
+@pytest.mark.parametrize("algorithm, shape, updates, sets, options", CASES)
+def test_fast_engine_reproduces_the_simpy_reference_bit_for_bit(algorithm, shape, updates, sets, options):
+    fast_sim, fast = _run(algorithm, shape, updates, sets, options, "fast")
+    ref_sim, ref = _run(algorithm, shape, updates, sets, options, "simpy")
+    assert (fast["engine"], ref["engine"]) == ("fast", "simpy")
+    assert set(fast) == set(ref)
+    for key in RECORD_KEYS:
+        assert key in fast
+    for key in sorted(set(ref) - VOLATILE):
+        if key in ROUNDED:
+            assert fast[key] == pytest.approx(ref[key], rel=1e-12), key
+        else:
+            assert fast[key] == ref[key], key  # every reported metric, exactly
+    # ... and so does every link counter
+    f, r = fast_sim.net.link_stats(), ref_sim.net.link_stats()
+    np.testing.assert_array_equal(f["bytes"], r["bytes"])
+    np.testing.assert_array_equal(f["busy_s"], r["busy_s"])
+    np.testing.assert_array_equal(f["blocked_s"], r["blocked_s"])
+    assert fast_sim.net.packets_delivered == fast_sim.net.packets_injected
+
+
+@pytest.mark.parametrize("algorithm", ["one-packet", "routed"])
+def test_fast_engine_is_deterministic_and_the_seed_selects_the_stretch(algorithm):
+    a = _run(algorithm, "4x4x4", 256, {}, {}, "fast", seed=2)[1]
+    b = _run(algorithm, "4x4x4", 256, {}, {}, "fast", seed=2)[1]
+    c = _run(algorithm, "4x4x4", 256, {}, {}, "fast", seed=3)[1]
+    keep = set(a) - {"wall_s", "peak_rss_mb", "events_per_s"}
+    assert {k: a[k] for k in keep} == {k: b[k] for k in keep}
+    assert c["sim_time_s"] != a["sim_time_s"]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(min_value=0, max_value=2**62))
+def test_compiled_jump_ahead_is_hpcc_starts(n):
+    from gupsim.fast.core import starts_many
+
+    assert int(starts_many(np.array([n], dtype=np.int64))[0]) == hpcc.starts(n)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(min_value=1, max_value=40), st.integers(min_value=1, max_value=5000),
+       st.integers(min_value=0, max_value=2**64 - 1))
+def test_compiled_owner_is_hpcc_which_pe(log2_size, procs, value):
+    from gupsim.fast.core import owner_of
+
+    if 2**log2_size < procs:
+        return
+    lay = hpcc.TableLayout(log2_size, procs)
+    args = [np.uint64(x) for x in (lay.table_size - 1, lay.top, lay.min_local_table_size, lay.remainder)]
+    assert owner_of.py_func(np.uint64(value), *args) == lay.owner_of(value)
+    assert owner_of(np.uint64(value), *args) == lay.owner_of(value)
+
+
+def test_auto_picks_the_fast_engine_only_where_a_kernel_exists(bgl):
+    from gupsim.fast import choose_engine
+
+    def cfg(algorithm, **kw):
+        return make_run_config(machine=bgl, shape="2x2x2", algorithm=algorithm, updates_per_process=64, **kw)
+
+    assert choose_engine(cfg("one-packet")) == "fast"
+    assert choose_engine(cfg("routed")) == "fast"
+    assert choose_engine(cfg("baseline")) == "simpy"
+    assert choose_engine(cfg("routed", verify=True)) == "simpy"
+    assert choose_engine(cfg("routed", engine="simpy")) == "simpy"
+    with pytest.raises(GupsimError, match="no fast kernel for algorithm 'baseline'"):
+        choose_engine(cfg("baseline", engine="fast"))
+    assert simulate(cfg("baseline"))[1]["engine"] == "simpy"
+
+
+def test_engine_flag_on_the_command_line(capsys):
+    from gupsim.cli import main
+
+    main(["run", "--shape", "2x2x1", "--algorithm", "routed", "--updates", "64", "--engine", "fast"])
+    assert "fast engine" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as exc:
+        main(["run", "--shape", "2x2x1", "--algorithm", "baseline", "--engine", "fast"])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and len(err.strip().splitlines()) == 1
+    assert err.startswith("gupsim: error: --engine fast: no fast kernel")
+
+
+def test_a_run_too_big_for_memory_is_refused_in_one_line_before_anything_is_built(bgl):
+    cfg = make_run_config(machine=bgl, shape="512x512x256", algorithm="routed", updates_per_process=16, engine="fast")
+    with pytest.raises(GupsimError, match=r"fast engine\).* needs about .* GB") as exc:
+        simulate(cfg)
+    assert "\n" not in str(exc.value)
+
+
+def test_fast_estimate_covers_measured_peaks():
+    """The per-rank figures in gupsim.fast are measured peaks (docs/performance.md); they must stay above
+    what a 4096-rank run actually allocates in NumPy arrays."""
+    from gupsim.fast import FAST_NODE_BYTES, KERNELS, FastSimulation
+
+    machine = load_machine("bgl")
+    for algorithm in KERNELS:
+        sim = FastSimulation(make_run_config(machine=machine, shape="16x16x16", algorithm=algorithm,
+                                             updates_per_process=16))
+        arrays = sim._arrays() | sim._module.prepare(sim, sim.algorithm.options)
+        held = sum(a.nbytes for a in arrays.values())
+        assert held < 4096 * (KERNELS[algorithm].per_rank_bytes + FAST_NODE_BYTES), algorithm
+
+
+@pytest.mark.parametrize("engine", ["simpy", "fast"])
+def test_both_engines_refuse_more_than_1024_pending_updates(bgl, engine):
+    cfg = make_run_config(machine=bgl, shape="2x2x2", algorithm="routed", updates_per_process=2000,
+                          algorithm_options={"bucket_capacity": 1000}, engine=engine)
+    with pytest.raises(GupsimError, match="1024"):
+        simulate(cfg)
+
+
+@pytest.mark.parametrize("machine", ["bgp", "hypatia-dv"])
+def test_auto_uses_simpy_for_machines_the_kernels_do_not_model(machine):
+    from gupsim.config import load_machine
+    from gupsim.fast import choose_engine
+
+    m = load_machine(machine)
+    algorithm = "dv" if machine == "hypatia-dv" else "one-packet"
+    shape = "4x1x1" if machine == "hypatia-dv" else "2x2x2"
+    run = make_run_config(machine=m, shape=shape, algorithm=algorithm, updates_per_process=8)
+    assert choose_engine(run) == "simpy"
+    with pytest.raises(GupsimError, match="--engine fast"):
+        choose_engine(make_run_config(machine=m, shape=shape, algorithm=algorithm, updates_per_process=8,
+                                      engine="fast"))
