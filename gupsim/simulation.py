@@ -71,7 +71,9 @@ class RunConfig(BaseModel):
     algorithm_options: dict[str, Any] = Field(default_factory=dict, description="validated by the algorithm's "
                                               "Options model (--option KEY=VALUE)")
     #: 'auto': the compiled engine (gupsim.fast) where it has a kernel for the run, else SimPy.
-    engine: Literal["auto", "fast", "simpy"] = "auto"
+    engine: Literal["auto", "fast", "simpy"] = Field(
+        default="auto", description="fast: compiled kernels (gupsim.fast); simpy: the reference engine; auto: fast "
+        "where a kernel models the run, else simpy (--engine)")
 
 
 class CountingEnvironment(simpy.Environment):

@@ -58,6 +58,8 @@ class Kernel:
 
     module: Callable[[], ModuleType]
     per_rank_bytes: int
+    #: Options the kernel implements; any other option must keep its default, else SimPy runs.
+    options: frozenset[str] = frozenset()
 
 
 def _one_packet() -> ModuleType:
@@ -72,8 +74,11 @@ def _routed() -> ModuleType:
 
 #: Algorithms with a fast kernel; the others always run on SimPy.
 KERNELS: dict[str, Kernel] = {
-    "one-packet": Kernel(_one_packet, per_rank_bytes=12_000),  # measured 4-9 KB (docs/performance.md)
-    "routed": Kernel(_routed, per_rank_bytes=48_000),  # measured 24-39 KB, 32x32x16 to 64x32x32 (short runs)
+    "one-packet": Kernel(_one_packet, per_rank_bytes=12_000,  # measured 4-9 KB (docs/performance.md)
+                         options=frozenset({"payload_bytes", "wire_bytes", "local_overhead_cycles",
+                                            "remote_overhead_cycles"})),
+    "routed": Kernel(_routed, per_rank_bytes=48_000,  # measured 24-39 KB, 32x32x16 to 64x32x32 (short runs)
+                     options=frozenset({"software_header_bytes", "bucket_capacity"})),
 }
 
 
@@ -83,6 +88,11 @@ def unsupported(run: RunConfig) -> str | None:
         return f"no fast kernel for algorithm {run.algorithm!r} (fast kernels: {', '.join(sorted(KERNELS))})"
     if run.verify:
         return "verify keeps a real table, which only the SimPy engine does"
+    options = validate_options(run.algorithm, run.algorithm_options)
+    defaults = type(options)()
+    for name in type(options).model_fields:
+        if name not in KERNELS[run.algorithm].options and getattr(options, name) != getattr(defaults, name):
+            return f"option {name}={getattr(options, name)!r} is not in the {run.algorithm} kernel"
     # The kernels compile network.py's torus link model and nothing else.
     if not isinstance(run.machine, MachineConfig):
         return f"machine {run.machine.name} is not a torus machine (the kernels model network.py only)"
