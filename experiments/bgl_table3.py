@@ -38,6 +38,8 @@ from gupsim.config import load_machine
 from gupsim.runner import make_run_config, simulate
 from gupsim.validation import Comparison, bgl_partition_shapes, compare, reference_table
 
+WALL_MINUTES = 5  # rough full-run minutes here (from timed rows); only orders `reproduce --jobs`
+
 FULL_MAX_NODES, QUICK_MAX_NODES = 512, 64
 UPDATES = 4096
 FIT_SHAPE, FIT_CYCLES, FIT_CYCLES_TEST_EVERY_60 = "4x4x2", 1018.0, 435.0  # seed 000 §6.1 text, N = 32

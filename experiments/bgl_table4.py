@@ -29,6 +29,8 @@ from gupsim.config import load_machine
 from gupsim.runner import make_run_config, simulate
 from gupsim.validation import Comparison, bgl_partition_shapes, compare, reference_table
 
+WALL_MINUTES = 8  # rough full-run minutes here (from timed rows); only orders `reproduce --jobs`
+
 FULL_MAX_NODES, QUICK_MAX_NODES = 16384, 128
 UPDATES, QUICK_UPDATES = 4096, 2048
 FIT_ROW = 32

@@ -33,6 +33,8 @@ from gupsim.config import load_machine
 from gupsim.runner import make_run_config, simulate
 from gupsim.validation import Comparison, bgl_partition_shapes
 
+WALL_MINUTES = 16  # rough full-run minutes here (from timed rows); only orders `reproduce --jobs`
+
 REFERENCE = Path(__file__).resolve().parent / "reference" / "bgl_section62.csv"
 FULL_SIZES, QUICK_SIZES = (512, 2048, 8192, 16384), (32, 128)
 ROUTING_SIZES = (8192,)  # the largest row whose adaptive run fits the reproduce budget (16,384 takes ~6 min more)

@@ -54,6 +54,8 @@ from gupsim.bounds import bounds, cpu_bound_gups, machine_topology, network_boun
 from gupsim.runner import make_run_config, simulate
 from gupsim.validation import Comparison
 
+WALL_MINUTES = 27  # rough full-run minutes here (from timed rows); only orders `reproduce --jobs`
+
 NODES = (512, 1024, 2048, 4096, 8192, 16384, 32768, 40960)
 MODES = {"SMP": 1, "dual": 2, "VN": 4}
 ALGORITHMS = ("baseline", "routed", "one-packet", "routed-split")

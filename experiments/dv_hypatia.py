@@ -48,6 +48,8 @@ from gupsim.dram import fit_outstanding_misses, update_rate
 from gupsim.runner import make_run_config, simulate
 from gupsim.validation import Comparison, compare, reference_table
 
+WALL_MINUTES = 13  # rough full-run minutes here (from timed rows); only orders `reproduce --jobs`
+
 FIG6_RATIO_BAND = (250.0, 400.0)  # seed 003 text on Fig. 6: "Data Vortex is 250 to 400 times faster" (a target only)
 CORES = {False: (16, 32, 64, 256), True: (16, 32)}
 SWEEP = {False: (64, 256, 1024, 2048), True: (64,)}
