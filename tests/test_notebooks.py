@@ -38,7 +38,7 @@ def kernel_path(tmp_path_factory):
 def test_the_numbered_notebooks_exist():
     numbers = [path.name[:2] for path in NOTEBOOKS]
     assert all(n.isdigit() for n in numbers) and len(set(numbers)) == len(numbers), numbers
-    assert {"00", "01", "02", "05"} <= set(numbers), numbers  # 03, 04 come with the BG/P and Data Vortex machines
+    assert {"00", "01", "02", "03", "04", "05"} <= set(numbers), numbers
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
