@@ -271,9 +271,8 @@ def machine_path(name_or_path: str) -> Path:
     return path
 
 
-def load_machine(name_or_path: str, overrides: dict[str, Any] | None = None) -> MachineConfig:
-    """Load, override and validate a machine; every failure is one line."""
-    path = machine_path(name_or_path)
+def read_yaml_mapping(path: Path, what: str) -> dict[str, Any]:
+    """A YAML file whose top level is a mapping; bad YAML or another shape is one line."""
     try:
         data = yaml.safe_load(path.read_text())
     except yaml.YAMLError as exc:
@@ -281,7 +280,14 @@ def load_machine(name_or_path: str, overrides: dict[str, Any] | None = None) -> 
         where = f" (line {mark.line + 1})" if mark is not None else ""
         raise GupsimError(f"{path}: not valid YAML{where}: {getattr(exc, 'problem', exc)}") from None
     if not isinstance(data, dict):
-        raise GupsimError(f"{path}: expected a mapping of machine fields at the top level")
+        raise GupsimError(f"{path}: expected a mapping of {what} at the top level")
+    return data
+
+
+def load_machine(name_or_path: str, overrides: dict[str, Any] | None = None) -> MachineConfig:
+    """Load, override and validate a machine; every failure is one line."""
+    path = machine_path(name_or_path)
+    data = read_yaml_mapping(path, "machine fields")
     data = apply_overrides(data, overrides or {}, str(path))
     data["source_path"] = str(path)
     try:

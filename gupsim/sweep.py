@@ -43,10 +43,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from gupsim.config import REPO_ROOT, leaf_fields, load_machine, resolve_override_key
+from gupsim.config import REPO_ROOT, leaf_fields, load_machine, read_yaml_mapping, resolve_override_key
 from gupsim.errors import GupsimError
 
 EXPERIMENTS_DIR = REPO_ROOT / "configs" / "experiments"
@@ -90,14 +89,7 @@ class Point:
 
 def load_sweep(path_or_name: str) -> SweepSpec:
     path = _sweep_path(path_or_name)
-    try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" (line {mark.line + 1})" if mark is not None else ""
-        raise GupsimError(f"{path}: not valid YAML{where}: {getattr(exc, 'problem', exc)}") from None
-    if not isinstance(data, dict):
-        raise GupsimError(f"{path}: expected a mapping with name, machine and grid at the top level")
+    data = read_yaml_mapping(path, "sweep fields (name, machine, grid)")
     try:
         spec = SweepSpec.model_validate(data)
     except ValidationError as exc:
