@@ -302,8 +302,12 @@ def open_client(scheduler: str | None, workers: int | None, processes: bool):
     """A Dask client: the given scheduler, or a LocalCluster on this machine's cores."""
     import logging
 
+    import dask
     from dask.distributed import Client, LocalCluster
 
+    # A compiled fast-engine call can hold the GIL for minutes; with Dask's default
+    # worker-ttl (5 min) the scheduler would declare such a worker dead and kill it.
+    dask.config.set({"distributed.scheduler.worker-ttl": None})
     try:
         if scheduler:
             return Client(scheduler, timeout="15s")
