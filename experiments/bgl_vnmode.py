@@ -107,8 +107,8 @@ def reproduce(quick: bool = False, inputs: dict | None = None) -> Comparison:
             + "Co-processor runs are Table 4's (bgl-table4). "
             + ("" if quick else "At 8,192 nodes the CO run is repeated with adaptive routing (dynamic VC with a "
                "dimension-order escape channel); §5.1's claim that only dynamic routing reaches the network bound "
-               "concerns network-bound rows, and in this model no simulated row up to 16,384 nodes is network "
-               "bound (SBF column), so the test of the claim is left to 65,536 nodes, which the fast engine cannot "
+               "concerns network-bound rows, and in this model no simulated row of Table 4 up to 16,384 nodes is network "
+               "bound (its SBF column), so the test of the claim is left to 65,536 nodes, which the fast engine cannot "
                "run to a steady state within the reproduce budget.")
         ),
         wall_s=time.perf_counter() - t0,
