@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import simpy
 
-from gupsim.network import Credits, Mailbox, Packet
+from gupsim.network import Credits, FifoInjection, Mailbox, Packet
 
 if TYPE_CHECKING:
     from gupsim.fabrics import SwitchedTopology
@@ -84,7 +84,7 @@ class _FabricBase:
                 "busy_s": busy, "blocked_s": np.zeros(len(busy))}
 
 
-class FatTreeNetwork(_FabricBase):
+class FatTreeNetwork(FifoInjection, _FabricBase):
     """FDR InfiniBand: adapters, one switch or a two-level fat tree, MTU-sized packets."""
 
     def __init__(self, env, topology, machine, processes_per_node: int = 1):
@@ -106,20 +106,6 @@ class FatTreeNetwork(_FabricBase):
         if wire_bytes is None:
             wire_bytes = payload_bytes + self.cfg.packet_header_bytes
         return Packet(src, dst, self.packet_chunks(payload_bytes), wire_bytes, payload_bytes, updates, message)
-
-    def try_inject(self, pkt: Packet) -> bool:
-        if not self.injection[pkt.src].take(pkt.chunks):
-            return False
-        self.launch(pkt)
-        return True
-
-    def inject(self, pkt: Packet):
-        if not self.injection[pkt.src].take(pkt.chunks):
-            yield self.injection[pkt.src].wait(pkt.chunks)
-        self.launch(pkt)
-
-    def request_injection(self, pkt: Packet) -> simpy.Event:
-        return self.injection[pkt.src].wait(pkt.chunks)
 
     def launch(self, pkt: Packet) -> None:
         """Reserve the packet's path now; it reaches the receive buffer at the computed time."""

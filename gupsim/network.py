@@ -165,7 +165,32 @@ class Credits:
         return len(self._cont) + len(self._enter)
 
 
-class Network:
+class FifoInjection:
+    """Injection through a per-sender FIFO of credits (``self.injection``), then ``self.launch``.
+
+    Shared by every network with injection FIFOs: the torus link model here and
+    the fat tree of :mod:`gupsim.fabric_network`.
+    """
+
+    def try_inject(self, pkt: Packet) -> bool:
+        """Put ``pkt`` in its sender's injection FIFO if there is room now."""
+        if not self.injection[pkt.src].take(pkt.chunks):
+            return False
+        self.launch(pkt)
+        return True
+
+    def inject(self, pkt: Packet):
+        """Generator: wait for room in the injection FIFO, then launch ``pkt``."""
+        if not self.injection[pkt.src].take(pkt.chunks):
+            yield self.injection[pkt.src].wait(pkt.chunks)
+        self.launch(pkt)
+
+    def request_injection(self, pkt: Packet) -> simpy.Event:
+        """Queue for room in the injection FIFO; :meth:`launch` once the event fires."""
+        return self.injection[pkt.src].wait(pkt.chunks)
+
+
+class Network(FifoInjection):
     """Directed links, buffers and FIFOs of a machine, with per-link counters."""
 
     def __init__(self, env: simpy.Environment, topology: "Topology", net: "NetworkConfig",
@@ -232,23 +257,6 @@ class Network:
         return buf
 
     # ------------------------------------------------------------------ injection
-
-    def try_inject(self, pkt: Packet) -> bool:
-        """Put ``pkt`` in its sender's injection FIFO if there is room now."""
-        if not self.injection[pkt.src].take(pkt.chunks):
-            return False
-        self.launch(pkt)
-        return True
-
-    def inject(self, pkt: Packet):
-        """Generator: wait for room in the injection FIFO, then launch ``pkt``."""
-        if not self.injection[pkt.src].take(pkt.chunks):
-            yield self.injection[pkt.src].wait(pkt.chunks)
-        self.launch(pkt)
-
-    def request_injection(self, pkt: Packet) -> simpy.Event:
-        """Queue for room in the injection FIFO; :meth:`launch` once the event fires."""
-        return self.injection[pkt.src].wait(pkt.chunks)
 
     def launch(self, pkt: Packet) -> None:
         """Send ``pkt``, which already holds its room in the injection FIFO."""

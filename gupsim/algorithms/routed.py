@@ -157,14 +157,18 @@ class Routed(Algorithm):
                 d, router = self._next_hop(st, owner)
                 if st.full[d] is not None:
                     return i
-                bucket = st.buckets.setdefault(router, [])
-                bucket.append((value, owner))
-                cpu.spend(hop_cycles)
-                self.hops += 1
-                if len(bucket) >= self.capacity:
-                    st.full[d] = router
+                self._insert(st, d, router, value, owner, cpu, hop_cycles)
             i += 1
         return i
+
+    def _insert(self, st, d: int, router: int, value, owner: int, cpu, hop_cycles: float) -> None:
+        """One software hop: append the update to the bucket of ``router`` (dimension ``d``)."""
+        bucket = st.buckets.setdefault(router, [])
+        bucket.append((value, owner))
+        cpu.spend(hop_cycles)
+        self.hops += 1
+        if len(bucket) >= self.capacity:
+            st.full[d] = router
 
     # ------------------------------------------------------------------ sending
 

@@ -123,12 +123,7 @@ class RoutedSplit(Routed):
                 hop = list(st.coords)
                 hop[d] = theirs[d]
                 router = sim.topology.node_id(tuple(hop)) * ppn + core
-                bucket = st.buckets.setdefault(router, [])
-                bucket.append((value, owner))
-                cpu.spend(hop_cycles)
-                self.hops += 1
-                if len(bucket) >= self.capacity:
-                    st.full[d] = router
+                self._insert(st, d, router, value, owner, cpu, hop_cycles)
             i += 1
         return i
 
