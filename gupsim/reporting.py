@@ -98,7 +98,7 @@ def refresh_parameter_tables(doc_path, machines_dir) -> None:
     from pathlib import Path
 
     path = Path(doc_path)
-    pattern = re.compile(r"(<!-- machine-parameters:(\w+) .*?-->\n)(.*?)(\n<!-- /machine-parameters -->)", re.S)
+    pattern = re.compile(r"(<!-- machine-parameters:([\w-]+) .*?-->\n)(.*?)(\n<!-- /machine-parameters -->)", re.S)
     text = pattern.sub(
         lambda m: m.group(1) + machine_parameter_table(Path(machines_dir) / f"{m.group(2)}.yaml") + m.group(4),
         path.read_text(),

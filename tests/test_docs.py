@@ -35,6 +35,16 @@ def test_parameter_table_has_every_field_with_a_source():
     assert "`network.link_bytes_per_s`" in table and "`cpu.route_hop_cycles`" in table
 
 
+def test_parameter_tables_refresh_for_hyphenated_machine_names(tmp_path):
+    from gupsim.reporting import refresh_parameter_tables
+
+    doc = tmp_path / "page.md"
+    doc.write_text("<!-- machine-parameters:hypatia-dv (generated) -->\nstale\n<!-- /machine-parameters -->\n")
+    refresh_parameter_tables(doc, MACHINES_DIR)
+    assert "stale" not in doc.read_text()
+    assert machine_parameter_table(MACHINES_DIR / "hypatia-dv.yaml").strip() in doc.read_text()
+
+
 # --------------------------------------------------------------------------- the documentation site
 
 def test_docs_site_builds_strict_without_warnings(tmp_path):
