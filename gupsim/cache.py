@@ -80,3 +80,23 @@ def baseline_cache_costs(cache: "CacheConfig | None", peer_state_bytes: float, r
         structure_reuse_bytes=structure_reuse,
         peer_state_reuse_bytes=peer_reuse,
     )
+
+
+def routed_lookup_miss_cycles(cache: "CacheConfig | None", ranks: int, hops_per_update: float) -> float:
+    """Expected miss cycles per software hop of ``routed`` on its next-hop lookup table.
+
+    Seed 000 §4.3 sizes the routed code's working set: an N-byte lookup table
+    (one byte per destination), 32 bytes per software router and the 8 KB of
+    buckets, 27 KB at 16,384 nodes, "which fits into a 32 KB L1".  The router
+    headers and buckets are touched every few hops and stay cached; the
+    lookup table is read at a random entry every hop, so one of its lines is
+    reused only after about ``ranks / line_bytes`` other hops.  Each of those
+    hops brings in a lookup line, and each applied update (one per
+    ``hops_per_update`` hops) a line of the GUPS table, so the reuse distance
+    is ``ranks * (1 + 1 / hops_per_update)`` bytes; the same exponential
+    reuse model as the baseline's turns it into expected cycles.
+    """
+    if cache is None or ranks < 2 or hops_per_update <= 0:
+        return 0.0
+    reuse = ranks * (1.0 + 1.0 / hops_per_update)
+    return miss_cycles(cache, reuse)

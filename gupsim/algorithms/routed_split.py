@@ -104,7 +104,7 @@ class RoutedSplit(Routed):
 
     def _route(self, rank: int, st, cpu, updates: list, start: int) -> int:
         sim, ppn = self.sim, self.sim.ppn
-        hop_cycles = sim.machine.cpu.route_hop_cycles
+        hop_cycles = self.hop_cycles
         node, core = divmod(rank, ppn)
         i = start
         while i < len(updates):

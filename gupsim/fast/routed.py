@@ -320,7 +320,7 @@ def prepare(sim, options) -> dict:
         "ci": ci, "cf": np.zeros(R), "rd": rd,
         "bv": np.zeros((R * nslots, cap), dtype=np.uint64), "bl": np.zeros(R * nslots, dtype=np.int64),
         "pv": np.zeros((4 * R + 2 * c.PACKET_MARGIN, pp), dtype=np.uint64), "rc": rc, "ai": ai,
-        "cost": np.array([cm.generate, cm.update, sim.machine.cpu.route_hop_cycles]), "tabs": tabs,
+        "cost": np.array([cm.generate, cm.update, sim.algorithm.hop_cycles]), "tabs": tabs,
         "ac": np.zeros(8, dtype=np.int64), "wc": np.zeros((2, 2), dtype=np.int64),
     }
 
