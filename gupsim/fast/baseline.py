@@ -1,4 +1,4 @@
-"""Compiled ``baseline`` (HPCC's MPIRandomAccess, seed 000 §2 and §6.1): the loop of :mod:`gupsim.algorithms.baseline`.
+"""Compiled ``baseline`` (HPCC MPIRandomAccess, seed 000 §2, §6.1): the loop of gupsim.algorithms.baseline.
 
 Same algorithm, same costs, spent in the same order and with the same
 floating-point sums; only the storage differs, and the SimPy events the
