@@ -25,6 +25,10 @@ process; the log-log slope of CPU seconds against work is fitted and plotted
 (docs/figures/fast_slope.png/.svg); its 64x32x32 ``routed`` case is the
 whole-machine routed run.  ``full``: ``one-packet`` on 64x32x32 in
 virtual-node mode (131,072 processes, seed 001's 64-byte packet).
+``baseline`` (not in the default series): the ``baseline`` kernel on 8x8x8 and
+16x8x8 at the 4,096 updates per process its steady state needs (seed 000
+Table 3's run length in experiments/bgl_table3.py); it sends a message per
+one to five updates, so it is far costlier per update than the slope cases.
 
 Run::
 
@@ -50,6 +54,7 @@ UPC_PACKET = {"payload_bytes": 64, "wire_bytes": 75}
 
 SLOPE_SHAPES = ["8x8x8", "16x16x16", "32x32x16", "32x32x32", "64x32x32"]
 SLOPE_UPDATES = {"one-packet": 16, "routed": 64}
+BASELINE = [("baseline", shape, "baseline", 4096, {}, {}) for shape in ("8x8x8", "16x8x8")]
 FULL = [
     # (label, shape, algorithm, updates per process, machine overrides, options)
     ("full-upc-vn", "64x32x32", "one-packet", 16, {"cpu.processes_per_node": 2}, UPC_PACKET),
@@ -151,7 +156,7 @@ def slope_plot(rows: list[dict]) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--child", help=argparse.SUPPRESS)
-    ap.add_argument("--series", nargs="*", default=["slope", "full"], choices=["slope", "full"])
+    ap.add_argument("--series", nargs="*", default=["slope", "full"], choices=["slope", "full", "baseline"])
     ap.add_argument("--compile", action="store_true", help="measure compile time only")
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
     ap.add_argument("--resume", action="store_true", help="keep the rows already in --out, run the others")
@@ -171,6 +176,8 @@ def main() -> None:
     cases = []
     if "full" in args.series:
         cases += [(label, *rest) for label, *rest in FULL]
+    if "baseline" in args.series:
+        cases += BASELINE
     if "slope" in args.series:
         cases += [("slope", shape, algorithm, updates, {}, {})
                   for algorithm, updates in SLOPE_UPDATES.items() for shape in SLOPE_SHAPES]

@@ -72,6 +72,11 @@ def _routed() -> ModuleType:
     return routed
 
 
+def _baseline() -> ModuleType:
+    from gupsim.fast import baseline
+    return baseline
+
+
 #: Algorithms with a fast kernel; the others always run on SimPy.
 KERNELS: dict[str, Kernel] = {
     "one-packet": Kernel(_one_packet, per_rank_bytes=12_000,  # measured 4-9 KB (docs/performance.md)
@@ -79,6 +84,9 @@ KERNELS: dict[str, Kernel] = {
                                             "remote_overhead_cycles"})),
     "routed": Kernel(_routed, per_rank_bytes=48_000,  # measured 24-39 KB, 32x32x16 to 64x32x32 (short runs)
                      options=frozenset({"software_header_bytes", "bucket_capacity"})),
+    # arrays ~24.8 KB per rank (bucket heap + hash, max_pending 1024); the 4,096-node run peaked at 432 MB RSS
+    "baseline": Kernel(_baseline, per_rank_bytes=32_000,
+                       options=frozenset({"termination", "max_pending", "receive_test_every"})),
 }
 
 

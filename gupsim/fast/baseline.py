@@ -1,0 +1,536 @@
+"""Compiled ``baseline`` (HPCC MPIRandomAccess, seed 000 §2, §6.1): the loop of gupsim.algorithms.baseline.
+
+Same algorithm, same costs, spent in the same order and with the same
+floating-point sums; only the storage differs, and the SimPy events the
+reference schedules are mirrored one for one wherever their order can
+matter at equal times:
+
+* **Buckets.**  Without ``verify`` an update's value matters only for its
+  owner, so a rank keeps the *size* of each destination's bucket.  The
+  max-heap of :class:`gupsim.bucketing.Buckets` becomes an indexed binary
+  heap of keys ``size * R + (R - 1 - dest)`` (largest bucket, ties: lowest
+  destination, exactly what the lazy heap pops), with an open-addressing
+  table from destination to heap slot.  Both are bounded by ``max_pending``
+  per rank.
+* **Messages.**  A row of a message table: destination, updates, packets,
+  packets injected, packets received.  ``MPI_Isend`` is the messaging
+  co-processor's process in the reference (``env.process``): here an
+  :data:`EV_ISEND` event at URGENT priority (SimPy's Initialize), which
+  injects packets while the FIFO has room; a packet that must wait queues in
+  the FIFO's credit pool with state :data:`W_ISEND`, so the pool's grant
+  comes back as ``EV_RESUME`` at the same place in the event order as the
+  reference's granted event.
+* **The blocked send test** waits on ``any_of([outreq, inbox.wait()])``.
+  SimPy resumes it two events after the trigger (the inbox event or the
+  send process's end, then the condition), so the kernel schedules the same
+  two: the inbox wake-up (:func:`gupsim.fast.core.wake`) or
+  :data:`EV_SEND_DONE`, then the condition's own ``EV_CPU``.  A wake-up
+  that the condition no longer needs is skipped, as SimPy's callback is.
+* **Termination.**  ``counter``: the run ends when every update is applied.
+  ``messages``: FINISHED to every other rank, receive until all ranks have
+  finished, wait for the own sends; the run ends when the last rank does.
+
+Checked bit for bit against SimPy in ``tests/test_fast_baseline.py``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from gupsim.fast import core as c
+
+# Event kinds of this kernel (core uses 0..4).
+EV_ISEND = 5       # a = message: its send process starts (SimPy's Initialize of _isend)
+EV_SEND_DONE = 6   # a = rank: its outstanding data send ended (the Process event the condition waits on)
+W_ISEND = 8        # packet state: waits in its sender's injection FIFO for an MPI_Isend
+
+(PH_TOP, PH_TESTED, PH_SENT, PH_BLOCKED, PH_DRAIN, PH_DRAIN_RECV,
+ PH_FIN, PH_FIN_SENT, PH_FIN_CHECK, PH_FIN_RECV, PH_FIN_WAIT, PH_DONE) = range(12)
+# per-rank integer state
+(CI_PHASE, CI_LEFT, CI_ITER, CI_PENDING, CI_ALIVE, CI_FINISHED, CI_OTHER, CI_SENDS,
+ CI_COND, CI_SKIP, CI_DEST, CI_K, CI_HN) = range(13)
+CI_COLS = 13
+CF_DEBT, CF_BLK = range(2)
+# the blocked test's condition: not waiting, waiting for a trigger, triggered (its event scheduled)
+COND_NONE, COND_WAIT, COND_SET = range(3)
+# message table columns
+MS_SRC, MS_DST, MS_K, MS_NPK, MS_SENT, MS_RECV, MS_FIN, MS_NEXT = range(8)
+MS_COLS = 8
+MSG_MARGIN = 1 << 10
+# global counters
+AC_UPDATES, AC_MESSAGES, AC_PACKETS, AC_TESTS, AC_BLOCKED, AC_RANKS_DONE, AC_MSG_FREE, AC_MSG_NFREE = range(8)
+# integer parameters
+A_LIMIT, A_EVERY, A_MESSAGES_MODE, A_HMASK, A_NRANKS = range(5)
+# per-k packet table (k updates in a message; k = 0 is a FINISHED message)
+T_NPK, T_FULL_CHUNKS, T_FULL_WIRE, T_FULL_PAYLOAD, T_LAST_CHUNKS, T_LAST_WIRE, T_LAST_PAYLOAD = range(7)
+T_COLS = 7
+KT_SEND, KT_RECV = range(2)
+# cost parameters
+K_GEN, K_UPD, K_TEST, K_INSERT, K_SPIN_S = range(5)
+COUNTER_NAMES = ("updates", "messages", "packets", "send_tests", "send_tests_blocked")
+
+
+# ================================================================== buckets: indexed max-heap + hash
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _hslot(hkey, r, dest, mask):
+    """The hash slot holding ``dest``, or the empty slot where it would go (linear probing)."""
+    i = (dest * 2654435761) & mask
+    while hkey[r, i] != -1 and hkey[r, i] != dest:
+        i = (i + 1) & mask
+    return i
+
+
+@njit(cache=True, _nrt=False)
+def _hdelete(hkey, hpos, r, i, mask):
+    """Empty slot ``i``, shifting later entries of its probe run back (no tombstones)."""
+    j = i
+    while True:
+        j = (j + 1) & mask
+        if hkey[r, j] == -1:
+            break
+        home = (hkey[r, j] * 2654435761) & mask
+        if (i <= j and i < home <= j) or (i > j and (home > i or home <= j)):
+            continue
+        hkey[r, i] = hkey[r, j]
+        hpos[r, i] = hpos[r, j]
+        i = j
+    hkey[r, i] = -1
+
+
+@njit(cache=True, _nrt=False)
+def _place(hk, hkey, hpos, r, pos, key, nr, mask):
+    hk[r, pos] = key
+    hpos[r, _hslot(hkey, r, nr - 1 - key % nr, mask)] = pos
+
+
+@njit(cache=True, _nrt=False)
+def _sift_up(hk, hkey, hpos, r, pos, nr, mask):
+    key = hk[r, pos]
+    while pos > 0:
+        parent = (pos - 1) >> 1
+        if hk[r, parent] > key:
+            break
+        _place(hk, hkey, hpos, r, pos, hk[r, parent], nr, mask)
+        pos = parent
+    _place(hk, hkey, hpos, r, pos, key, nr, mask)
+
+
+@njit(cache=True, _nrt=False)
+def _bucket_add(ci, hk, hkey, hpos, r, dest, nr, mask):
+    """:meth:`Buckets.add`: one more update for ``dest``."""
+    i = _hslot(hkey, r, dest, mask)
+    if hkey[r, i] == -1:
+        pos = ci[r, CI_HN]
+        ci[r, CI_HN] = pos + 1
+        hkey[r, i] = dest
+        hpos[r, i] = pos
+        hk[r, pos] = nr + (nr - 1 - dest)
+    else:
+        pos = hpos[r, i]
+        hk[r, pos] += nr
+    _sift_up(hk, hkey, hpos, r, pos, nr, mask)
+    ci[r, CI_PENDING] += 1
+
+
+@njit(cache=True, _nrt=False)
+def _bucket_pop(ci, hk, hkey, hpos, r, nr, mask):
+    """:meth:`Buckets.pop_largest`: (destination, size) of the largest bucket, ties the lowest destination."""
+    top = hk[r, 0]
+    dest, size = nr - 1 - top % nr, top // nr
+    _hdelete(hkey, hpos, r, _hslot(hkey, r, dest, mask), mask)
+    n = ci[r, CI_HN] - 1
+    ci[r, CI_HN] = n
+    ci[r, CI_PENDING] -= size
+    if n > 0:
+        key = hk[r, n]
+        pos = 0
+        while True:
+            child = 2 * pos + 1
+            if child >= n:
+                break
+            if child + 1 < n and hk[r, child + 1] > hk[r, child]:
+                child += 1
+            if hk[r, child] < key:
+                break
+            _place(hk, hkey, hpos, r, pos, hk[r, child], nr, mask)
+            pos = child
+        _place(hk, hkey, hpos, r, pos, key, nr, mask)
+    return dest, size
+
+
+# ================================================================== messages
+
+
+@njit(cache=True, _nrt=False)
+def _new_message(ms, ac, src, dst, k, npk, finished):
+    m = ac[AC_MSG_FREE]
+    ac[AC_MSG_FREE] = ms[m, MS_NEXT]
+    ac[AC_MSG_NFREE] -= 1
+    ms[m, MS_SRC], ms[m, MS_DST], ms[m, MS_K], ms[m, MS_NPK] = src, dst, k, npk
+    ms[m, MS_SENT], ms[m, MS_RECV], ms[m, MS_FIN], ms[m, MS_NEXT] = 0, 0, finished, -1
+    return m
+
+
+@njit(cache=True, _nrt=False)
+def _link_messages(ms, ac, first, last):
+    for m in range(first, last - 1):
+        ms[m, MS_NEXT] = m + 1
+    ms[last - 1, MS_NEXT] = ac[AC_MSG_FREE]
+    ac[AC_MSG_FREE] = first
+    ac[AC_MSG_NFREE] += last - first
+
+
+@njit(cache=True, _nrt=False)
+def _apply(ip, ctr, wt, wc, ac, k, t, messages_mode):
+    """:meth:`Simulation.apply` of ``k`` updates at ``t``: window marks and the counter end."""
+    before = ctr[c.C_APPLIED]
+    n = before + k
+    ctr[c.C_APPLIED] = n
+    for w in range(2):
+        mark = ip[c.I_MARK0 + w]
+        if before < mark <= n:
+            wt[w] = t
+            for j in range(5):
+                wc[w, j] = ac[AC_UPDATES + j]
+    if n == ip[c.I_TOTAL] and not messages_mode:
+        ctr[c.C_DONE] = 1
+
+
+@njit(cache=True, _nrt=False)
+def _send_ended(r, now, ci, ac, ms, m, ai, ctr, hh):
+    """The send process of message ``m`` has injected its last packet."""
+    if ms[m, MS_FIN]:
+        ci[r, CI_SENDS] -= 1
+        if ci[r, CI_SENDS] == 0 and ci[r, CI_PHASE] == PH_FIN_WAIT:
+            _rank_done(r, ci, ac, ai, ctr)
+        return
+    ci[r, CI_ALIVE] = 0
+    if ci[r, CI_COND] == COND_WAIT:
+        c.push(hh, ctr, now, c.NORMAL, r << 3 | EV_SEND_DONE)
+
+
+@njit(cache=True, _nrt=False)
+def _rank_done(r, ci, ac, ai, ctr):
+    ci[r, CI_PHASE] = PH_DONE
+    ac[AC_RANKS_DONE] += 1
+    if ac[AC_RANKS_DONE] == ai[A_NRANKS]:
+        ctr[c.C_DONE] = 1
+
+
+@njit(cache=True, _nrt=False)
+def _isend(m, now, ci, ac, ms, tabs, ai, pk, pf, pfree, pq, ip, hh, ctr):
+    """``_isend``: inject the message's packets in order while the injection FIFO has room."""
+    src, k, npk = ms[m, MS_SRC], ms[m, MS_K], ms[m, MS_NPK]
+    inj = ip[c.I_POOL_INJ] + src
+    while ms[m, MS_SENT] < npk:
+        col = T_FULL_CHUNKS if ms[m, MS_SENT] < npk - 1 else T_LAST_CHUNKS
+        p = c.alloc_packet(pk, ctr)
+        pk[p, c.PK_SRC], pk[p, c.PK_DST], pk[p, c.PK_CHUNKS] = src, ms[m, MS_DST], tabs[k, col]
+        pk[p, c.PK_WIRE], pk[p, c.PK_PAYLOAD] = tabs[k, col + 1], tabs[k, col + 2]
+        pk[p, c.PK_MSG], pk[p, c.PK_N] = m, k
+        if not c.take(pfree, pq, inj, pk[p, c.PK_CHUNKS], 0):
+            pk[p, c.PK_STATE] = W_ISEND
+            pk[p, c.PK_BUBBLE] = 0
+            c.enqueue(pk, pq, inj, p, 0)
+            return
+        c.launch(pk, pf, ip, hh, ctr, p, now)
+        ms[m, MS_SENT] += 1
+    _send_ended(src, now, ci, ac, ms, m, ai, ctr, hh)
+
+
+@njit(cache=True, _nrt=False)
+def _receive(r, now, ci, cf, cost, ktab, ac, ms, ai, pk, pfree, pq, rk, ip, fp, hh, ctr, wt, wc):
+    """``_receive``: copy every arrived packet out; apply completed messages; FINISHED ones counted."""
+    cycle_s = fp[c.F_CYCLE_S]
+    finished = 0
+    while rk[r, c.RK_IN_HEAD] >= 0:
+        p = c.inbox_pop(pk, rk, r)
+        m = pk[p, c.PK_MSG]
+        ms[m, MS_RECV] += 1
+        if ms[m, MS_RECV] == ms[m, MS_NPK]:
+            k = ms[m, MS_K]
+            cf[r, CF_DEBT] += ktab[k, KT_RECV]
+            if ms[m, MS_FIN]:
+                finished += 1
+            else:
+                cf[r, CF_DEBT] += cost[K_UPD] * k
+                _apply(ip, ctr, wt, wc, ac, k, now + cf[r, CF_DEBT] * cycle_s, ai[A_MESSAGES_MODE])
+            ms[m, MS_NEXT] = ac[AC_MSG_FREE]
+            ac[AC_MSG_FREE] = m
+            ac[AC_MSG_NFREE] += 1
+        c.give_later(pk, pfree, pq, rk, ip, hh, ctr, ip[c.I_POOL_REC] + r, pk[p, c.PK_CHUNKS], now,
+                     cf[r, CF_DEBT] * cycle_s)
+        c.free_packet(pk, ctr, p)
+    return finished
+
+
+@njit(cache=True, _nrt=False)
+def _flush(r, now, ci, cf, fp, hh, ctr, phase):
+    cycles = cf[r, CF_DEBT]
+    cf[r, CF_DEBT] = 0.0
+    ci[r, CI_PHASE] = phase
+    c.push(hh, ctr, now + cycles * fp[c.F_CYCLE_S], c.NORMAL, r << 3 | c.EV_CPU)
+
+
+@njit(cache=True, _nrt=False)
+def _wait_inbox(r, now, ci, rk, hh, ctr, phase):
+    """``yield inbox.wait()``: an event now if a packet is there, else a wake-up on delivery."""
+    ci[r, CI_PHASE] = phase
+    if rk[r, c.RK_IN_HEAD] >= 0:
+        c.push(hh, ctr, now, c.NORMAL, r << 3 | c.EV_CPU)
+    else:
+        rk[r, c.RK_WAIT] = c.WAKE_INBOX
+
+
+@njit(cache=True, _nrt=False)
+def _cpu(r, now, ci, cf, ran, cost, ktab, tabs, ai, lay, ac, wc, ms, hk, hkey, hpos,
+         pk, pf, pfree, pq, rk, ip, fp, hh, ctr, wt):
+    nr = ip[c.I_NRANKS]
+    mask = ai[A_HMASK]
+    mm = ai[A_MESSAGES_MODE]
+    phase = ci[r, CI_PHASE]
+    while True:
+        if phase == PH_TOP:
+            if ci[r, CI_LEFT] > 0:
+                ci[r, CI_ITER] += 1
+                if ci[r, CI_ITER] % ai[A_EVERY] == 0:
+                    cf[r, CF_DEBT] += cost[K_TEST]
+                    ci[r, CI_FINISHED] += _receive(r, now, ci, cf, cost, ktab, ac, ms, ai, pk, pfree, pq, rk,
+                                                   ip, fp, hh, ctr, wt, wc)
+                if ci[r, CI_PENDING] < ai[A_LIMIT]:
+                    value = c.next_ran(ran[r])
+                    ran[r] = value
+                    ci[r, CI_LEFT] -= 1
+                    dest = c.owner_of(value, lay[0], lay[1], lay[2], lay[3])
+                    cf[r, CF_DEBT] += cost[K_GEN]
+                    if dest == r:
+                        cf[r, CF_DEBT] += cost[K_UPD]
+                        _apply(ip, ctr, wt, wc, ac, 1, now + cf[r, CF_DEBT] * fp[c.F_CYCLE_S], mm)
+                    else:
+                        _bucket_add(ci, hk, hkey, hpos, r, dest, nr, mask)
+                        cf[r, CF_DEBT] += cost[K_INSERT]
+                    _flush(r, now, ci, cf, fp, hh, ctr, PH_TOP)
+                    return
+            elif ci[r, CI_PENDING] > 0:
+                cf[r, CF_DEBT] += cost[K_TEST]
+                ci[r, CI_FINISHED] += _receive(r, now, ci, cf, cost, ktab, ac, ms, ai, pk, pfree, pq, rk,
+                                               ip, fp, hh, ctr, wt, wc)
+            elif mm:
+                ci[r, CI_OTHER] = 0
+                phase = PH_FIN
+                continue
+            else:
+                _wait_inbox(r, now, ci, rk, hh, ctr, PH_DRAIN_RECV)
+                return
+            # _test_and_send: MPI_Test the outstanding send
+            cf[r, CF_DEBT] += cost[K_TEST]
+            _flush(r, now, ci, cf, fp, hh, ctr, PH_TESTED)
+            return
+        elif phase == PH_TESTED:
+            ac[AC_TESTS] += 1
+            if not ci[r, CI_ALIVE]:
+                dest, k = _bucket_pop(ci, hk, hkey, hpos, r, nr, mask)
+                ac[AC_MESSAGES] += 1
+                ac[AC_UPDATES] += k
+                ci[r, CI_DEST], ci[r, CI_K] = dest, k
+                cf[r, CF_DEBT] += ktab[k, KT_SEND]
+                _flush(r, now, ci, cf, fp, hh, ctr, PH_SENT)
+                return
+            # blocked: any_of([outreq, inbox.wait()])
+            ac[AC_BLOCKED] += 1
+            cf[r, CF_BLK] = now
+            ci[r, CI_COND] = COND_WAIT
+            ci[r, CI_SKIP] = 0
+            _wait_inbox(r, now, ci, rk, hh, ctr, PH_BLOCKED)
+            return
+        elif phase == PH_SENT:
+            k = ci[r, CI_K]
+            m = _new_message(ms, ac, r, ci[r, CI_DEST], k, tabs[k, T_NPK], 0)
+            ci[r, CI_ALIVE] = 1
+            c.push(hh, ctr, now, c.URGENT, m << 3 | EV_ISEND)
+            phase = PH_TOP
+        elif phase == PH_BLOCKED:
+            if ci[r, CI_COND] == COND_WAIT:  # the inbox's event: the condition triggers
+                ci[r, CI_COND] = COND_SET
+                c.push(hh, ctr, now, c.NORMAL, r << 3 | c.EV_CPU)
+                return
+            if ci[r, CI_SKIP] > 0:  # an inbox event the triggered condition no longer needs
+                ci[r, CI_SKIP] -= 1
+                return
+            ci[r, CI_COND] = COND_NONE  # the condition's event: resume
+            spin_s = cost[K_SPIN_S]
+            if spin_s > 0:
+                spins = np.int64(np.floor((now - cf[r, CF_BLK]) / spin_s))
+                ac[AC_TESTS] += spins
+                ac[AC_BLOCKED] += spins
+            phase = PH_TOP
+        elif phase == PH_DRAIN:
+            _wait_inbox(r, now, ci, rk, hh, ctr, PH_DRAIN_RECV)
+            return
+        elif phase == PH_DRAIN_RECV:
+            cf[r, CF_DEBT] += cost[K_TEST]
+            if mm:
+                ci[r, CI_FINISHED] += _receive(r, now, ci, cf, cost, ktab, ac, ms, ai, pk, pfree, pq, rk,
+                                               ip, fp, hh, ctr, wt, wc)
+                _flush(r, now, ci, cf, fp, hh, ctr, PH_FIN_CHECK)
+            else:
+                _receive(r, now, ci, cf, cost, ktab, ac, ms, ai, pk, pfree, pq, rk, ip, fp, hh, ctr, wt, wc)
+                _flush(r, now, ci, cf, fp, hh, ctr, PH_DRAIN)
+            return
+        elif phase == PH_FIN:  # _finish: FINISHED to every other rank
+            if ci[r, CI_OTHER] == r:
+                ci[r, CI_OTHER] += 1
+            if ci[r, CI_OTHER] < nr:
+                cf[r, CF_DEBT] += ktab[0, KT_SEND]
+                _flush(r, now, ci, cf, fp, hh, ctr, PH_FIN_SENT)
+                return
+            phase = PH_FIN_CHECK
+        elif phase == PH_FIN_SENT:
+            m = _new_message(ms, ac, r, ci[r, CI_OTHER], 0, tabs[0, T_NPK], 1)
+            ci[r, CI_SENDS] += 1
+            c.push(hh, ctr, now, c.URGENT, m << 3 | EV_ISEND)
+            ci[r, CI_OTHER] += 1
+            phase = PH_FIN
+        elif phase == PH_FIN_CHECK:
+            if ci[r, CI_FINISHED] < nr - 1:
+                _wait_inbox(r, now, ci, rk, hh, ctr, PH_DRAIN_RECV)
+                return
+            if ci[r, CI_SENDS] == 0:
+                _rank_done(r, ci, ac, ai, ctr)
+            else:
+                ci[r, CI_PHASE] = PH_FIN_WAIT
+            return
+        else:
+            return
+
+
+@njit(cache=True, _nrt=False)
+def _send_done_event(r, now, ci, rk, hh, ctr):
+    """The outstanding send's Process event: it triggers the blocked test's condition if still waiting."""
+    if ci[r, CI_COND] != COND_WAIT:
+        return
+    ci[r, CI_COND] = COND_SET
+    if rk[r, c.RK_WAIT] & c.WAKE_INBOX:
+        rk[r, c.RK_WAIT] = 0  # the inbox waiter is left behind; its later event does nothing
+    else:
+        ci[r, CI_SKIP] += 1  # the inbox event is already scheduled, before the condition's
+    c.push(hh, ctr, now, c.NORMAL, r << 3 | c.EV_CPU)
+
+
+@njit(cache=True, _nrt=False)
+def _loop(ci, cf, ran, cost, ktab, tabs, ai, lay, ac, wc, ms, hk, hkey, hpos,
+          pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, wt, now):
+    """Process events until done (True) or until a table needs to grow (False)."""
+    while ctr[c.C_HEAP_N] > 0 and ctr[c.C_DONE] == 0:
+        if (ctr[c.C_HEAP_N] + c.HEAP_MARGIN > hh.shape[0] or ctr[c.C_NFREE] < c.PACKET_MARGIN
+                or ac[AC_MSG_NFREE] < MSG_MARGIN):
+            return now, False
+        now, payload = c.pop(hh, ctr)
+        ctr[c.C_EVENTS] += 1
+        kind = payload & 7
+        a = payload >> 3
+        if kind == c.EV_CPU:
+            _cpu(a, now, ci, cf, ran, cost, ktab, tabs, ai, lay, ac, wc, ms, hk, hkey, hpos,
+                 pk, pf, pfree, pq, rk, ip, fp, hh, ctr, wt)
+        elif kind == EV_ISEND:
+            if not ms[a, MS_FIN]:
+                ac[AC_PACKETS] += ms[a, MS_NPK]
+            _isend(a, now, ci, ac, ms, tabs, ai, pk, pf, pfree, pq, ip, hh, ctr)
+        elif kind == EV_SEND_DONE:
+            _send_done_event(a, now, ci, rk, hh, ctr)
+        elif kind == c.EV_RESUME and pk[a, c.PK_STATE] == W_ISEND:
+            pk[a, c.PK_STATE] = c.W_NONE
+            m = pk[a, c.PK_MSG]
+            c.launch(pk, pf, ip, hh, ctr, a, now)
+            ms[m, MS_SENT] += 1
+            _isend(m, now, ci, ac, ms, tabs, ai, pk, pf, pfree, pq, ip, hh, ctr)
+        else:
+            c.network_event(kind, a, pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, now)
+    return now, True
+
+
+@njit(cache=True)
+def run(ci, cf, ran, cost, ktab, tabs, ai, lay, ac, wc, ms, hk, hkey, hpos,
+        pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, wt):
+    """The event loop; returns the final time.  Grows the heap, packet and message tables between batches."""
+    now = 0.0
+    while True:
+        now, finished = _loop(ci, cf, ran, cost, ktab, tabs, ai, lay, ac, wc, ms, hk, hkey, hpos,
+                              pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, wt, now)
+        if finished:
+            return now
+        if ctr[c.C_HEAP_N] + c.HEAP_MARGIN > hh.shape[0]:
+            hh = c.grow(hh, 2 * hh.shape[0])
+        if ctr[c.C_NFREE] < c.PACKET_MARGIN:
+            old = pk.shape[0]
+            pk, pf = c.grow(pk, 2 * old), c.grow(pf, 2 * old)
+            c.link_free_list(pk, old, 2 * old, ctr)
+        if ac[AC_MSG_NFREE] < MSG_MARGIN:
+            old = ms.shape[0]
+            ms = c.grow(ms, 2 * old)
+            _link_messages(ms, ac, old, 2 * old)
+
+
+def prepare(sim, options) -> dict:
+    """Per-rank state, buckets and cost tables for :func:`run` (called by :mod:`gupsim.fast`)."""
+    alg, net, cm = sim.algorithm, sim.net_cfg, sim.cost
+    R = sim.num_ranks
+    limit = options.max_pending
+    # per k updates in a message: its packets (sizes as _packet_payloads splits it) and its MPI costs
+    tabs = np.zeros((limit + 1, T_COLS), dtype=np.int64)
+    ktab = np.zeros((limit + 1, 2))
+    for k in range(limit + 1):
+        nbytes = alg._message_bytes(k)
+        payloads = alg._packet_payloads(nbytes)
+        row = [len(payloads)]
+        for payload in (payloads[0], payloads[-1]):
+            chunks = max(1, -(-payload // net.chunk_bytes))
+            row += [chunks, chunks * net.chunk_bytes + net.wire_overhead_bytes, payload]
+        tabs[k] = row
+        # the reference's sums, in its order
+        ktab[k, KT_SEND] = cm.mpi_send(nbytes) + alg.cache.per_message_side
+        ktab[k, KT_RECV] = cm.mpi_recv(nbytes) + alg.cache.per_message_side + cm.mpi_test
+    if int(tabs[:, [T_FULL_CHUNKS, T_LAST_CHUNKS]].max()) > 31:
+        raise ValueError("baseline kernel: packets above 31 chunks")
+    insert = cm.bucket_insert + cm.heap_update(R - 1) + alg.cache.per_remote_update
+    spin_s = 2 * cm.mpi_test * (1.0 / sim.machine.cpu.clock_hz)
+    heap_cap = max(1, min(limit, R))
+    hcap = 1 << max(1, (2 * heap_cap - 1).bit_length())
+    ai = np.zeros(8, dtype=np.int64)
+    ai[A_LIMIT], ai[A_EVERY] = limit, options.receive_test_every
+    ai[A_MESSAGES_MODE], ai[A_HMASK], ai[A_NRANKS] = int(options.termination == "messages"), hcap - 1, R
+    ci = np.zeros((R, CI_COLS), dtype=np.int64)
+    ci[:, CI_LEFT] = sim.run.updates_per_process
+    nmsg = 2 * R + 2 * MSG_MARGIN
+    ms = np.zeros((nmsg, MS_COLS), dtype=np.int64)
+    ac = np.zeros(8, dtype=np.int64)
+    ac[AC_MSG_FREE] = -1
+    _link_messages(ms, ac, 0, nmsg)
+    return {
+        "ci": ci, "cf": np.zeros((R, 2)), "cost": np.array([cm.generate, cm.update, cm.mpi_test, insert, spin_s]),
+        "ktab": ktab, "tabs": tabs, "ai": ai, "ac": ac, "wc": np.zeros((2, 5), dtype=np.int64), "ms": ms,
+        "hk": np.zeros((R, heap_cap), dtype=np.int64), "hkey": np.full((R, hcap), -1, dtype=np.int32),
+        "hpos": np.zeros((R, hcap), dtype=np.int32),
+    }
+
+
+def remaining(state: dict) -> int:
+    return int(state["ci"][:, CI_LEFT].sum())
+
+
+def window_counters(state: dict) -> list[dict]:
+    return [dict(zip(COUNTER_NAMES, (int(v) for v in w))) for w in state["wc"]]
+
+
+def counters(state: dict) -> dict:
+    ac = state["ac"]
+    return {"updates_sent": int(ac[AC_UPDATES]), "messages_sent": int(ac[AC_MESSAGES]),
+            "packets_sent": int(ac[AC_PACKETS]), "send_tests": int(ac[AC_TESTS]),
+            "send_tests_blocked": int(ac[AC_BLOCKED]), "finished_ranks": int(ac[AC_RANKS_DONE])}
+
+
+def error_message(code: int, state: dict) -> str:
+    return f"baseline fast kernel: internal error {code}"

@@ -1,0 +1,71 @@
+"""The compiled ``baseline`` kernel (gupsim/fast/baseline.py) against the SimPy reference, bit for bit.
+
+The cases make every path of the kernel run: blocked send tests (slow links, so
+the SBF is high), MPI_Isend packets waiting for room in the injection FIFO,
+meshes and tori, deterministic and adaptive routing, virtual-node mode, and
+each option (``max_pending``, ``receive_test_every``, ``termination``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gupsim.algorithms.baseline import Baseline
+from gupsim.config import load_machine
+from gupsim.runner import make_run_config, simulate
+from tests.test_fast import ROUNDED, VOLATILE
+
+SLOW = {"network.link_bytes_per_s": 2e6}  # ~90x slower links: most send tests block
+
+CASES = [
+    # (shape, updates per process, machine overrides, options)
+    ("2x2x2", 300, {}, {}),                                                            # mesh, nothing blocks
+    ("4x4x2", 600, {**SLOW, "network.topology": "torus"}, {}),                          # torus, bubble, blocked
+    ("4x2x2", 600, {**SLOW, "cpu.processes_per_node": 2}, {}),                          # virtual-node mode
+    ("4x2x2", 600, {**SLOW, "network.topology": "torus", "network.routing": "adaptive"}, {}),
+    ("2x2x2", 800, {**SLOW, "network.injection_fifo_chunks": 8}, {"receive_test_every": 7}),
+    ("4x2x2", 400, {**SLOW, "cpu.processes_per_node": 2, "network.reception_fifo_chunks": 16}, {"max_pending": 32}),
+    ("4x4x2", 600, {"network.link_bytes_per_s": 2e7, "network.topology": "torus"},
+     {"termination": "messages", "max_pending": 64}),
+]
+
+
+def _run(shape, updates, sets, options, engine):
+    return simulate(make_run_config(machine=load_machine("bgl", sets), shape=shape, algorithm="baseline",
+                                    updates_per_process=updates, algorithm_options=options, engine=engine))
+
+
+@pytest.mark.parametrize("shape, updates, sets, options", CASES)
+def test_baseline_kernel_reproduces_the_simpy_reference_bit_for_bit(shape, updates, sets, options):
+    fast_sim, fast = _run(shape, updates, sets, options, "fast")
+    ref_sim, ref = _run(shape, updates, sets, options, "simpy")
+    assert (fast["engine"], ref["engine"]) == ("fast", "simpy")
+    assert set(fast) == set(ref)
+    for key in sorted(set(ref) - VOLATILE):
+        if key in ROUNDED:
+            assert fast[key] == pytest.approx(ref[key], rel=1e-12), key
+        elif isinstance(ref[key], float) and np.isnan(ref[key]):
+            assert np.isnan(fast[key]), key
+        else:
+            assert fast[key] == ref[key], key
+    f, r = fast_sim.net.link_stats(), ref_sim.net.link_stats()
+    for column in ("bytes", "busy_s", "blocked_s"):
+        np.testing.assert_array_equal(f[column], r[column])
+    assert fast_sim.net.packets_delivered == fast_sim.net.packets_injected
+
+
+def test_the_slow_cases_really_block():
+    """The blocked-test paths (the any_of wait, FIFO waits) are only checked if they run."""
+    rec = _run(*CASES[1][:3], {}, "fast")[1]
+    assert rec["send_blocking_factor"] > 0.5
+
+
+def test_baseline_kernel_matches_the_accounting_when_nothing_blocks(bgl):
+    """On 8x8x4 (256 nodes, beyond what the default suite runs on SimPy) nothing blocks, and the
+    simulated cycles per update equal the CPU accounting with the simulated bucket size within 2%."""
+    rec = simulate(make_run_config(machine=bgl, shape="8x8x4", algorithm="baseline", updates_per_process=4096,
+                                   engine="fast"))[1]
+    assert rec["send_blocking_factor"] < 0.01
+    model = Baseline.steady_cycles_per_update(bgl, 256, rec["updates_per_message"])
+    assert rec["cycles_per_update"] == pytest.approx(model, rel=0.02)
