@@ -222,6 +222,11 @@ class Baseline(Algorithm):
     def _finish(self, rank, cpu, state):
         """HPCC's end game: FINISHED to every other process, then receive until all have finished."""
         sim, env, cost = self.sim, self.sim.env, self.sim.cost
+        outreq = state["outreq"]
+        if outreq is not None and outreq.is_alive:
+            # MPI does not let a later send to the same process overtake an earlier one: the
+            # co-processor sends FINISHED only after the last data message is in the FIFO.
+            yield outreq
         sends = []
         for other in range(sim.num_ranks):
             if other != rank:

@@ -46,7 +46,7 @@ EV_SEND_DONE = 6   # a = rank: its outstanding data send ended (the Process even
 W_ISEND = 8        # packet state: waits in its sender's injection FIFO for an MPI_Isend
 
 (PH_TOP, PH_TESTED, PH_SENT, PH_BLOCKED, PH_DRAIN, PH_DRAIN_RECV,
- PH_FIN, PH_FIN_SENT, PH_FIN_CHECK, PH_FIN_RECV, PH_FIN_WAIT, PH_DONE) = range(12)
+ PH_FIN, PH_FIN_SENT, PH_FIN_CHECK, PH_FIN_RECV, PH_FIN_WAIT, PH_DONE, PH_FIN_REQ) = range(13)
 # per-rank integer state
 (CI_PHASE, CI_LEFT, CI_ITER, CI_PENDING, CI_ALIVE, CI_FINISHED, CI_OTHER, CI_SENDS,
  CI_COND, CI_SKIP, CI_DEST, CI_K, CI_HN) = range(13)
@@ -208,7 +208,7 @@ def _send_ended(r, now, ci, ac, ms, m, ai, ctr, hh):
             _rank_done(r, ci, ac, ai, ctr)
         return
     ci[r, CI_ALIVE] = 0
-    if ci[r, CI_COND] == COND_WAIT:
+    if ci[r, CI_COND] == COND_WAIT or ci[r, CI_PHASE] == PH_FIN_REQ:
         c.push(hh, ctr, now, c.NORMAL, r << 3 | EV_SEND_DONE)
 
 
@@ -320,6 +320,9 @@ def _cpu(r, now, ci, cf, ran, cost, ktab, tabs, ai, lay, ac, wc, ms, hk, hkey, h
                                                ip, fp, hh, ctr, wt, wc)
             elif mm:
                 ci[r, CI_OTHER] = 0
+                if ci[r, CI_ALIVE]:  # _finish's ``yield outreq``: FINISHED may not overtake the last data send
+                    ci[r, CI_PHASE] = PH_FIN_REQ
+                    return
                 phase = PH_FIN
                 continue
             else:
@@ -440,7 +443,12 @@ def _loop(ci, cf, ran, cost, ktab, tabs, ai, lay, ac, wc, ms, hk, hkey, hpos,
                 ac[AC_PACKETS] += ms[a, MS_NPK]
             _isend(a, now, ci, ac, ms, tabs, ai, pk, pf, pfree, pq, ip, hh, ctr)
         elif kind == EV_SEND_DONE:
-            _send_done_event(a, now, ci, rk, hh, ctr)
+            if ci[a, CI_PHASE] == PH_FIN_REQ:  # the Process event resumes _finish directly
+                ci[a, CI_PHASE] = PH_FIN
+                _cpu(a, now, ci, cf, ran, cost, ktab, tabs, ai, lay, ac, wc, ms, hk, hkey, hpos,
+                     pk, pf, pfree, pq, rk, ip, fp, hh, ctr, wt)
+            else:
+                _send_done_event(a, now, ci, rk, hh, ctr)
         elif kind == c.EV_RESUME and pk[a, c.PK_STATE] == W_ISEND:
             pk[a, c.PK_STATE] = c.W_NONE
             m = pk[a, c.PK_MSG]
