@@ -115,7 +115,8 @@ def reproduce(names, out_dir, quick, docs_path, jobs) -> None:
         docs_path = str(REPO_ROOT / "docs" / "validation.md")
     if docs_path:
         command = "gupsim reproduce " + " ".join(names) + (" --quick" if quick else "")
-        write_markdown(comparisons, Path(docs_path), command)
+        # One table reproduced refreshes its own section; `all` rewrites the page.
+        write_markdown(comparisons, Path(docs_path), command, refresh="all" not in names)
         click.echo(f"wrote {docs_path}")
     if not quick:
         from gupsim.config import MACHINES_DIR

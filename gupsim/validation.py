@@ -273,7 +273,25 @@ def comparison_markdown(c: Comparison, figures_dir: Path | None = None) -> str:
     return "\n".join(parts)
 
 
-def write_markdown(comparisons: list[Comparison], path: Path, command: str) -> None:
+def write_markdown(comparisons: list[Comparison], path: Path, command: str, refresh: bool = False) -> None:
+    """Write docs/validation.md; with ``refresh``, replace only these comparisons' sections of the page.
+
+    Reproducing one table must not wipe the others from the page: a refresh keeps every other
+    section and the page's original command, and says which command refreshed what.
+    """
+    figures = path.parent / "figures"
+    sections = {c.title: comparison_markdown(c, figures) for c in comparisons}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if refresh and path.exists():
+        head, old = _split_sections(path.read_text())
+        for title, text in sections.items():
+            old[title] = text  # in place if the page had it, else appended
+        note = f"Refreshed by `{command}`: " + "; ".join(sections) + "."
+        head = [line for line in head if not line.startswith(f"Refreshed by `{command}`")]
+        while head and not head[-1].strip():
+            head.pop()
+        path.write_text("\n".join(head + [note, "", ""]) + "\n\n".join(t.strip("\n") for t in old.values()) + "\n")
+        return
     header = [
         "# Validation against the published tables",
         "",
@@ -282,7 +300,21 @@ def write_markdown(comparisons: list[Comparison], path: Path, command: str) -> N
         "",
         "",
     ]
-    figures = path.parent / "figures"
-    body = "\n\n".join(comparison_markdown(c, figures) for c in comparisons)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    body = "\n\n".join(sections.values())
     path.write_text("\n".join(header) + body + "\n")
+
+
+def _split_sections(text: str) -> tuple[list[str], dict[str, str]]:
+    """The page's header lines, and its ``## title`` sections by title, in page order."""
+    head: list[str] = []
+    sections: dict[str, list[str]] = {}
+    current = None
+    for line in text.splitlines():
+        if line.startswith("## "):
+            current = line[3:].strip()
+            sections[current] = []
+        if current is None:
+            head.append(line)
+        else:
+            sections[current].append(line)
+    return head, {title: "\n".join(lines) for title, lines in sections.items()}

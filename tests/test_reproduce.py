@@ -57,6 +57,26 @@ def test_validation_page_lists_every_miss_with_its_explanation(quick_results, tm
     assert "No explanation recorded yet" not in text
 
 
+def test_reproducing_one_table_refreshes_only_its_section(quick_results, tmp_path):
+    page = tmp_path / "validation.md"
+    everything = list(quick_results.values())
+    write_markdown(everything, page, "gupsim reproduce all")
+    before = page.read_text()
+    table2 = quick_results["bgl-table2"]
+    stale = before.replace(table2.method.strip(), "STALE METHOD TEXT")
+    assert stale != before
+    page.write_text(stale)
+    write_markdown([table2], page, "gupsim reproduce bgl-table2", refresh=True)
+    after = page.read_text()
+    assert "STALE METHOD TEXT" not in after
+    assert all(c.title in after for c in everything)  # the other sections survive, in their order
+    assert [line for line in after.splitlines() if line.startswith("## ")] == \
+        [line for line in before.splitlines() if line.startswith("## ")]
+    assert "Refreshed by `gupsim reproduce bgl-table2`: " + table2.title in after
+    write_markdown([table2], page, "gupsim reproduce bgl-table2", refresh=True)
+    assert page.read_text() == after  # refreshing twice changes nothing
+
+
 def test_unknown_experiment_lists_the_valid_ones(capsys):
     with pytest.raises(SystemExit) as exc:
         main(["reproduce", "bgl-tabel2"])
