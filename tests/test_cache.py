@@ -76,3 +76,40 @@ def test_machine_file_holds_the_fitted_peer_state(bgl):
     from gupsim.validation import load_experiment
 
     assert load_experiment("bgl-table3").fit_peer_state_bytes() == pytest.approx(bgl.mpi.peer_state_bytes, rel=0.01)
+
+
+# ----------------------------------------------------------------------------- routed's lookup table
+
+
+@given(st.integers(2, 1 << 20), st.floats(1.0, 4.0))
+def test_routed_lookup_misses_grow_with_the_machine_and_stay_within_one_l3_hit(ranks, hops):
+    from gupsim.cache import routed_lookup_miss_cycles
+
+    c = load_machine("bgl").cache
+    cost = routed_lookup_miss_cycles(c, ranks, hops)
+    assert 0.0 <= cost <= c.memory_cycles - c.l1_hit_cycles + 1e-9
+    if ranks <= 1 << 17:  # a table of at most 128 KB is held by the 4 MB L3: at most an L3 hit
+        assert cost <= c.l3_hit_cycles - c.l1_hit_cycles + 1e-6
+    assert routed_lookup_miss_cycles(c, 2 * ranks, hops) >= cost
+
+
+def test_routed_pays_lookup_misses_only_where_the_table_outgrows_l1():
+    from gupsim.cache import routed_lookup_miss_cycles
+
+    c = load_machine("bgl").cache
+    assert routed_lookup_miss_cycles(c, 2048, 2.75) < 0.01  # 2 KB table: it stays in L1
+    assert routed_lookup_miss_cycles(c, 65536, 2.92) > 10 * routed_lookup_miss_cycles(c, 8192, 2.84)
+    assert routed_lookup_miss_cycles(None, 65536, 2.92) == 0.0  # no cache section: no cost
+
+
+def test_routed_records_carry_the_lookup_cost_and_spend_it(bgl):
+    def cycles(machine):
+        return simulate(make_run_config(machine=machine, shape="4x4x4", algorithm="routed",
+                                        updates_per_process=512))[1]
+
+    plain = cycles(load_machine("bgl"))
+    assert plain["alg_lookup_miss_cycles_per_hop"] < 1e-3  # 64 ranks: nothing
+    # a 256-byte L1 makes the 64-byte table miss: the cost shows in the record and in the cycles
+    small = cycles(load_machine("bgl", {"cache.l1_bytes": 64, "cache.line_bytes": 8}))
+    assert small["alg_lookup_miss_cycles_per_hop"] > 5
+    assert small["cycles_per_update"] > plain["cycles_per_update"] + 5
