@@ -180,6 +180,8 @@ class FastSimulation:
         fp[c.F_CHUNK_S] = net.chunk_bytes / net.link_bytes_per_s
         fp[c.F_ROUTER_S] = net.router_delay_ns * 1e-9
         fp[c.F_CYCLE_S] = 1.0 / self.machine.cpu.clock_hz
+        if (2 * nlinks + 2 * R) << 8 >= 1 << c.PAYLOAD_BITS:  # a credit-return event names its pool
+            raise GupsimError(f"fast engine: {R:,} processes on {n:,} nodes is too large for its event keys")
         pfree = np.empty(2 * nlinks + 2 * R, dtype=np.int32)
         pfree[:2 * nlinks] = net.link_buffer_chunks
         pfree[2 * nlinks:2 * nlinks + R] = net.injection_fifo_chunks
@@ -190,9 +192,10 @@ class FastSimulation:
         pk = np.zeros((packets, c.PK_COLS), dtype=np.int64)
         ctr = np.zeros(c.N_COUNTERS, dtype=np.int64)
         ctr[c.C_FREE_HEAD] = -1
+        ctr[c.C_SEQ_LIMIT] = c.SEQ_LIMIT
         c.link_free_list(pk, 0, packets, ctr)
         heap = 4 * R + 2 * c.HEAP_MARGIN
-        hh = np.empty((heap, 3))
+        hh = c.new_heap(heap)
         c.start_cpus(hh, ctr, R)
         lay = self.layout
         return {
