@@ -186,10 +186,10 @@ class FastSimulation:
         pfree[:2 * nlinks] = net.link_buffer_chunks
         pfree[2 * nlinks:2 * nlinks + R] = net.injection_fifo_chunks
         pfree[2 * nlinks + R:] = net.reception_fifo_chunks
-        rk = np.zeros((R, c.RK_NET_COLS), dtype=np.int64)
+        rk = np.zeros((R, c.RK_NET_COLS), dtype=np.int32)
         rk[:, c.RK_IN_HEAD] = -1
         packets = 4 * R + 2 * c.PACKET_MARGIN
-        pk = np.zeros((packets, c.PK_COLS), dtype=np.int64)
+        pk = np.zeros((packets, c.PK_COLS), dtype=np.int32)
         ctr = np.zeros(c.N_COUNTERS, dtype=np.int64)
         ctr[c.C_FREE_HEAD] = -1
         ctr[c.C_SEQ_LIMIT] = c.SEQ_LIMIT
@@ -200,7 +200,7 @@ class FastSimulation:
         lay = self.layout
         return {
             "pk": pk, "pf": np.zeros((packets, c.PF_COLS)), "pfree": pfree,
-            "pq": np.full((2 * nlinks + 2 * R, 4), -1, dtype=np.int64), "rk": rk,
+            "pq": np.full((2 * nlinks + 2 * R, 4), -1, dtype=np.int32), "rk": rk,
             "lf": np.zeros((nlinks, 3)), "lb": np.zeros(nlinks, dtype=np.int64),
             "ip": ip, "fp": fp, "nbr": np.ascontiguousarray(topo.neighbor_array().ravel()),
             "coords": np.ascontiguousarray(topo.coords_array()),
