@@ -74,10 +74,13 @@ def _routed() -> ModuleType:
 
 #: Algorithms with a fast kernel; the others always run on SimPy.
 KERNELS: dict[str, Kernel] = {
-    "one-packet": Kernel(_one_packet, per_rank_bytes=12_000,  # measured 4-9 KB (docs/performance.md)
+    # Peak RSS above the fixed part, per process (docs/performance.md, "Memory"): one-packet 2.6-4.5 KB
+    # on short runs up to 131,072 processes, 12.5 KB on a long 16x16x16 run whose buffers fill up;
+    # routed 10-23 KB up to 32x32x32 and 34 KB on the whole 64x32x32 (its drain keeps the most packets).
+    "one-packet": Kernel(_one_packet, per_rank_bytes=16_000,
                          options=frozenset({"payload_bytes", "wire_bytes", "local_overhead_cycles",
                                             "remote_overhead_cycles"})),
-    "routed": Kernel(_routed, per_rank_bytes=48_000,  # measured 24-39 KB, 32x32x16 to 64x32x32 (short runs)
+    "routed": Kernel(_routed, per_rank_bytes=48_000,
                      options=frozenset({"software_header_bytes", "bucket_capacity"})),
 }
 
