@@ -40,6 +40,9 @@ print(json.dumps({{"before": before, "peak": resource.getrusage(resource.RUSAGE_
     ("one-packet", "8x8x8", 512, {"cpu.processes_per_node": 2}),  # virtual-node mode, buffers filled
 ])
 def test_the_memory_estimate_covers_a_measured_peak(algorithm, shape, updates, sets):
+    from gupsim.fast import compile_all
+
+    compile_all()  # here, so that the child loads the kernels from the cache instead of compiling them
     code = CHILD.format(algorithm=algorithm, shape=shape, updates=updates, sets=sets)
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
     m = json.loads(out.stdout.strip().splitlines()[-1])
