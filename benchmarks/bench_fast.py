@@ -29,6 +29,8 @@ virtual-node mode (131,072 processes, seed 001's 64-byte packet).
 16x8x8 at the 4,096 updates per process its steady state needs (seed 000
 Table 3's run length in experiments/bgl_table3.py); it sends a message per
 one to five updates, so it is far costlier per update than the slope cases.
+``memory``: longer runs on 8x8x8 to 32x32x16 (both kernels, co-processor and
+virtual-node mode), the peaks the memory estimate must cover.
 
 Run::
 
@@ -58,6 +60,16 @@ BASELINE = [("baseline", shape, "baseline", 4096, {}, {}) for shape in ("8x8x8",
 FULL = [
     # (label, shape, algorithm, updates per process, machine overrides, options)
     ("full-upc-vn", "64x32x32", "one-packet", 16, {"cpu.processes_per_node": 2}, UPC_PACKET),
+]
+#: Longer runs at small and middle sizes, for the memory estimate (gupsim.memory): more packets in flight
+#: per process than the short slope runs, and virtual-node mode.
+MEMORY = [
+    ("memory", "8x8x8", "one-packet", 2048, {}, {}),
+    ("memory", "8x8x8", "routed", 4096, {}, {}),
+    ("memory", "8x8x8", "routed", 1024, {"cpu.processes_per_node": 2}, {}),
+    ("memory", "16x16x16", "one-packet", 256, {}, {}),
+    ("memory", "16x16x16", "routed", 1024, {}, {}),
+    ("memory", "32x32x16", "one-packet", 64, {"cpu.processes_per_node": 2}, UPC_PACKET),
 ]
 
 
@@ -156,7 +168,7 @@ def slope_plot(rows: list[dict]) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--child", help=argparse.SUPPRESS)
-    ap.add_argument("--series", nargs="*", default=["slope", "full"], choices=["slope", "full", "baseline"])
+    ap.add_argument("--series", nargs="*", default=["slope", "full"], choices=["slope", "full", "baseline", "memory"])
     ap.add_argument("--compile", action="store_true", help="measure compile time only")
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
     ap.add_argument("--resume", action="store_true", help="keep the rows already in --out, run the others")
@@ -174,6 +186,8 @@ def main() -> None:
         print(json.dumps(slope_plot(pd.read_csv(args.out).to_dict("records"))))
         return
     cases = []
+    if "memory" in args.series:
+        cases += MEMORY
     if "full" in args.series:
         cases += [(label, *rest) for label, *rest in FULL]
     if "baseline" in args.series:
@@ -183,10 +197,11 @@ def main() -> None:
                   for algorithm, updates in SLOPE_UPDATES.items() for shape in SLOPE_SHAPES]
     # Each row is written as soon as its case ends; --resume skips the cases already in the CSV.
     rows = pd.read_csv(args.out).to_dict("records") if args.resume and args.out.exists() else []
-    done = {(r["label"], r["shape"], r["algorithm"], int(r["updates_per_process"])) for r in rows}
+    done = {(r["label"], r["shape"], r["algorithm"], int(r["updates_per_process"]), int(r["processes"] // r["nodes"]))
+            for r in rows}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     for label, shape, algorithm, updates, sets, options in cases:
-        if (label, shape, algorithm, updates) in done:
+        if (label, shape, algorithm, updates, sets.get("cpu.processes_per_node", 1)) in done:
             continue
         rows.append(spawn(label, shape, algorithm, updates, sets, options))
         pd.DataFrame(rows).to_csv(args.out, index=False)

@@ -14,7 +14,9 @@ compiling its kernels), a part per node (links, their buffers, the topology:
 :data:`FAST_NODE_BYTES`) and a part per process that each kernel states
 (``gupsim.fast.KERNELS``: its queues, buckets, and the packets and events in
 flight, which grow with the load).  Those figures are peak RSS measured at up
-to the whole 64x32x32 machine (docs/performance.md), rounded up.
+to the whole 64x32x32 machine, short and long runs (docs/performance.md),
+with a margin; ``tests/test_fast_memory.py`` checks them against a measured
+peak.
 """
 
 from __future__ import annotations
@@ -25,8 +27,10 @@ from gupsim.errors import GupsimError
 BASE_BYTES = 100 * 2**20
 #: Route cache at its cap (2^18 routes at about 430 B each).
 ROUTE_CACHE_BYTES = 110 * 2**20
-#: Fast engine: interpreter, libraries and Numba compiling the kernels (measured peak 342 MB on 8x8x8).
-FAST_BASE_BYTES = 400 * 2**20
+#: Fast engine: interpreter, libraries and Numba compiling the kernels (measured: 242 MB with the kernels
+#: loaded from the cache, 410 MB peak compiling them into an empty cache), and the heap's and packet
+#: table's fixed margins (about 5 MB).
+FAST_BASE_BYTES = 512 * 2**20
 #: Fast engine, per node: six links' times, counters and credit pools, and the topology tables.
 FAST_NODE_BYTES = 1_200
 #: Refuse when the estimate exceeds this share of the memory available now.

@@ -79,10 +79,13 @@ def _baseline() -> ModuleType:
 
 #: Algorithms with a fast kernel; the others always run on SimPy.
 KERNELS: dict[str, Kernel] = {
-    "one-packet": Kernel(_one_packet, per_rank_bytes=12_000,  # measured 4-9 KB (docs/performance.md)
+    # Peak RSS above the fixed part, per process (docs/performance.md, "Memory"): one-packet 2.6-4.5 KB
+    # on short runs up to 131,072 processes, 12.5 KB on a long 16x16x16 run whose buffers fill up;
+    # routed 10-23 KB up to 32x32x32 and 34 KB on the whole 64x32x32 (its drain keeps the most packets).
+    "one-packet": Kernel(_one_packet, per_rank_bytes=16_000,
                          options=frozenset({"payload_bytes", "wire_bytes", "local_overhead_cycles",
                                             "remote_overhead_cycles"})),
-    "routed": Kernel(_routed, per_rank_bytes=48_000,  # measured 24-39 KB, 32x32x16 to 64x32x32 (short runs)
+    "routed": Kernel(_routed, per_rank_bytes=48_000,
                      options=frozenset({"software_header_bytes", "bucket_capacity"})),
     # arrays ~24.8 KB per rank (bucket heap + hash, max_pending 1024); the 4,096-node run peaked at 432 MB RSS
     "baseline": Kernel(_baseline, per_rank_bytes=32_000,
@@ -188,24 +191,27 @@ class FastSimulation:
         fp[c.F_CHUNK_S] = net.chunk_bytes / net.link_bytes_per_s
         fp[c.F_ROUTER_S] = net.router_delay_ns * 1e-9
         fp[c.F_CYCLE_S] = 1.0 / self.machine.cpu.clock_hz
+        if (2 * nlinks + 2 * R) << 8 >= 1 << c.PAYLOAD_BITS:  # a credit-return event names its pool
+            raise GupsimError(f"fast engine: {R:,} processes on {n:,} nodes is too large for its event keys")
         pfree = np.empty(2 * nlinks + 2 * R, dtype=np.int32)
         pfree[:2 * nlinks] = net.link_buffer_chunks
         pfree[2 * nlinks:2 * nlinks + R] = net.injection_fifo_chunks
         pfree[2 * nlinks + R:] = net.reception_fifo_chunks
-        rk = np.zeros((R, c.RK_NET_COLS), dtype=np.int64)
+        rk = np.zeros((R, c.RK_NET_COLS), dtype=np.int32)
         rk[:, c.RK_IN_HEAD] = -1
         packets = 4 * R + 2 * c.PACKET_MARGIN
-        pk = np.zeros((packets, c.PK_COLS), dtype=np.int64)
+        pk = np.zeros((packets, c.PK_COLS), dtype=np.int32)
         ctr = np.zeros(c.N_COUNTERS, dtype=np.int64)
         ctr[c.C_FREE_HEAD] = -1
+        ctr[c.C_SEQ_LIMIT] = c.SEQ_LIMIT
         c.link_free_list(pk, 0, packets, ctr)
         heap = 4 * R + 2 * c.HEAP_MARGIN
-        hh = np.empty((heap, 3))
+        hh = c.new_heap(heap)
         c.start_cpus(hh, ctr, R)
         lay = self.layout
         return {
             "pk": pk, "pf": np.zeros((packets, c.PF_COLS)), "pfree": pfree,
-            "pq": np.full((2 * nlinks + 2 * R, 4), -1, dtype=np.int64), "rk": rk,
+            "pq": np.full((2 * nlinks + 2 * R, 4), -1, dtype=np.int32), "rk": rk,
             "lf": np.zeros((nlinks, 3)), "lb": np.zeros(nlinks, dtype=np.int64),
             "ip": ip, "fp": fp, "nbr": np.ascontiguousarray(topo.neighbor_array().ravel()),
             "coords": np.ascontiguousarray(topo.coords_array()),

@@ -460,7 +460,7 @@ def _loop(ci, cf, ran, cost, ktab, tabs, ai, lay, ac, wc, ms, hk, hkey, hpos,
     return now, True
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def run(ci, cf, ran, cost, ktab, tabs, ai, lay, ac, wc, ms, hk, hkey, hpos,
         pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, wt):
     """The event loop; returns the final time.  Grows the heap, packet and message tables between batches."""

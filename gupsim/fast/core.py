@@ -34,7 +34,8 @@ kernel's outer loop between batches of events, never inside these helpers: calle
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.extending import intrinsic
 
 from gupsim.fast import cache  # noqa: F401  (stamps the kernels' cache with every fast source file)
 
@@ -46,7 +47,13 @@ EV_TAIL = 3     # a = packet: its tail reached the destination
 EV_GIVE = 4     # a = pool, chunks in bits 3..7: credits return to a pool
 
 URGENT, NORMAL = 0, 1  # SimPy's priorities: process initialisation before ordinary events
-_PRIO_SHIFT = 50  # sequence numbers stay below 2^50, rows stay exact in float64
+# heap keys: priority in bit 62, the sequence number above the payload
+PAYLOAD_BITS = 32
+_PRIO_BIT = 62
+#: Sequence numbers are renumbered (in order) before they reach this (they must stay below 2^30).
+SEQ_LIMIT = 1 << (_PRIO_BIT - PAYLOAD_BITS)
+_PAYLOAD_MASK = (1 << PAYLOAD_BITS) - 1
+_SEQ_FIELD = ((1 << _PRIO_BIT) - 1) ^ _PAYLOAD_MASK
 
 # ------------------------------------------------------------------ packet table columns
 PK_SRC, PK_DST, PK_CHUNKS, PK_WIRE, PK_PAYLOAD, PK_MSG, PK_N, PK_NODE = 0, 1, 2, 3, 4, 5, 6, 7
@@ -65,7 +72,7 @@ WAKE_INBOX, WAKE_ROOM, WAKE_GRANT = 1, 2, 4
 
 # ------------------------------------------------------------------ counters
 C_HEAP_N, C_SEQ, C_FREE_HEAD, C_NFREE, C_INJECTED, C_WIRE, C_DELIVERED, C_EVENTS = 0, 1, 2, 3, 4, 5, 6, 7
-C_APPLIED, C_DONE, C_ERROR, C_HOPS = 8, 9, 10, 11
+C_APPLIED, C_DONE, C_ERROR, C_HOPS, C_SEQ_LIMIT = 8, 9, 10, 11, 12
 N_COUNTERS = 16
 
 # ------------------------------------------------------------------ integer parameters
@@ -80,24 +87,94 @@ PACKET_MARGIN = 1 << 12
 
 
 # ================================================================== heap
+#
+# An entry is 16 bytes: the time's IEEE-754 bits as an int64 (for times >= 0 the bits order as the
+# floats do, so no float compare or float<->int conversion is needed) and one int64 key
+# ``prio << 62 | seq << PAYLOAD_BITS | payload``.  Sequence numbers are unique, so comparing keys
+# compares (priority, order of scheduling) and the payload never decides.  Four children are 64 bytes,
+# a cache line, where the float64 rows of (time, seq, payload) took 96 (docs/performance.md).
+
+
+@intrinsic
+def _f2i(typingctx, x):
+    """The bits of a float64 as an int64 (a bit cast, not a conversion)."""
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], context.get_value_type(types.int64))
+    return types.int64(types.float64), codegen
+
+
+@intrinsic
+def _i2f(typingctx, x):
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], context.get_value_type(types.float64))
+    return types.float64(types.int64), codegen
+
+
+def new_heap(n):
+    """An empty event heap with room for ``n`` events."""
+    return np.empty((n, 2), dtype=np.int64)
+
+
+@njit(cache=True, _nrt=False)
+def _sift_down(hh, i, n, lt, lk):
+    """Put the entry (lt, lk) at hole ``i`` of the heap's first ``n`` rows, moving smaller children up."""
+    while True:
+        first = 4 * i + 1
+        if first >= n:
+            break
+        best = first
+        bt, bk = hh[first, 0], hh[first, 1]
+        for k in range(first + 1, min(first + 4, n)):
+            kt = hh[k, 0]
+            if kt < bt or (kt == bt and hh[k, 1] < bk):
+                best, bt, bk = k, kt, hh[k, 1]
+        if lt < bt or (lt == bt and lk < bk):
+            break
+        hh[i, 0], hh[i, 1] = bt, bk
+        i = best
+    hh[i, 0], hh[i, 1] = lt, lk
+
+
+@njit(cache=True, _nrt=False)
+def _renumber(hh, ctr):
+    """Give the pending events sequence numbers 0..n-1 in their order, in place (no allocation).
+
+    Heapsort leaves the rows in descending order; reversed, they are ascending, which is a valid heap.
+    Only the order of keys between events at equal times matters, and ranking keeps it; later events
+    get larger numbers, as they would have."""
+    n = ctr[C_HEAP_N]
+    for last in range(n - 1, 0, -1):
+        lt, lk = hh[last, 0], hh[last, 1]
+        hh[last, 0], hh[last, 1] = hh[0, 0], hh[0, 1]
+        _sift_down(hh, 0, last, lt, lk)
+    for i in range(n // 2):
+        j = n - 1 - i
+        hh[i, 0], hh[j, 0] = hh[j, 0], hh[i, 0]
+        hh[i, 1], hh[j, 1] = hh[j, 1], hh[i, 1]
+    for i in range(n):
+        k = hh[i, 1]
+        hh[i, 1] = (k & ~_SEQ_FIELD) | (i << PAYLOAD_BITS)
+    ctr[C_SEQ] = n
 
 
 @njit(cache=True, _nrt=False)
 def push(hh, ctr, t, prio, payload):
-    """Schedule ``payload`` at ``t``.  The heap is 4-ary over rows (time, priority+sequence, payload),
-    all float64 (integers below 2^53 are exact) so that a node's children share cache lines."""
+    """Schedule ``payload`` (>= 0, below 2^PAYLOAD_BITS) at time ``t`` (>= 0) with SimPy priority ``prio``."""
+    if ctr[C_SEQ] >= ctr[C_SEQ_LIMIT]:
+        _renumber(hh, ctr)
     n = ctr[C_HEAP_N]
-    seq = float(ctr[C_SEQ] + (prio << _PRIO_SHIFT))
+    key = (prio << _PRIO_BIT) | (ctr[C_SEQ] << PAYLOAD_BITS) | payload
     ctr[C_SEQ] += 1
+    tb = _f2i(t)
     i = n
     while i > 0:
         parent = (i - 1) >> 2
         pt = hh[parent, 0]
-        if pt < t or (pt == t and hh[parent, 1] < seq):
+        if pt < tb or (pt == tb and hh[parent, 1] < key):
             break
-        hh[i, 0], hh[i, 1], hh[i, 2] = pt, hh[parent, 1], hh[parent, 2]
+        hh[i, 0], hh[i, 1] = pt, hh[parent, 1]
         i = parent
-    hh[i, 0], hh[i, 1], hh[i, 2] = t, seq, float(payload)
+    hh[i, 0], hh[i, 1] = tb, key
     ctr[C_HEAP_N] = n + 1
 
 
@@ -105,26 +182,10 @@ def push(hh, ctr, t, prio, payload):
 def pop(hh, ctr):
     """Remove the earliest event; return (time, payload)."""
     n = ctr[C_HEAP_N] - 1
-    t, payload = hh[0, 0], np.int64(hh[0, 2])
+    t, payload = _i2f(hh[0, 0]), hh[0, 1] & _PAYLOAD_MASK
     ctr[C_HEAP_N] = n
     if n > 0:
-        lt, ls, lp = hh[n, 0], hh[n, 1], hh[n, 2]
-        i = 0
-        while True:
-            first = 4 * i + 1
-            if first >= n:
-                break
-            best = first
-            bt, bs = hh[first, 0], hh[first, 1]
-            for k in range(first + 1, min(first + 4, n)):
-                kt = hh[k, 0]
-                if kt < bt or (kt == bt and hh[k, 1] < bs):
-                    best, bt, bs = k, kt, hh[k, 1]
-            if lt < bt or (lt == bt and ls < bs):
-                break
-            hh[i, 0], hh[i, 1], hh[i, 2] = bt, bs, hh[best, 2]
-            i = best
-        hh[i, 0], hh[i, 1], hh[i, 2] = lt, ls, lp
+        _sift_down(hh, 0, n, hh[n, 0], hh[n, 1])
     return t, payload
 
 

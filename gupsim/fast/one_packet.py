@@ -159,7 +159,7 @@ def _loop(ci, cf, ran, cost, ai, lay, pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr
     return now, True
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def run(ci, cf, ran, cost, ai, lay, pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, wt):
     """The event loop; returns the final time.  Grows the heap and packet tables between batches of events."""
     now = 0.0

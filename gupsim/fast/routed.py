@@ -271,7 +271,7 @@ def _loop(ci, cf, rd, bv, bl, pv, rc, ran, ai, cost, tabs, lay, ac, wc,
     return now, True
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def run(ci, cf, rd, bv, bl, pv, rc, ran, ai, cost, tabs, lay, ac, wc,
         pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, wt):
     """The event loop; returns the final time.  Grows the heap and packet tables between batches of events."""

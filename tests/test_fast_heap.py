@@ -1,0 +1,82 @@
+"""The fast engine's event heap (gupsim.fast.core): SimPy's order, and renumbering that changes nothing.
+
+The heap orders events by (time, priority, order of scheduling), as SimPy
+does; its entries pack the priority, a 30-bit sequence number and the payload
+into one key, and renumber the pending events in place before the sequence
+number overflows.  These tests force that renumbering every few events.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gupsim.config import load_machine
+from gupsim.fast import core as c
+from gupsim.runner import make_run_config, simulate
+
+#: A few distinct delays, as in the network (many events at equal times), and zero.
+DELAYS = [0.0, 0.0, 1e-9, 1.5e-9, 2.5e-9]
+
+
+def _drain(ops, seq_limit):
+    """Run ``ops`` (push with (delay index, priority) or pop) against the heap; return what was popped."""
+    hh, ctr = c.new_heap(len(ops) + 8), np.zeros(c.N_COUNTERS, dtype=np.int64)
+    ctr[c.C_SEQ_LIMIT] = seq_limit
+    now, out, payload = 0.0, [], 0
+    for op in ops:
+        if op is None:
+            if ctr[c.C_HEAP_N]:
+                now, p = c.pop(hh, ctr)
+                out.append((now, p))
+        else:
+            c.push(hh, ctr, now + DELAYS[op[0]], op[1], payload)
+            payload += 1
+    while ctr[c.C_HEAP_N]:
+        out.append(c.pop(hh, ctr))
+    return out
+
+
+def _reference(ops):
+    """The same operations on a sorted list keyed (time, priority, sequence): SimPy's order."""
+    pending, out, now, seq = [], [], 0.0, 0
+    for op in ops:
+        if op is None:
+            if pending:
+                pending.sort()
+                now, _, _, p = pending.pop(0)
+                out.append((now, p))
+        else:
+            pending.append((now + DELAYS[op[0]], op[1], seq, seq))
+            seq += 1
+    return out + [(t, p) for t, _, _, p in sorted(pending)]
+
+
+OPS = st.lists(st.one_of(st.none(), st.tuples(st.integers(0, len(DELAYS) - 1), st.integers(0, 1))), max_size=300)
+
+
+@settings(max_examples=60, deadline=None)
+@given(OPS, st.integers(min_value=1, max_value=40))
+def test_the_heap_pops_in_simpy_order_with_and_without_renumbering(ops, limit):
+    expected = _reference(ops)
+    assert _drain(ops, c.SEQ_LIMIT) == expected
+    assert _drain(ops, limit) == expected  # renumbered every few pushes
+
+
+@pytest.mark.parametrize("algorithm", ["one-packet", "routed"])
+def test_renumbering_the_heap_leaves_a_run_unchanged(algorithm, monkeypatch):
+    def run():
+        machine = load_machine("bgl", {"network.topology": "torus"})
+        cfg = make_run_config(machine=machine, shape="4x4x2", algorithm=algorithm, updates_per_process=300,
+                              engine="fast")
+        return simulate(cfg)[1]
+
+    plain = run()
+    monkeypatch.setattr(c, "SEQ_LIMIT", 1000)  # renumbered many times in the run
+    renumbered = run()
+    volatile = {"wall_s", "peak_rss_mb", "events_per_s"}
+    assert plain["events"] > 10 * 1000
+    assert {k: v for k, v in plain.items() if k not in volatile} == \
+        {k: v for k, v in renumbered.items() if k not in volatile}
