@@ -226,6 +226,19 @@ def free_packet(pk, ctr, p):
     ctr[C_NFREE] += 1
 
 
+@njit(cache=True, _nrt=False)
+def flush_cpu(r, now, ci, cf, fp, hh, ctr, phase):
+    """:meth:`Cpu.flush`: rank ``r`` resumes in ``phase`` after its cycle debt.
+
+    Every kernel keeps a rank's phase in column 0 of its integer rank table ``ci`` and its
+    cycle debt in column 0 of its float table ``cf``.
+    """
+    cycles = cf[r, 0]
+    cf[r, 0] = 0.0
+    ci[r, 0] = phase
+    push(hh, ctr, now + cycles * fp[F_CYCLE_S], NORMAL, r << 3 | EV_CPU)
+
+
 # ================================================================== credit pools
 
 

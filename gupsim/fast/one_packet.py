@@ -59,12 +59,7 @@ def _receive(r, now, ci, cf, cost, pk, pfree, pq, rk, ip, fp, hh, ctr, wt):
         c.free_packet(pk, ctr, p)
 
 
-@njit(cache=True, _nrt=False)
-def _flush(r, now, ci, cf, fp, hh, ctr, phase):
-    cycles = cf[r, CF_DEBT]
-    cf[r, CF_DEBT] = 0.0
-    ci[r, CI_PHASE] = phase
-    c.push(hh, ctr, now + cycles * fp[c.F_CYCLE_S], c.NORMAL, r << 3 | c.EV_CPU)
+_flush = c.flush_cpu  # the CPU turns its cycle debt into time (core.py)
 
 
 @njit(cache=True, _nrt=False)
