@@ -23,7 +23,9 @@ two rows run :data:`LARGE_UPDATES` updates per process: one-packet holds no
 more than its FIFOs' worth of updates, so the steady state comes early.
 Measured here (16x16x16, 8,192 processors): 16, 32, 64 and 256 updates per
 process gave 2.564, 2.513, 2.494 and 2.501 GUPS, so 32 is within 0.5% of
-the longer runs, while 4,096 on the whole machine would take hours.
+the longer runs there, while 4,096 on the whole machine would take hours.
+On the whole 64x32x32 machine 32 is not enough (the network takes longer to
+fill): a rate above eq. (2) is flagged in the remarks, not hidden.
 Run: ``gupsim reproduce bgl-upc``.
 """
 
@@ -69,6 +71,34 @@ def fit_overheads(ref: pd.DataFrame, machine) -> tuple[float, float]:
     return local, remote
 
 
+def judge_rows(frame: pd.DataFrame) -> tuple[dict, list[str]]:
+    """Row notes for misses and remarks for rates above eq. (2), from the simulated rows alone."""
+    notes, remarks = {}, []
+    for _, row in frame.iterrows():
+        if pd.isna(row.get("sim_gups")):
+            continue
+        bound, p = row["sim_network_bound_gups"], int(row["processors"])
+        over = row["sim_gups"] / bound - 1
+        if over > 0:
+            # eq. (2) bounds any steady state: a rate above it is the start-up transient still in the window
+            remarks.append(
+                f"{p:,} processors: the simulated {row['sim_gups']:.2f} GUPS is {over:.1%} above this torus's eq. (2) "
+                f"bound ({bound:.2f}), so {int(row['sim_updates_per_process'])} updates per process have not reached "
+                f"the steady state at this size (the network starts empty); the steady rate is at most the bound, "
+                f"i.e. at most {bound / row['gups'] - 1:+.1%} against the published {row['gups']}."
+            )
+        if pd.notna(row.get("rel_err_gups")) and abs(row["rel_err_gups"]) > 0.20:
+            notes[(row["processors"], "gups")] = (
+                f"The simulation gives {row['sim_gups']:.2f} GUPS, {row['sim_gups'] / bound:.0%} of this torus's "
+                f"eq. (2) bound for 75-byte packets ({bound:.2f}), with the busiest link "
+                f"{row['sim_link_utilisation_max']:.0%} utilised; the published run reached "
+                f"{row['gups'] / bound:.0%} of that bound. Only the two per-update runtime overheads are fitted "
+                "(on single-node rows); nothing in the model is tuned to the network-bound rows, and the modelled "
+                "torus carries this traffic closer to its bisection limit than the real one did."
+            )
+    return notes, remarks
+
+
 def _updates(processors: int, quick: bool) -> int:
     if quick:
         return QUICK_UPDATES
@@ -106,16 +136,8 @@ def reproduce(quick: bool = False, inputs: dict | None = None) -> Comparison:
     size_note = "Not simulated with --quick (the full run simulates every row but the two single-node fits)."
     notes = {(1, "gups"): fit_note, (2, "gups"): fit_note}
     notes |= {(p, "gups"): size_note for p in ref["processors"] if p > limit}
-    for _, row in frame.iterrows():
-        if pd.notna(row.get("rel_err_gups")) and abs(row["rel_err_gups"]) > 0.20:
-            bound = row["sim_network_bound_gups"]
-            notes[(row["processors"], "gups")] = (
-                f"The simulation gives {row['sim_gups']:.2f} GUPS, {row['sim_gups'] / bound:.0%} of this torus's "
-                f"eq. (2) bound for 75-byte packets ({bound:.2f}), with the busiest link "
-                f"{row['sim_link_utilisation_max']:.0%} utilised; the published run reached "
-                f"{row['gups'] / bound:.0%} of that bound. Only the two per-update runtime overheads are fitted "
-                "(on single-node rows); nothing in the model is tuned to the network-bound rows."
-            )
+    row_notes, remarks = judge_rows(frame)
+    notes |= row_notes
     return Comparison(
         name="bgl-upc",
         title="Seed 001: UPC RandomAccess on Blue Gene/L, one packet per update",
@@ -123,6 +145,7 @@ def reproduce(quick: bool = False, inputs: dict | None = None) -> Comparison:
         frame=frame,
         targets={"gups": 0.20},
         notes=notes,
+        remarks=remarks,
         method=(
             f"`one-packet` with 64-byte packets, 75 bytes on the wire, in virtual-node mode; UPC runtime "
             f"overheads fitted on the 1- and 2-processor rows: {local:.0f} cycles per local update, "
