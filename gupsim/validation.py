@@ -193,15 +193,19 @@ def run_experiments(names: list[str], quick: bool, jobs: int = 1) -> list[Compar
         running: dict = {}
         pending = list(order)
 
+        def hint(name: str) -> float:
+            return 0 if quick else getattr(modules[name], "WALL_MINUTES", 0)
+
         def launch_ready() -> None:
-            for name in list(pending):
-                if all(n in done for n in needs[name]):
-                    pending.remove(name)
-                    inputs = {n: done[n] for n in needs[name]}
-                    # Longest first (an experiment's optional WALL_MINUTES hint), so the two cores finish together.
-                    hint = 0 if quick else getattr(modules[name], "WALL_MINUTES", 0)
-                    running[client.submit(_reproduce_one, name, quick, inputs, pure=False, key=f"exp-{name}",
-                                          priority=hint)] = name
+            # At most one experiment per worker: Dask would queue the rest on busy workers (behind a long
+            # one) while another worker sits idle.  Longest first (an experiment's optional WALL_MINUTES
+            # hint), so the cores finish together.
+            ready = sorted((n for n in pending if all(d in done for d in needs[n])), key=hint, reverse=True)
+            for name in ready[:max(0, jobs - len(running))]:
+                pending.remove(name)
+                inputs = {n: done[n] for n in needs[name]}
+                running[client.submit(_reproduce_one, name, quick, inputs, pure=False, key=f"exp-{name}",
+                                      priority=hint(name))] = name
 
         launch_ready()
         futures = as_completed(list(running))
