@@ -423,8 +423,7 @@ def _loop(ci, cf, ran, cost, ktab, tabs, ai, lay, ac, wc, ms, hk, hkey, hpos,
           pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, wt, now):
     """Process events until done (True) or until a table needs to grow (False)."""
     while ctr[c.C_HEAP_N] > 0 and ctr[c.C_DONE] == 0:
-        if (ctr[c.C_HEAP_N] + c.HEAP_MARGIN > hh.shape[0] or ctr[c.C_NFREE] < c.PACKET_MARGIN
-                or ac[AC_MSG_NFREE] < MSG_MARGIN):
+        if c.needs_room(hh, ctr) or ac[AC_MSG_NFREE] < MSG_MARGIN:
             return now, False
         now, payload = c.pop(hh, ctr)
         ctr[c.C_EVENTS] += 1
@@ -465,8 +464,7 @@ def run(ci, cf, ran, cost, ktab, tabs, ai, lay, ac, wc, ms, hk, hkey, hpos,
                               pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, wt, now)
         if finished:
             return now
-        if ctr[c.C_HEAP_N] + c.HEAP_MARGIN > hh.shape[0]:
-            hh = c.grow(hh, 2 * hh.shape[0])
+        hh = c.grow_heap(hh, ctr)
         if ctr[c.C_NFREE] < c.PACKET_MARGIN:
             old = pk.shape[0]
             pk, pf = c.grow(pk, 2 * old), c.grow(pf, 2 * old)

@@ -199,6 +199,20 @@ def grow(a, n):
 grow = njit(cache=True)(grow)
 
 
+@njit(cache=True, inline="always", _nrt=False)
+def needs_room(hh, ctr):
+    """True when the heap or the packet table is short of its margin: the kernel's loop must return to grow them."""
+    return ctr[C_HEAP_N] + HEAP_MARGIN > hh.shape[0] or ctr[C_NFREE] < PACKET_MARGIN
+
+
+@njit(cache=True)
+def grow_heap(hh, ctr):
+    """The heap, doubled if it is short of :data:`HEAP_MARGIN` free slots."""
+    if ctr[C_HEAP_N] + HEAP_MARGIN > hh.shape[0]:
+        return grow(hh, 2 * hh.shape[0])
+    return hh
+
+
 @njit(cache=True, _nrt=False)
 def link_free_list(pk, first, last, ctr):
     """Chain packet rows ``first..last-1`` onto the free list."""

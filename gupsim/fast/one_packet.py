@@ -141,7 +141,7 @@ def _cpu(r, now, ci, cf, ran, cost, ai, lay, pk, pf, pfree, pq, rk, ip, fp, hh, 
 def _loop(ci, cf, ran, cost, ai, lay, pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, wt, now):
     """Process events until done (True) or until a table needs to grow (False)."""
     while ctr[c.C_HEAP_N] > 0 and ctr[c.C_DONE] == 0:
-        if ctr[c.C_HEAP_N] + c.HEAP_MARGIN > hh.shape[0] or ctr[c.C_NFREE] < c.PACKET_MARGIN:
+        if c.needs_room(hh, ctr):
             return now, False
         now, payload = c.pop(hh, ctr)
         ctr[c.C_EVENTS] += 1
@@ -162,9 +162,7 @@ def run(ci, cf, ran, cost, ai, lay, pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, 
         now, finished = _loop(ci, cf, ran, cost, ai, lay, pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, wt, now)
         if finished:
             return now
-        if ctr[c.C_HEAP_N] + c.HEAP_MARGIN > hh.shape[0]:
-            n = 2 * hh.shape[0]
-            hh = c.grow(hh, n)
+        hh = c.grow_heap(hh, ctr)
         if ctr[c.C_NFREE] < c.PACKET_MARGIN:
             old = pk.shape[0]
             pk, pf = c.grow(pk, 2 * old), c.grow(pf, 2 * old)
