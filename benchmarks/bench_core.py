@@ -4,8 +4,8 @@ What it measures
 ----------------
 Four cases: the ``baseline`` and ``one-packet`` algorithms on the ``bgl``
 machine, on 8x8x8 (512 nodes) and 16x16x16 (4096 nodes) tori.  Each case
-runs in its own Python subprocess, so ``peak_rss_mb`` (``ru_maxrss``, which
-is per process) belongs to that case alone.  Per case it reports:
+runs in its own Python subprocess, so ``peak_rss_mb`` (the subprocess's own
+``VmHWM``, see :func:`gupsim.runner.peak_rss_mb`) belongs to that case alone.  Per case it reports:
 
 * ``events``, ``wall_s`` (time inside :func:`gupsim.runner.simulate`: model
   construction plus the SimPy run), ``cpu_s`` (user + system CPU time of the
@@ -113,12 +113,6 @@ TABLE = [
 # ---------------------------------------------------------------------- child
 
 
-def _rss_mb() -> float:
-    import resource
-
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-
-
 def _cpu_s() -> float:
     import resource
 
@@ -129,9 +123,9 @@ def _cpu_s() -> float:
 def run_case(shape: str, algorithm: str, updates: int) -> dict:
     """Run one case in this process and return its row (called in the subprocess)."""
     from gupsim.config import load_machine
-    from gupsim.runner import make_run_config, simulate
+    from gupsim.runner import make_run_config, peak_rss_mb, simulate
 
-    rss_import = _rss_mb()
+    rss_import = peak_rss_mb()
     cfg = make_run_config(machine=load_machine(MACHINE), shape=shape, algorithm=algorithm,
                           updates_per_process=updates, seed=0, engine="simpy")
     cpu0 = _cpu_s()
@@ -160,7 +154,7 @@ def run_case(shape: str, algorithm: str, updates: int) -> dict:
         "packets_injected": rec["packets_injected"],
         "mean_hops": mean_hops,
         "packet_hops_per_s": packet_hops / wall,
-        "peak_rss_mb": _rss_mb(),
+        "peak_rss_mb": peak_rss_mb(),
         "rss_after_import_mb": rss_import,
         "gups": rec["gups"],
         "gups_total": rec["gups_total"],

@@ -3,7 +3,7 @@
 What it measures (issue 4's goals)
 ----------------------------------
 Each case runs ``gupsim.runner.simulate`` with ``engine="fast"`` in its own
-subprocess, so ``peak_rss_mb`` (``ru_maxrss``) is that case's alone, and the
+subprocess, so ``peak_rss_mb`` (its own ``VmHWM``) is that case's alone, and the
 kernels are loaded from Numba's on-disk cache (compile time is measured
 separately, ``--compile``, with an empty cache directory).  Per case:
 

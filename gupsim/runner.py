@@ -42,6 +42,20 @@ RECORD_KEYS = (
 
 
 def peak_rss_mb() -> float:
+    """This process's own peak resident set, in MB.
+
+    Linux's ``ru_maxrss`` survives ``exec``: a child started by a large parent
+    (pytest after the suite, a Dask nanny) reports at least the parent's size at
+    fork.  ``VmHWM`` belongs to the process's own address space, so it is read
+    first; ``ru_maxrss`` is the fallback where ``/proc`` does not exist.
+    """
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
