@@ -44,9 +44,9 @@ from gupsim.config import load_machine
 from gupsim.runner import make_run_config, simulate
 from gupsim.validation import Comparison, bgl_partition_shapes, compare, reference_table
 
-WALL_MINUTES = 10  # rough full-run minutes here (from timed rows); only orders `reproduce --jobs`
+WALL_MINUTES = 60  # rough full-run minutes here (from timed rows); only orders `reproduce --jobs`
 
-FULL_MAX_NODES, QUICK_MAX_NODES = 4096, 256
+FULL_MAX_NODES, QUICK_MAX_NODES = 16384, 256
 UPDATES = 4096
 FIT_SHAPE, FIT_CYCLES, FIT_CYCLES_TEST_EVERY_60 = "4x4x2", 1018.0, 435.0  # seed 000 §6.1 text, N = 32
 PEER_STATE_FIT_NODES = 4096

@@ -67,6 +67,9 @@ class NetworkConfig(BaseModel):
     link_buffer_chunks: int = Field(ge=1, description="input buffer at the far end of each directed link")
     injection_fifo_chunks: int = Field(ge=1, description="injection FIFO depth of a node")
     reception_fifo_chunks: int = Field(ge=1, description="reception FIFO depth of a node")
+    fifos: Literal["shared", "per-dimension"] = Field(
+        description="shared: one injection and one reception FIFO per process; per-dimension: one of each per "
+        "torus dimension plus one for node-local packets, each of the depth above")
     cut_through_bytes: int | None = Field(
         default=None, ge=1,
         description="bytes a router must have before it forwards a packet's head (default: one chunk)")
@@ -189,6 +192,13 @@ class MachineConfig(BaseModel):
     cache: CacheConfig | None = Field(default=None, description="omit to model no cache misses on per-destination data")
     dma: DmaConfig | None = None
     source_path: str = Field(default="", description="file this machine was loaded from (set by the loader)")
+
+    @model_validator(mode="after")
+    def _dma_fifos_are_shared(self) -> "MachineConfig":
+        if self.dma is not None and self.network.fifos != "shared":
+            raise ValueError("network.fifos: the DMA model (dma section) has one injection and one reception "
+                             "FIFO per process; use fifos: shared")
+        return self
 
     @cached_property
     def costs(self) -> "RawDeviceCosts":

@@ -35,6 +35,17 @@ the readable SimPy reference model of that network:
 * **Reception.**  A packet that reaches its destination waits for room in
   the receiving process's reception FIFO, which only the receiving CPU
   drains: a slow receiver backs traffic up into the network.
+* **FIFOs per dimension.**  ``fifos: shared`` gives each process one
+  injection and one reception FIFO.  ``per-dimension`` gives it one of each
+  per torus dimension plus one for node-local packets (virtual-node mode):
+  a packet is injected into the FIFO of the first dimension of its
+  dimension-order route and received into the FIFO of the dimension it
+  arrives from.  That is what seed 000 §4.3's pseudo-code assumes ("can send
+  a packet on dim", "packet available on dim"), and what its deadlock
+  argument for software routing needs: with shared FIFOs, x-packets that a
+  node cannot yet receive fill the one reception FIFO and stop the z-packets
+  that would drain it (``routed`` then deadlocks once the network is the
+  bottleneck, e.g. with slow links).
 
 Counters per directed link: wire bytes, busy seconds and blocked seconds
 (packet-seconds spent waiting for room downstream before using the link).
@@ -59,13 +70,14 @@ ROUTE_CACHE_LIMIT = 1 << 18
 class Packet:
     """One hardware packet; ``message`` ties it to the software message it is part of."""
 
-    __slots__ = ("src", "dst", "chunks", "wire_bytes", "payload", "message", "updates")
+    __slots__ = ("src", "dst", "chunks", "wire_bytes", "payload", "message", "updates", "rx_fifo")
 
     def __init__(self, src: int, dst: int, chunks: int, wire_bytes: int, payload: int,
                  updates: Any = None, message: Any = None):
         self.src, self.dst = src, dst  # ranks, not nodes
         self.chunks, self.wire_bytes, self.payload = chunks, wire_bytes, payload
         self.updates, self.message = updates, message
+        self.rx_fifo: Credits | None = None  # the reception FIFO it holds room in, once it has arrived
 
 
 class Mailbox:
@@ -169,25 +181,38 @@ class FifoInjection:
     """Injection through a per-sender FIFO of credits (``self.injection``), then ``self.launch``.
 
     Shared by every network with injection FIFOs: the torus link model here and
-    the fat tree of :mod:`gupsim.fabric_network`.
+    the fat tree of :mod:`gupsim.fabric_network`.  ``self.injection`` and
+    ``self.reception`` hold ``fifo_groups`` FIFOs per rank (one unless a
+    network has FIFOs per dimension).
     """
+
+    fifo_groups = 1
+
+    def injection_fifo(self, pkt: Packet) -> Credits:
+        """The injection FIFO ``pkt`` enters."""
+        return self.injection[pkt.src]
+
+    def reception_fifo(self, pkt: Packet) -> Credits:
+        """The reception FIFO ``pkt`` holds room in (it has arrived)."""
+        return pkt.rx_fifo if pkt.rx_fifo is not None else self.reception[pkt.dst]
 
     def try_inject(self, pkt: Packet) -> bool:
         """Put ``pkt`` in its sender's injection FIFO if there is room now."""
-        if not self.injection[pkt.src].take(pkt.chunks):
+        if not self.injection_fifo(pkt).take(pkt.chunks):
             return False
         self.launch(pkt)
         return True
 
     def inject(self, pkt: Packet):
         """Generator: wait for room in the injection FIFO, then launch ``pkt``."""
-        if not self.injection[pkt.src].take(pkt.chunks):
-            yield self.injection[pkt.src].wait(pkt.chunks)
+        fifo = self.injection_fifo(pkt)
+        if not fifo.take(pkt.chunks):
+            yield fifo.wait(pkt.chunks)
         self.launch(pkt)
 
     def request_injection(self, pkt: Packet) -> simpy.Event:
         """Queue for room in the injection FIFO; :meth:`launch` once the event fires."""
-        return self.injection[pkt.src].wait(pkt.chunks)
+        return self.injection_fifo(pkt).wait(pkt.chunks)
 
 
 class Network(FifoInjection):
@@ -213,8 +238,12 @@ class Network(FifoInjection):
         self.link_bytes = [0] * slots
         self.link_busy_s = [0.0] * slots
         self.link_blocked_s = [0.0] * slots
-        self.injection = [Credits(env, net.injection_fifo_chunks) for _ in range(self.num_ranks)]
-        self.reception = [Credits(env, net.reception_fifo_chunks) for _ in range(self.num_ranks)]
+        # FIFOs of rank r: r * fifo_groups + group; the groups are the dimensions, then node-local
+        self.fifo_groups = topology.ports // 2 + 1 if net.fifos == "per-dimension" else 1
+        self._coords = [tuple(int(v) for v in c) for c in topology.coords_array()]
+        fifos = self.num_ranks * self.fifo_groups
+        self.injection = [Credits(env, net.injection_fifo_chunks) for _ in range(fifos)]
+        self.reception = [Credits(env, net.reception_fifo_chunks) for _ in range(fifos)]
         self.inbox = [Mailbox(env) for _ in range(self.num_ranks)]
         self.packets_injected = 0
         self.wire_bytes_injected = 0
@@ -250,6 +279,15 @@ class Network(FifoInjection):
             route = self._routes[key] = self.topology.route(src_node, dst_node)
         return route
 
+    def injection_fifo(self, pkt: Packet) -> Credits:
+        """Per dimension: the FIFO of the first dimension of the dimension-order route (last: node-local)."""
+        g = self.fifo_groups
+        if g == 1:
+            return self.injection[pkt.src]
+        a, b = self._coords[pkt.src // self.ppn], self._coords[pkt.dst // self.ppn]
+        first = next((d for d in range(g - 1) if a[d] != b[d]), g - 1)
+        return self.injection[pkt.src * g + first]
+
     def _buffer(self, link: int) -> Credits:
         buf = self._buffers[link]
         if buf is None:
@@ -276,7 +314,7 @@ class Network(FifoInjection):
 
     def _transit(self, pkt: Packet):
         env = self.env
-        held = self.injection[pkt.src]
+        held = self.injection_fifo(pkt)
         serial = pkt.wire_bytes / self._rate
         head_s = min(serial, self._chunk_s) + self._router_s
         start = env.now
@@ -284,6 +322,7 @@ class Network(FifoInjection):
         node, dst = self.node_of(pkt.src), self.node_of(pkt.dst)
         route = None if self._adaptive else self.route(node, dst)
         hop, dim = 0, -1  # dim: the escape ring the packet is in, -1 for none
+        arrived_on = self.fifo_groups - 1  # the reception FIFO group: node-local unless a link is used
         while node != dst:
             asked = env.now
             link, buf = self._dynamic_choice(node, dst, pkt.chunks) if self._adaptive else (-1, None)
@@ -300,6 +339,7 @@ class Network(FifoInjection):
                     yield buf.wait(pkt.chunks, bubble)
                     self.link_blocked_s[link] += env.now - asked
             hop += 1
+            arrived_on = (link % ports) >> 1
             node = self._link_dst[link]
             start = max(env.now, self._free_at[link])
             self._free_at[link] = start + serial
@@ -309,7 +349,9 @@ class Network(FifoInjection):
             held = buf
             yield env.timeout(start + head_s - env.now)
         # Destination: wait for room in the reception FIFO, then for the tail.
-        rec = self.reception[pkt.dst]
+        rec = self.reception[pkt.dst * self.fifo_groups + arrived_on] if self.fifo_groups > 1 \
+            else self.reception[pkt.dst]
+        pkt.rx_fifo = rec
         if not rec.take(pkt.chunks):
             yield rec.wait(pkt.chunks)
         tail = start + serial + self._router_s - env.now
@@ -338,7 +380,7 @@ class Network(FifoInjection):
 
     def consumed(self, pkt: Packet) -> None:
         """The receiving CPU has read ``pkt`` out of its reception FIFO."""
-        self.reception[pkt.dst].give(pkt.chunks)
+        self.reception_fifo(pkt).give(pkt.chunks)
 
     # ------------------------------------------------------------------ counters
 

@@ -124,6 +124,7 @@ def _deadlock(sim: Simulation, procs: list) -> DeadlockError:
     return DeadlockError(
         f"deadlock at t={sim.env.now:.6g} s: {len(waiting)} processes wait on each other (ranks {shown}); "
         f"{in_network} packets stuck in the network, {sim.applied:,} of {sim.total_updates:,} updates applied"
+        + sim.algorithm.deadlock_hint()
     )
 
 

@@ -55,6 +55,7 @@ def test_raw_device_table_is_read_from_csv_and_interpolated(bgl):
         (lambda d: d["network"].pop("chunk_bytes"), "missing required key 'network.chunk_bytes'"),
         (lambda d: d["network"].update(link_buffer_chunks=4), "cannot hold one full packet"),
         (lambda d: d["network"].update(topology="ring"), "network.topology: Input should be 'torus', 'mesh' or 'auto'"),
+        (lambda d: d["network"].update(fifos="per-link"), "network.fifos: Input should be 'shared' or 'per-dimension'"),
         (lambda d: d.update(colour="blue"), "unknown key 'colour'"),
         (lambda d: d["cpu"].update(raw_device_cycle_table="nowhere.csv"), "file not found"),
     ],
@@ -122,3 +123,10 @@ def test_unknown_key_in_an_optional_section_gets_a_hint():
         load_machine("bgp", {"dma.engine_byte_per_s": 1.0})
     with pytest.raises(GupsimError, match=r"unknown key 'dma.zzz' \(valid: engine_bytes_per_s, "):
         load_machine("bgp", {"dma.zzz": 1.0})
+
+
+def test_fifos_per_dimension_are_refused_with_the_dma_model():
+    from gupsim.config import load_machine
+
+    with pytest.raises(GupsimError, match="network.fifos=per-dimension: the DMA model"):
+        load_machine("bgp", {"network.fifos": "per-dimension"})

@@ -18,6 +18,8 @@ VOLATILE = {"events", "wall_s", "peak_rss_mb", "events_per_s", "engine", "config
 ROUNDED = {"alg_cpu_blocked_s"}
 UPC = {"payload_bytes": 64, "wire_bytes": 75, "local_overhead_cycles": 40.0, "remote_overhead_cycles": 60.0}
 
+PER_DIM = {"network.fifos": "per-dimension", "network.link_bytes_per_s": 1e7}
+
 CASES = [
     # (algorithm, shape, updates per process, machine overrides, algorithm options)
     ("one-packet", "2x2x2", 600, {}, {}),                                               # mesh
@@ -29,6 +31,12 @@ CASES = [
     ("routed", "4x4x2", 600, {"network.topology": "torus"}, {}),
     ("routed", "4x2x2", 600, {"cpu.processes_per_node": 2}, {}),
     ("routed", "4x2x2", 600, {"network.topology": "torus", "network.routing": "adaptive"}, {}),
+    # FIFOs per dimension (and node-local), with slow links so that they fill
+    ("one-packet", "4x2x2", 300, {**PER_DIM, "cpu.processes_per_node": 2}, {}),
+    ("one-packet", "4x4x2", 300, {**PER_DIM, "network.topology": "torus", "network.routing": "adaptive"}, {}),
+    ("routed", "4x4x2", 600, {**PER_DIM, "network.topology": "torus"}, {}),
+    ("routed", "4x2x2", 600, {**PER_DIM, "cpu.processes_per_node": 2}, {}),
+    ("routed", "4x2x2", 600, {**PER_DIM, "network.topology": "torus", "network.routing": "adaptive"}, {}),
 ]
 
 

@@ -31,6 +31,9 @@ CASES = [
     # FINISHED waits for the last data send: without it, a FINISHED packet granted FIFO room at the
     # same instant overtook the data and its receiver stopped reading (updates lost)
     ("2x2x2", 600, {"network.link_bytes_per_s": 2e6}, {"termination": "messages"}),
+    # FIFOs per dimension (and node-local)
+    ("4x4x2", 600, {**SLOW, "network.topology": "torus", "network.fifos": "per-dimension"}, {}),
+    ("4x2x2", 400, {**SLOW, "cpu.processes_per_node": 2, "network.fifos": "per-dimension"}, {"max_pending": 32}),
 ]
 
 

@@ -111,3 +111,26 @@ def test_a_bucket_capacity_that_breaks_the_1024_pending_rule_is_refused(bgl):
     with pytest.raises(GupsimError, match="exceeds the 1024 pending updates"):
         simulate(make_run_config(machine=bgl, shape="4x4x1", algorithm="routed", updates_per_process=64,
                                  algorithm_options={"bucket_capacity": 240}))
+
+
+def test_shared_fifos_deadlock_routed_once_the_network_binds_and_fifos_per_dimension_do_not():
+    """Seed 000 §4.3's deadlock argument (an update only moves to a higher dimension) needs the
+    injection and reception FIFOs of the dimensions to be separate, as its pseudo-code's "can send a
+    packet on dim" has them.  With one shared FIFO, x-packets a node cannot yet receive fill it and stop
+    the z-packets that would drain the machine.  Slow links (1/16 of BG/L's) make the network bind."""
+    import pytest
+
+    from gupsim.config import load_machine
+    from gupsim.errors import SimulationError
+    from gupsim.runner import make_run_config, simulate
+
+    def run(fifos):
+        machine = load_machine("bgl", {"network.link_bytes_per_s": 175e6 / 16, "network.fifos": fifos})
+        return simulate(make_run_config(machine=machine, shape="16x2x2", algorithm="routed",
+                                        updates_per_process=1024))[1]
+
+    with pytest.raises(SimulationError, match=r"deadlock.*--set network\.fifos=per-dimension"):
+        run("shared")
+    record = run("per-dimension")
+    assert record["updates_applied"] == 64 * 1024
+    assert record["send_blocking_factor"] > 0.5  # the network does bind

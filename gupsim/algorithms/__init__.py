@@ -51,6 +51,10 @@ class Algorithm:
         """The SimPy process of one rank."""
         raise NotImplementedError
 
+    def deadlock_hint(self) -> str:
+        """Appended to a deadlock report: what in this configuration is known to allow one ('' if nothing)."""
+        return ""
+
     def counters(self) -> dict[str, float]:
         """Cumulative counters; the simulation snapshots them at the window's two marks."""
         return {}

@@ -145,7 +145,7 @@ class Baseline(Algorithm):
                     cpu.spend(cost.update * len(msg.updates))
                     sim.apply(rank, msg.updates, delay_s=cpu.debt_s)
             # The packet's room in the reception FIFO is free once the CPU has copied it out.
-            net.release_later(cpu.debt_s, net.reception[rank], pkt.chunks)
+            net.release_later(cpu.debt_s, net.reception_fifo(pkt), pkt.chunks)
         return finished
 
     # ------------------------------------------------------------------ the process

@@ -61,7 +61,7 @@ class OnePacket(Algorithm):
         while inbox:
             pkt = inbox.popleft()
             cpu.spend(cost.raw_recv(pkt.payload) + cost.update)
-            net.release_later(cpu.debt_s, net.reception[rank], pkt.chunks)
+            net.release_later(cpu.debt_s, net.reception_fifo(pkt), pkt.chunks)
             sim.apply(rank, [pkt.updates], delay_s=cpu.debt_s)
 
     def process(self, rank: int):

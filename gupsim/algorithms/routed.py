@@ -261,7 +261,7 @@ class Routed(Algorithm):
                         break
                     pkt = st.waiting[d].popleft()
                     cpu.spend(cost.raw_recv(pkt.payload))
-                    net.release_later(cpu.debt_s, net.reception[rank], pkt.chunks)
+                    net.release_later(cpu.debt_s, net.reception_fifo(pkt), pkt.chunks)
                     buf = st.recvbuf[d] = list(pkt.updates)
                     sim.check_pending(rank, self._pending(st))
                     progressed = True
@@ -280,7 +280,9 @@ class Routed(Algorithm):
         net = sim.net
         cpu, stream, inbox = sim.cpus[rank], sim.streams[rank], net.inbox[rank]
         st = _Rank(self.ndims, self._rank_coords(rank))
-        fifo = net.injection[rank]
+        # "can send a packet on dim": the injection FIFO each dimension's packets enter
+        g = net.fifo_groups
+        fifos = [net.injection[rank * g + (d if g > 1 else 0)] for d in range(self.ndims)]
         while True:
             progressed = self._send_logic(rank, st, cpu)
             progressed |= self._receive_logic(rank, st, cpu)
@@ -297,9 +299,19 @@ class Routed(Algorithm):
             if not progressed:
                 # Nothing to do until a packet arrives or the injection FIFO drains.
                 events = [inbox.wait()]
-                if any(f is not None for f in st.full):
-                    events.append(fifo.when_free(sim.net.cfg.max_chunks_per_packet))
+                waits = []  # distinct FIFOs (shared FIFOs: one for every dimension)
+                for d in range(self.ndims):
+                    if st.full[d] is not None and fifos[d] not in waits:
+                        waits.append(fifos[d])
+                events += [fifo.when_free(net.cfg.max_chunks_per_packet) for fifo in waits]
                 yield env.any_of(events)
+
+    def deadlock_hint(self) -> str:
+        net = self.sim.machine.network
+        if net.fifos == "shared" and not self.shared_receive and self.sim.machine.dma is None:
+            return ("; routed is deadlock-free only with FIFOs per dimension (seed 000 §4.3: 'can send a packet "
+                    "on dim'): --set network.fifos=per-dimension")
+        return ""
 
     def counters(self) -> dict[str, float]:
         return {"packets": self.packets, "updates": self.packet_updates,

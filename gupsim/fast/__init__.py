@@ -183,7 +183,10 @@ class FastSimulation:
         ip[c.I_BUBBLE] = net.max_chunks_per_packet if topo.wraps and net.flow_control == "bubble" else 0
         ip[c.I_ADAPTIVE] = int(net.routing == "adaptive")
         ip[c.I_NLINKS], ip[c.I_NRANKS], ip[c.I_MAXCH] = nlinks, R, net.max_chunks_per_packet
-        ip[c.I_POOL_DYN], ip[c.I_POOL_INJ], ip[c.I_POOL_REC] = nlinks, 2 * nlinks, 2 * nlinks + R
+        groups = topo.ports // 2 + 1 if net.fifos == "per-dimension" else 1
+        F = R * groups  # injection (and reception) FIFOs: rank * groups + group, as network.Network
+        ip[c.I_FIFO_GROUPS] = groups
+        ip[c.I_POOL_DYN], ip[c.I_POOL_INJ], ip[c.I_POOL_REC] = nlinks, 2 * nlinks, 2 * nlinks + F
         ip[c.I_TOTAL] = self.total_updates
         ip[c.I_MARK0], ip[c.I_MARK1] = (math.ceil(f * self.total_updates) for f in WINDOW)
         fp = np.zeros(c.N_FPARAMS)
@@ -191,12 +194,12 @@ class FastSimulation:
         fp[c.F_CHUNK_S] = net.chunk_bytes / net.link_bytes_per_s
         fp[c.F_ROUTER_S] = net.router_delay_ns * 1e-9
         fp[c.F_CYCLE_S] = 1.0 / self.machine.cpu.clock_hz
-        if (2 * nlinks + 2 * R) << 8 >= 1 << c.PAYLOAD_BITS:  # a credit-return event names its pool
+        if (2 * nlinks + 2 * F) << 8 >= 1 << c.PAYLOAD_BITS:  # a credit-return event names its pool
             raise GupsimError(f"fast engine: {R:,} processes on {n:,} nodes is too large for its event keys")
-        pfree = np.empty(2 * nlinks + 2 * R, dtype=np.int32)
+        pfree = np.empty(2 * nlinks + 2 * F, dtype=np.int32)
         pfree[:2 * nlinks] = net.link_buffer_chunks
-        pfree[2 * nlinks:2 * nlinks + R] = net.injection_fifo_chunks
-        pfree[2 * nlinks + R:] = net.reception_fifo_chunks
+        pfree[2 * nlinks:2 * nlinks + F] = net.injection_fifo_chunks
+        pfree[2 * nlinks + F:] = net.reception_fifo_chunks
         rk = np.zeros((R, c.RK_NET_COLS), dtype=np.int32)
         rk[:, c.RK_IN_HEAD] = -1
         packets = 4 * R + 2 * c.PACKET_MARGIN
@@ -211,7 +214,7 @@ class FastSimulation:
         lay = self.layout
         return {
             "pk": pk, "pf": np.zeros((packets, c.PF_COLS)), "pfree": pfree,
-            "pq": np.full((2 * nlinks + 2 * R, 4), -1, dtype=np.int32), "rk": rk,
+            "pq": np.full((2 * nlinks + 2 * F, 4), -1, dtype=np.int32), "rk": rk,
             "lf": np.zeros((nlinks, 3)), "lb": np.zeros(nlinks, dtype=np.int64),
             "ip": ip, "fp": fp, "nbr": np.ascontiguousarray(topo.neighbor_array().ravel()),
             "coords": np.ascontiguousarray(topo.coords_array()),
@@ -235,7 +238,8 @@ class FastSimulation:
             raise SimulationError(mod.error_message(ctr[c.C_ERROR], state))
         if not ctr[c.C_DONE]:
             raise SimulationError(f"fast engine: the event queue emptied at t={now:.6g} s with "
-                                  f"{int(ctr[c.C_APPLIED]):,} of {self.total_updates:,} updates applied (deadlock)")
+                                  f"{int(ctr[c.C_APPLIED]):,} of {self.total_updates:,} updates applied (deadlock)"
+                                  + self.algorithm.deadlock_hint())
         self.env = SimpleNamespace(now=now, events_scheduled=int(ctr[c.C_EVENTS]))
         self.applied = int(ctr[c.C_APPLIED])
         self.generated = self.total_updates - mod.remaining(state)

@@ -224,7 +224,7 @@ def _rank_done(r, ci, ac, ai, ctr):
 def _isend(m, now, ci, ac, ms, tabs, ai, pk, pf, pfree, pq, ip, hh, ctr):
     """``_isend``: inject the message's packets in order while the injection FIFO has room."""
     src, k, npk = ms[m, MS_SRC], ms[m, MS_K], ms[m, MS_NPK]
-    inj = ip[c.I_POOL_INJ] + src
+    inj = c.inj_pool(ip, src, ms[m, MS_DST])
     while ms[m, MS_SENT] < npk:
         col = T_FULL_CHUNKS if ms[m, MS_SENT] < npk - 1 else T_LAST_CHUNKS
         p = c.alloc_packet(pk, ctr)
@@ -261,7 +261,7 @@ def _receive(r, now, ci, cf, cost, ktab, ac, ms, ai, pk, pfree, pq, rk, ip, fp, 
             ms[m, MS_NEXT] = ac[AC_MSG_FREE]
             ac[AC_MSG_FREE] = m
             ac[AC_MSG_NFREE] += 1
-        c.give_later(pk, pfree, pq, rk, ip, hh, ctr, ip[c.I_POOL_REC] + r, pk[p, c.PK_CHUNKS], now,
+        c.give_later(pk, pfree, pq, rk, ip, hh, ctr, c.rec_pool(pk, ip, p), pk[p, c.PK_CHUNKS], now,
                      cf[r, CF_DEBT] * cycle_s)
         c.free_packet(pk, ctr, p)
     return finished

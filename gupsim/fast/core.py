@@ -14,7 +14,10 @@ second.  The model is the same, step for step:
   of :class:`gupsim.network.Credits` (continuing packets first, entering
   packets must leave a bubble of ``max_chunks_per_packet``);
 * the room a packet held upstream returns ``start + serial`` after it starts
-  on the next link; reception room returns when the receiving CPU reads it.
+  on the next link; reception room returns when the receiving CPU reads it;
+* with ``fifos: per-dimension`` a rank has one injection and one reception
+  FIFO per dimension plus a node-local one (:func:`fifo_group`,
+  :func:`rec_pool`), as :class:`gupsim.network.Network`.
 
 Instead of SimPy processes, a packet is a row of an integer array (``PK_*``
 columns) plus a float row (``PF_*``), and every timeout or wake-up is an
@@ -68,7 +71,8 @@ W_NONE, W_LINK, W_REC, W_INJ = 0, 1, 2, 3
 RK_IN_HEAD, RK_IN_TAIL, RK_IN_COUNT, RK_WAIT, RK_GRANTED = 0, 1, 2, 3, 4
 RK_NET_COLS = 5
 # RK_WAIT bits: what wakes a CPU that waits without a pending event
-WAKE_INBOX, WAKE_ROOM, WAKE_GRANT = 1, 2, 4
+# WAKE_ROOM << g: room in the injection FIFO of group g (see fifo_group)
+WAKE_INBOX, WAKE_GRANT, WAKE_ROOM = 1, 4, 8
 
 # ------------------------------------------------------------------ counters
 C_HEAP_N, C_SEQ, C_FREE_HEAD, C_NFREE, C_INJECTED, C_WIRE, C_DELIVERED, C_EVENTS = 0, 1, 2, 3, 4, 5, 6, 7
@@ -77,8 +81,8 @@ N_COUNTERS = 16
 
 # ------------------------------------------------------------------ integer parameters
 I_PPN, I_X, I_Y, I_Z, I_WRAPS, I_BUBBLE, I_ADAPTIVE, I_NLINKS, I_NRANKS, I_MAXCH = range(10)
-I_POOL_DYN, I_POOL_INJ, I_POOL_REC, I_TOTAL, I_MARK0, I_MARK1 = range(10, 16)
-N_IPARAMS = 16
+I_POOL_DYN, I_POOL_INJ, I_POOL_REC, I_TOTAL, I_MARK0, I_MARK1, I_FIFO_GROUPS = range(10, 17)
+N_IPARAMS = 17
 F_RATE, F_CHUNK_S, F_ROUTER_S, F_CYCLE_S = range(4)
 N_FPARAMS = 4
 
@@ -306,9 +310,10 @@ def give(pk, pfree, pq, rk, ip, hh, ctr, pool, chunks, now):
             else:
                 push(hh, ctr, now, NORMAL, p << 3 | EV_RESUME)
     inj = ip[I_POOL_INJ]
-    if inj <= pool < inj + ip[I_NRANKS]:
-        r = pool - inj
-        if rk[r, RK_WAIT] & WAKE_ROOM and pfree[pool] >= ip[I_MAXCH]:
+    groups = ip[I_FIFO_GROUPS]
+    if inj <= pool < inj + ip[I_NRANKS] * groups:
+        r = (pool - inj) // groups
+        if rk[r, RK_WAIT] & (WAKE_ROOM << (pool - inj - r * groups)) and pfree[pool] >= ip[I_MAXCH]:
             wake(rk, hh, ctr, r, now)
 
 
@@ -319,6 +324,40 @@ def give_later(pk, pfree, pq, rk, ip, hh, ctr, pool, chunks, now, delay):
         give(pk, pfree, pq, rk, ip, hh, ctr, pool, chunks, now)
     else:
         push(hh, ctr, now + delay, NORMAL, (pool << 8) | (chunks << 3) | EV_GIVE)
+
+
+# ================================================================== FIFOs per dimension
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def fifo_group(ip, src, dst):
+    """The injection FIFO group of a packet from rank ``src`` to ``dst``: the first dimension in which
+    their nodes differ (the first of its dimension-order route), 3 for a node-local packet, 0 if shared."""
+    if ip[I_FIFO_GROUPS] == 1:
+        return 0
+    a, b = src // ip[I_PPN], dst // ip[I_PPN]
+    for d in range(3):
+        length = ip[I_X + d]
+        if a % length != b % length:
+            return d
+        a //= length
+        b //= length
+    return 3
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def inj_pool(ip, src, dst):
+    """:meth:`Network.injection_fifo`."""
+    return ip[I_POOL_INJ] + src * ip[I_FIFO_GROUPS] + fifo_group(ip, src, dst)
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def rec_pool(pk, ip, p):
+    """The reception FIFO of an arrived packet: the dimension of its last link (``PK_LINK``), 3 if it used none."""
+    groups = ip[I_FIFO_GROUPS]
+    link = pk[p, PK_LINK]
+    g = 0 if groups == 1 else (3 if link < 0 else (link % 6) >> 1)
+    return ip[I_POOL_REC] + pk[p, PK_DST] * groups + g
 
 
 # ================================================================== transit
@@ -332,7 +371,8 @@ def launch(pk, pf, ip, hh, ctr, p, now):
     src = pk[p, PK_SRC]
     pk[p, PK_NODE] = src // ip[I_PPN]
     pk[p, PK_DIM] = -1
-    pk[p, PK_HELD] = ip[I_POOL_INJ] + src
+    pk[p, PK_HELD] = inj_pool(ip, src, pk[p, PK_DST])
+    pk[p, PK_LINK] = -1
     pf[p, PF_START] = now
     push(hh, ctr, now, URGENT, p << 3 | EV_HOP)
 
@@ -378,6 +418,7 @@ def _go(pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, hh, ctr, p, link, pool, now)
     lb[link] += pk[p, PK_WIRE]
     give_later(pk, pfree, pq, rk, ip, hh, ctr, pk[p, PK_HELD], pk[p, PK_CHUNKS], now, start + serial - now)
     pk[p, PK_HELD] = pool
+    pk[p, PK_LINK] = link  # the last link, once it has arrived: its reception FIFO group
     pf[p, PF_START] = start
     head = min(serial, fp[F_CHUNK_S]) + fp[F_ROUTER_S]
     push(hh, ctr, now + (start + head - now), NORMAL, p << 3 | EV_HOP)
@@ -451,7 +492,7 @@ def hop(pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, p, now):
             pf[p, PF_ASKED] = now
             enqueue(pk, pq, link, p, 1 if bubble else 0)
         return
-    rec = ip[I_POOL_REC] + pk[p, PK_DST]
+    rec = rec_pool(pk, ip, p)
     if take(pfree, pq, rec, chunks, 0):
         _arrive(pk, pf, pfree, pq, rk, ip, fp, hh, ctr, p, now)
     else:

@@ -54,7 +54,7 @@ def _receive(r, now, ci, cf, cost, pk, pfree, pq, rk, ip, fp, hh, ctr, wt):
         p = c.inbox_pop(pk, rk, r)
         cf[r, CF_DEBT] += cost[K_RECV_UPD]
         debt_s = cf[r, CF_DEBT] * cycle_s
-        c.give_later(pk, pfree, pq, rk, ip, hh, ctr, ip[c.I_POOL_REC] + r, pk[p, c.PK_CHUNKS], now, debt_s)
+        c.give_later(pk, pfree, pq, rk, ip, hh, ctr, c.rec_pool(pk, ip, p), pk[p, c.PK_CHUNKS], now, debt_s)
         _apply(ip, ctr, wt, now + debt_s)
         c.free_packet(pk, ctr, p)
 
@@ -94,7 +94,7 @@ def _cpu(r, now, ci, cf, ran, cost, ai, lay, pk, pf, pfree, pq, rk, ip, fp, hh, 
             pk[p, c.PK_PAYLOAD] = ai[A_PAYLOAD]
             pk[p, c.PK_N] = 1
             ci[r, CI_SENDS] += 1
-            inj = ip[c.I_POOL_INJ] + r
+            inj = c.inj_pool(ip, r, ci[r, CI_DEST])
             if c.take(pfree, pq, inj, ai[A_CHUNKS], 0):
                 c.launch(pk, pf, ip, hh, ctr, p, now)
                 phase = PH_TOP

@@ -103,7 +103,7 @@ def _write_packets(r, d, now, ci, cf, rd, bv, bl, pv, rc, ai, tabs, ac, pk, pf, 
     router = _router(r, d, slot, rc, ai, ip)
     if rd[r, d, RD_SENDOFF] < 0:
         rd[r, d, RD_SENDOFF] = 0
-    inj = ip[c.I_POOL_INJ] + r
+    inj = c.inj_pool(ip, r, router)
     while rd[r, d, RD_SENDOFF] < bl[row]:
         off = rd[r, d, RD_SENDOFF]
         k = min(ai[A_PER_PACKET], bl[row] - off)
@@ -169,7 +169,7 @@ def _cpu(r, now, ci, cf, rd, bv, bl, pv, rc, ran, ai, cost, tabs, lay, ac, wc,
                             break
                         rd[r, d, RD_WHEAD] = pk[p, c.PK_NEXT]
                         cf[r] += tabs[pk[p, c.PK_N], 3]
-                        c.give_later(pk, pfree, pq, rk, ip, hh, ctr, ip[c.I_POOL_REC] + r,
+                        c.give_later(pk, pfree, pq, rk, ip, hh, ctr, c.rec_pool(pk, ip, p),
                                      pk[p, c.PK_CHUNKS], now, cf[r] * cycle_s)
                         rd[r, d, RD_RBP], rd[r, d, RD_RBPOS] = p, 0
                         ci[r, CI_PENDING] += pk[p, c.PK_N]
@@ -221,14 +221,19 @@ def _cpu(r, now, ci, cf, rd, bv, bl, pv, rc, ran, ai, cost, tabs, lay, ac, wc,
         if not progressed:
             # Nothing to do until a packet arrives or (with a full bucket) the injection FIFO drains.
             ci[r, CI_PHASE] = PH_LOOP
-            any_full = False
+            # "can send a packet on dim": the injection FIFOs of the dimensions with a full bucket
+            room, wait = False, c.WAKE_INBOX
+            groups = ip[c.I_FIFO_GROUPS]
             for d in range(nd):
                 if rd[r, d, RD_FULL] >= 0:
-                    any_full = True
-            if rk[r, c.RK_IN_HEAD] >= 0 or (any_full and pfree[ip[c.I_POOL_INJ] + r] >= ip[c.I_MAXCH]):
+                    g = d if groups > 1 else 0
+                    wait |= c.WAKE_ROOM << g
+                    if pfree[ip[c.I_POOL_INJ] + r * groups + g] >= ip[c.I_MAXCH]:
+                        room = True
+            if rk[r, c.RK_IN_HEAD] >= 0 or room:
                 c.push(hh, ctr, now, c.NORMAL, r << 3 | c.EV_CPU)
             else:
-                rk[r, c.RK_WAIT] = c.WAKE_INBOX | (c.WAKE_ROOM if any_full else 0)
+                rk[r, c.RK_WAIT] = wait
             return
 
 
