@@ -197,7 +197,7 @@ def results(store_path, csv_path, parquet_path, all_columns) -> None:
     if parquet_path:
         table.to_parquet(parquet_path, index=False)
     main_cols = ["key", "status", "shape", "nodes", "algorithm", "seed"] + \
-        [c for c in table.columns if c.startswith("var.")] + ["gups", "bytes_per_update", "updates_per_packet", "error"]
+        [c for c in table.columns if c.startswith("var.")] + ["gups", "network_bound_fraction", "send_blocking_factor", "bytes_per_update", "updates_per_packet", "error"]
     shown = table if all_columns else table[[c for c in dict.fromkeys(main_cols) if c in table]]
     with pd.option_context("display.max_rows", 500, "display.width", 200, "display.max_columns", 50):
         click.echo(shown.to_string(index=False) if len(shown) else f"{store_path}: no runs yet")

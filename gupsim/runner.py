@@ -170,8 +170,29 @@ def make_record(sim: Simulation, wall_s: float) -> dict[str, Any]:
         "events_per_s": sim.env.events_scheduled / wall_s if wall_s > 0 else float("nan"),
     }
     record.update({f"alg_{k}": v for k, v in alg.items()})
+    record.update(_network_bound(sim, record))
     record["config"] = resolved_config(sim.run)
     return record
+
+
+def _network_bound(sim: Simulation, record: dict[str, Any]) -> dict[str, float]:
+    """Eq. (2) of seed 000 with this run's wire bytes, and the share of it the run reached.
+
+    ``b`` is the wire bytes per update, divided by the software hops where
+    there are any (``routed``): each hop's packet travels one dimension, so only
+    one of them crosses a bisection cut (as Table 4's network column).  Where
+    the network binds, ``network_bound_fraction`` says how close to the cut's
+    capacity the modelled torus gets.  Torus and mesh partitions only.
+    """
+    from gupsim.bounds import network_bound_gups
+    from gupsim.topology import Topology
+
+    hops = record.get("alg_software_hops_per_update", 1.0)
+    if not isinstance(sim.topology, Topology) or not record["bytes_per_update"] > 0 or not hops > 0:
+        return {}
+    bound = network_bound_gups(sim.topology.num_nodes, float(sim.topology.edge_expansion()),
+                               sim.machine.network.link_bytes_per_s, record["bytes_per_update"] / hops)
+    return {"network_bound_gups": bound, "network_bound_fraction": record["gups"] / bound}
 
 
 def resolved_config(run_config: RunConfig) -> dict[str, Any]:

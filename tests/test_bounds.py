@@ -67,3 +67,22 @@ def test_bytes_per_update_override_and_link_rate_what_if(bgl):
     fast = bounds(load_machine("bgl", {"network.link_bytes_per_s": 350e6}), "64x32x32")
     assert fast.network_bound_gups == pytest.approx(2 * base.network_bound_gups)
     assert fast.cpu_bound_gups == base.cpu_bound_gups
+
+
+def test_every_torus_record_carries_eq2_at_its_own_bytes_and_a_bound_run_stays_under_it(bgl):
+    """one-packet on a 4x4x4 mesh is network bound (eq. 2 is below eq. 1 there): the simulated rate comes
+    close to eq. (2) but a link model that moved more bytes than its links carry would exceed it."""
+    from gupsim.bounds import machine_topology, network_bound_gups
+    from gupsim.runner import make_run_config, simulate
+
+    rec = simulate(make_run_config(machine=bgl, shape="4x4x4", algorithm="one-packet", updates_per_process=256))[1]
+    topo = machine_topology(bgl, "4x4x4")
+    expected = network_bound_gups(64, float(topo.edge_expansion()), bgl.network.link_bytes_per_s,
+                                  rec["bytes_per_update"])
+    assert rec["network_bound_gups"] == pytest.approx(expected, rel=1e-12)
+    assert 0.8 < rec["network_bound_fraction"] <= 1.0
+    routed = simulate(make_run_config(machine=bgl, shape="4x4x2", algorithm="routed", updates_per_process=256))[1]
+    b = routed["bytes_per_update"] / routed["alg_software_hops_per_update"]  # one hop crosses a cut (Table 4)
+    assert routed["network_bound_gups"] == pytest.approx(
+        network_bound_gups(32, float(machine_topology(bgl, "4x4x2").edge_expansion()),
+                           bgl.network.link_bytes_per_s, b), rel=1e-12)
