@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from gupsim.bounds import machine_topology
+from gupsim.bounds import machine_topology, network_bound_gups
 from gupsim.config import load_machine
 from gupsim.runner import make_run_config, simulate
 from gupsim.validation import Comparison, bgl_partition_shapes, compare, reference_table
@@ -143,7 +143,8 @@ def reproduce(quick: bool = False, inputs: dict | None = None) -> Comparison:
                     "sim_lookup_miss_cycles": hops * rec["alg_lookup_miss_cycles_per_hop"],
                     "sim_link_utilisation_mean": rec["link_utilisation_mean"],
                     "sim_link_utilisation_max": rec["link_utilisation_max"],
-                    "sim_network_bound_gups": rec["network_bound_gups"]}
+                    "sim_network_bound_gups": network_bound_gups(n, float(topo.edge_expansion()),
+                                                                 machine.network.link_bytes_per_s, b)}
         if h is not None:
             t_local = machine.cpu.generate_cycles + machine.cpu.update_cycles
             row["sim_cpu_bound_gups"] = n * machine.cpu.clock_hz / (t_local + _hops(topo.shape) * h) / 1e9

@@ -178,9 +178,11 @@ def make_record(sim: Simulation, wall_s: float) -> dict[str, Any]:
 def _network_bound(sim: Simulation, record: dict[str, Any]) -> dict[str, float]:
     """Eq. (2) of seed 000 with this run's wire bytes, and the share of it the run reached.
 
-    ``b`` is the wire bytes per update, divided by the software hops where
-    there are any (``routed``): each hop's packet travels one dimension, so only
-    one of them crosses a bisection cut (as Table 4's network column).  Where
+    ``b`` is the wire bytes per update, or, where there are software hops
+    (``routed``), the wire bytes per update per hop in the steady-state window:
+    each hop's packet travels one dimension, so only one of them crosses a
+    bisection cut (as Table 4's network column), and the window leaves out the
+    partial buckets flushed at the end, which would inflate ``b``.  Where
     the network binds, ``network_bound_fraction`` says how close to the cut's
     capacity the modelled torus gets.  Torus and mesh partitions only.
     """
@@ -190,8 +192,9 @@ def _network_bound(sim: Simulation, record: dict[str, Any]) -> dict[str, float]:
     hops = record.get("alg_software_hops_per_update", 1.0)
     if not isinstance(sim.topology, Topology) or not record["bytes_per_update"] > 0 or not hops > 0:
         return {}
+    b = record.get("alg_window_bytes_per_hop", record["bytes_per_update"] / hops)
     bound = network_bound_gups(sim.topology.num_nodes, float(sim.topology.edge_expansion()),
-                               sim.machine.network.link_bytes_per_s, record["bytes_per_update"] / hops)
+                               sim.machine.network.link_bytes_per_s, b)
     return {"network_bound_gups": bound, "network_bound_fraction": record["gups"] / bound}
 
 

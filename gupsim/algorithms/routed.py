@@ -314,14 +314,15 @@ class Routed(Algorithm):
         return ""
 
     def counters(self) -> dict[str, float]:
-        return {"packets": self.packets, "updates": self.packet_updates,
+        return {"packets": self.packets, "updates": self.packet_updates, "wire": self.sim.net.wire_bytes_injected,
                 "send_tests": self.sends, "send_tests_blocked": self.sends_blocked}
 
     def metrics(self, window) -> dict[str, float]:
         lo, hi = window
         packets, updates = hi["packets"] - lo["packets"], hi["updates"] - lo["updates"]
+        wire = hi["wire"] - lo["wire"]
         if not packets:  # no packet inside the window: fall back to the whole run
-            packets, updates = self.packets, self.packet_updates
+            packets, updates, wire = self.packets, self.packet_updates, self.sim.net.wire_bytes_injected
         per_packet = updates / packets if packets else math.nan
         return {
             "packets_sent": self.packets,
@@ -329,6 +330,9 @@ class Routed(Algorithm):
             "updates_per_message": per_packet,
             "send_blocking_factor": self.sends_blocked / self.sends if self.sends else 0.0,
             "software_hops_per_update": self.hops / self.sim.total_updates,
+            # wire bytes per update per software hop in the steady-state window: the whole run's figure also
+            # counts the partial buckets flushed at the end (runner._network_bound uses this one)
+            "window_bytes_per_hop": wire / updates if updates else math.nan,
             "bucket_capacity": self.capacity,
             "lookup_miss_cycles_per_hop": self.lookup_miss_cycles,
         }

@@ -49,7 +49,7 @@ def _apply(ip, ctr, wt, wc, ac, t):
     for k in range(2):
         if n == ip[c.I_MARK0 + k]:
             wt[k] = t
-            wc[k, 0], wc[k, 1] = ac[AC_PACKETS], ac[AC_UPDATES]
+            wc[k, 0], wc[k, 1], wc[k, 2] = ac[AC_PACKETS], ac[AC_UPDATES], ctr[c.C_WIRE]
     if n == ip[c.I_TOTAL]:
         ctr[c.C_DONE] = 1
 
@@ -324,7 +324,7 @@ def prepare(sim, options) -> dict:
         "bv": np.zeros((R * nslots, cap), dtype=np.uint64), "bl": np.zeros(R * nslots, dtype=np.int64),
         "pv": np.zeros((4 * R + 2 * c.PACKET_MARGIN, pp), dtype=np.uint64), "rc": rc, "ai": ai,
         "cost": np.array([cm.generate, cm.update, sim.algorithm.hop_cycles]), "tabs": tabs,
-        "ac": np.zeros(8, dtype=np.int64), "wc": np.zeros((2, 2), dtype=np.int64),
+        "ac": np.zeros(8, dtype=np.int64), "wc": np.zeros((2, 3), dtype=np.int64),
     }
 
 
@@ -333,7 +333,7 @@ def remaining(state: dict) -> int:
 
 
 def window_counters(state: dict) -> list[dict]:
-    return [{"packets": int(w[0]), "updates": int(w[1])} for w in state["wc"]]
+    return [{"packets": int(w[0]), "updates": int(w[1]), "wire": int(w[2])} for w in state["wc"]]
 
 
 def counters(state: dict) -> dict:
