@@ -16,6 +16,27 @@ second.  The model is the same, step for step:
 * the room a packet held upstream returns ``start + serial`` after it starts
   on the next link; reception room returns when the receiving CPU reads it.
 
+**Deferred credit returns.**  A credit return is an event of its own at a
+later time, and those events were 37-46% of all events (docs/performance.md).
+Almost always nobody waits on the pool when its room comes back, and then the
+return's only effect is ``free += chunks``, which commutes with everything
+except a read of that pool.  So :func:`give_later` keeps the return *beside
+the pool* (:data:`DEFER_SLOTS` slots per pool, in ``dq``) with the key the
+heap would have given it, and takes the same sequence number from the
+counter, so every later event keeps its key.  Whoever reads the pool (a
+request, the bubble check, adaptive routing's choice, a CPU checking its FIFO)
+first *settles* it: every kept return whose (time, key) is below the latest
+key popped so far is applied, exactly the returns the heap would already have
+popped, and counted as an event.  (The latest, not the current one: an
+URGENT event scheduled for the current instant pops after the NORMAL events
+of that instant that were already popped, with a smaller key.)  When a packet starts waiting on the pool
+(:func:`enqueue`) or a CPU starts watching it (:func:`watch_room`), a return
+must again be an event at its own place in the order (it grants the waiter),
+so the kept returns still in the future are pushed into the heap with their
+original keys.  Invariant: a pool with waiters or a watcher keeps no returns.
+The order of events, and so every record, is unchanged; only which returns
+pass through the heap differs (``tests/test_fast.py``, ``tests/test_fast_credit.py``).
+
 Instead of SimPy processes, a packet is a row of an integer array (``PK_*``
 columns) plus a float row (``PF_*``), and every timeout or wake-up is an
 entry in one 4-ary heap ordered by (time, priority, sequence number).  The
@@ -51,7 +72,9 @@ URGENT, NORMAL = 0, 1  # SimPy's priorities: process initialisation before ordin
 PAYLOAD_BITS = 32
 _PRIO_BIT = 62
 #: Sequence numbers are renumbered (in order) before they reach this (they must stay below 2^30).
+#: The kernels renumber at ``min(SEQ_LIMIT, SEQ_CAP - HEAP_MARGIN)`` (tests lower it to force renumbering).
 SEQ_LIMIT = 1 << (_PRIO_BIT - PAYLOAD_BITS)
+SEQ_CAP = SEQ_LIMIT
 _PAYLOAD_MASK = (1 << PAYLOAD_BITS) - 1
 _SEQ_FIELD = ((1 << _PRIO_BIT) - 1) ^ _PAYLOAD_MASK
 
@@ -61,6 +84,12 @@ PK_DIM, PK_HELD, PK_STATE, PK_NEXT, PK_LINK, PK_BUBBLE = 8, 9, 10, 11, 12, 13
 PK_COLS = 14
 PF_START, PF_ASKED = 0, 1
 PF_COLS = 2
+# pool queue table ``pq``: heads and tails of the continuing (0, 1) and entering (2, 3) waiters, and how
+# many credit returns are kept beside the pool (deferred, in ``dq``)
+PQ_DEFERRED = 4
+PQ_COLS = 5
+#: Deferred returns kept per pool (``dq[pool, :, :]``); a return that finds them full goes into the heap.
+DEFER_SLOTS = 4
 # packet states while waiting in a pool's queue
 W_NONE, W_LINK, W_REC, W_INJ = 0, 1, 2, 3
 
@@ -73,7 +102,14 @@ WAKE_INBOX, WAKE_ROOM, WAKE_GRANT = 1, 2, 4
 # ------------------------------------------------------------------ counters
 C_HEAP_N, C_SEQ, C_FREE_HEAD, C_NFREE, C_INJECTED, C_WIRE, C_DELIVERED, C_EVENTS = 0, 1, 2, 3, 4, 5, 6, 7
 C_APPLIED, C_DONE, C_ERROR, C_HOPS, C_SEQ_LIMIT = 8, 9, 10, 11, 12
-N_COUNTERS = 16
+# the latest (time bits, key) popped so far: a deferred return below it would already have been popped
+C_SEEN_T, C_SEEN_K = 13, 14
+# the kernels renumber (heap and deferred returns together) between batches once C_SEQ reaches this
+C_RENUMBER_AT = 15
+# statistics of the deferred credit returns: applied beside their pool, pushed into the heap late
+# (someone started waiting), pushed at once because the pool's slots were full; renumberings
+C_LAZY, C_RESCHEDULED, C_DEFER_FULL, C_RENUMBERED = 16, 17, 18, 19
+N_COUNTERS = 24
 
 # ------------------------------------------------------------------ integer parameters
 I_PPN, I_X, I_Y, I_Z, I_WRAPS, I_BUBBLE, I_ADAPTIVE, I_NLINKS, I_NRANKS, I_MAXCH = range(10)
@@ -162,10 +198,15 @@ def push(hh, ctr, t, prio, payload):
     """Schedule ``payload`` (>= 0, below 2^PAYLOAD_BITS) at time ``t`` (>= 0) with SimPy priority ``prio``."""
     if ctr[C_SEQ] >= ctr[C_SEQ_LIMIT]:
         _renumber(hh, ctr)
-    n = ctr[C_HEAP_N]
     key = (prio << _PRIO_BIT) | (ctr[C_SEQ] << PAYLOAD_BITS) | payload
     ctr[C_SEQ] += 1
-    tb = _f2i(t)
+    _insert(hh, ctr, _f2i(t), key)
+
+
+@njit(cache=True, _nrt=False)
+def _insert(hh, ctr, tb, key):
+    """Put the entry (time bits ``tb``, ``key``) into the heap; its key, sequence number included, is given."""
+    n = ctr[C_HEAP_N]
     i = n
     while i > 0:
         parent = (i - 1) >> 2
@@ -180,9 +221,17 @@ def push(hh, ctr, t, prio, payload):
 
 @njit(cache=True, _nrt=False)
 def pop(hh, ctr):
-    """Remove the earliest event; return (time, payload)."""
+    """Remove the earliest event; return (time, payload).  Keeps the latest key popped (``C_SEEN_*``).
+
+    Not simply the current one: an URGENT event scheduled for the current instant pops after NORMAL events
+    of that instant although its key is smaller, and those NORMAL ones are gone by then."""
     n = ctr[C_HEAP_N] - 1
-    t, payload = _i2f(hh[0, 0]), hh[0, 1] & _PAYLOAD_MASK
+    tb, key = hh[0, 0], hh[0, 1]
+    if tb > ctr[C_SEEN_T]:
+        ctr[C_SEEN_T], ctr[C_SEEN_K] = tb, key
+    elif key > ctr[C_SEEN_K]:
+        ctr[C_SEEN_K] = key
+    t, payload = _i2f(tb), key & _PAYLOAD_MASK
     ctr[C_HEAP_N] = n
     if n > 0:
         _sift_down(hh, 0, n, hh[n, 0], hh[n, 1])
@@ -203,6 +252,15 @@ grow = njit(cache=True)(grow)
 def needs_room(hh, ctr):
     """True when the heap or the packet table is short of its margin: the kernel's loop must return to grow them."""
     return ctr[C_HEAP_N] + HEAP_MARGIN > hh.shape[0] or ctr[C_NFREE] < PACKET_MARGIN
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def renumber_due(ctr):
+    """True when the sequence number reached the kernels' renumbering point (checked after each event).
+
+    Checked after an event, not before, so that a loop always makes progress even when a test's limit is
+    below the number of pending events."""
+    return ctr[C_SEQ] >= ctr[C_RENUMBER_AT]
 
 
 @njit(cache=True)
@@ -257,8 +315,57 @@ def flush_cpu(r, now, ci, cf, fp, hh, ctr, phase):
 
 
 @njit(cache=True, _nrt=False)
-def take(pfree, pq, pool, chunks, bubble):
+def settle(pfree, pq, dq, ctr, pool):
+    """Apply the returns kept beside ``pool`` that the heap would already have delivered.
+
+    Those are the ones whose (time, key) is below the latest key popped so far (``C_SEEN_*``): a return
+    is scheduled after the event scheduling it (later, or at the same instant with a larger sequence
+    number), so it was in the heap when that key was popped, and being smaller it was popped first.  Each is one event, counted as if popped.  Nobody
+    waited on the pool when they came due (see the invariant in the module docstring), so their only
+    effect is the room.  Call before reading the pool's room."""
+    n = pq[pool, PQ_DEFERRED]
+    if n == 0:
+        return
+    nt, nk = ctr[C_SEEN_T], ctr[C_SEEN_K]
+    i = 0
+    while i < n:
+        et, ek = dq[pool, i, 0], dq[pool, i, 1]
+        if et < nt or (et == nt and ek < nk):
+            pfree[pool] += (ek >> 3) & 31
+            ctr[C_EVENTS] += 1
+            ctr[C_LAZY] += 1
+            n -= 1  # the slots are unordered: move the last one into this one
+            dq[pool, i, 0], dq[pool, i, 1] = dq[pool, n, 0], dq[pool, n, 1]
+        else:
+            i += 1
+    pq[pool, PQ_DEFERRED] = n
+
+
+@njit(cache=True, _nrt=False)
+def reschedule(pfree, pq, dq, hh, ctr, pool):
+    """Someone is about to wait on ``pool``: its kept returns become heap events again, at their own keys.
+
+    A return that would grant a waiter must happen at its place in the event order; the heap keeps it
+    there because the key (sequence number included) is the one it got when it was scheduled."""
+    settle(pfree, pq, dq, ctr, pool)
+    n = pq[pool, PQ_DEFERRED]
+    for i in range(n):
+        _insert(hh, ctr, dq[pool, i, 0], dq[pool, i, 1])
+    ctr[C_RESCHEDULED] += n
+    pq[pool, PQ_DEFERRED] = 0
+
+
+@njit(cache=True, _nrt=False)
+def room(pfree, pq, dq, ctr, pool):
+    """The pool's free chunks now (its due returns applied)."""
+    settle(pfree, pq, dq, ctr, pool)
+    return pfree[pool]
+
+
+@njit(cache=True, _nrt=False)
+def take(pfree, pq, dq, ctr, pool, chunks, bubble):
     """:meth:`Credits.take`: room now, without overtaking a waiter."""
+    settle(pfree, pq, dq, ctr, pool)
     if bubble:
         if pq[pool, 0] >= 0 or pq[pool, 2] >= 0 or pfree[pool] < chunks + bubble:
             return False
@@ -269,8 +376,9 @@ def take(pfree, pq, pool, chunks, bubble):
 
 
 @njit(cache=True, _nrt=False)
-def enqueue(pk, pq, pool, p, cls):
+def enqueue(pk, pfree, pq, dq, hh, ctr, pool, p, cls):
     """Append packet ``p`` to the pool's continuing (0) or entering (1) queue."""
+    reschedule(pfree, pq, dq, hh, ctr, pool)
     pk[p, PK_NEXT] = -1
     h, tl = 2 * cls, 2 * cls + 1
     if pq[pool, h] < 0:
@@ -281,6 +389,13 @@ def enqueue(pk, pq, pool, p, cls):
 
 
 @njit(cache=True, _nrt=False)
+def watch_room(pfree, pq, dq, rk, hh, ctr, ip, r):
+    """Rank ``r``'s CPU waits for room in its injection FIFO (:data:`WAKE_ROOM`); its returns must wake it."""
+    rk[r, RK_WAIT] |= WAKE_ROOM
+    reschedule(pfree, pq, dq, hh, ctr, ip[I_POOL_INJ] + r)
+
+
+@njit(cache=True, _nrt=False)
 def wake(rk, hh, ctr, rank, now):
     rk[rank, RK_WAIT] = 0
     push(hh, ctr, now, NORMAL, rank << 3 | EV_CPU)
@@ -288,7 +403,10 @@ def wake(rk, hh, ctr, rank, now):
 
 @njit(cache=True, _nrt=False)
 def give(pk, pfree, pq, rk, ip, hh, ctr, pool, chunks, now):
-    """:meth:`Credits.give`: return room, grant waiters in order, fire watchers."""
+    """:meth:`Credits.give`: return room, grant waiters in order, fire watchers.
+
+    Returns kept beside the pool need not be settled first: with a waiter or a watcher there are none,
+    and without, this only adds room, as they do."""
     pfree[pool] += chunks
     for cls in range(2):
         h = 2 * cls
@@ -312,13 +430,87 @@ def give(pk, pfree, pq, rk, ip, hh, ctr, pool, chunks, now):
             wake(rk, hh, ctr, r, now)
 
 
+@njit(cache=True, inline="always", _nrt=False)
+def _watched(pq, rk, ip, pool):
+    """A packet waits on the pool, or (an injection FIFO) its CPU waits for room: a return is an event."""
+    if pq[pool, 0] >= 0 or pq[pool, 2] >= 0:
+        return True
+    inj = ip[I_POOL_INJ]
+    return inj <= pool < inj + ip[I_NRANKS] and rk[pool - inj, RK_WAIT] & WAKE_ROOM != 0
+
+
 @njit(cache=True, _nrt=False)
-def give_later(pk, pfree, pq, rk, ip, hh, ctr, pool, chunks, now, delay):
-    """:meth:`Network.release_later`."""
+def give_later(pk, pfree, pq, dq, rk, ip, hh, ctr, pool, chunks, now, delay):
+    """:meth:`Network.release_later`: kept beside the pool (deferred) unless someone waits on it."""
     if delay <= 0.0:
         give(pk, pfree, pq, rk, ip, hh, ctr, pool, chunks, now)
-    else:
-        push(hh, ctr, now + delay, NORMAL, (pool << 8) | (chunks << 3) | EV_GIVE)
+        return
+    payload = (pool << 8) | (chunks << 3) | EV_GIVE
+    if _watched(pq, rk, ip, pool) or ctr[C_SEQ] >= ctr[C_SEQ_LIMIT]:
+        push(hh, ctr, now + delay, NORMAL, payload)
+        return
+    n = pq[pool, PQ_DEFERRED]
+    if n == DEFER_SLOTS:
+        settle(pfree, pq, dq, ctr, pool)
+        n = pq[pool, PQ_DEFERRED]
+        if n == DEFER_SLOTS:  # still full: this one goes into the heap, which is exact too
+            ctr[C_DEFER_FULL] += 1
+            push(hh, ctr, now + delay, NORMAL, payload)
+            return
+    # the key push would have given it, and the sequence number taken as push takes it
+    dq[pool, n, 0] = _f2i(now + delay)
+    dq[pool, n, 1] = (NORMAL << _PRIO_BIT) | (ctr[C_SEQ] << PAYLOAD_BITS) | payload
+    ctr[C_SEQ] += 1
+    pq[pool, PQ_DEFERRED] = n + 1
+
+
+@njit(cache=True)
+def renumber_all(hh, ctr, pfree, pq, dq):
+    """Renumber the sequence between batches of events: the heap's keys and the deferred ones together.
+
+    The deferred returns still due go back into the heap first (the heap grown for them), so one
+    in-place renumbering (:func:`_renumber`) ranks every pending key; deferring resumes after."""
+    kept = 0
+    for pool in range(pq.shape[0]):
+        kept += pq[pool, PQ_DEFERRED]
+    if ctr[C_HEAP_N] + kept + HEAP_MARGIN > hh.shape[0]:
+        hh = grow(hh, max(2 * hh.shape[0], ctr[C_HEAP_N] + kept + HEAP_MARGIN))
+    for pool in range(pq.shape[0]):
+        if pq[pool, PQ_DEFERRED]:
+            reschedule(pfree, pq, dq, hh, ctr, pool)
+    _renumber(hh, ctr)
+    # the latest key popped was numbered the old way; every return deferred from now on is later anyway
+    ctr[C_SEEN_K] = -1
+    ctr[C_RENUMBERED] += 1
+    return hh
+
+
+@njit(cache=True)
+def between_batches(hh, ctr, pfree, pq, dq):
+    """The kernels' outer loop: renumber when due, and keep :data:`HEAP_MARGIN` free heap slots."""
+    if ctr[C_SEQ] >= ctr[C_RENUMBER_AT]:
+        hh = renumber_all(hh, ctr, pfree, pq, dq)
+    return grow_heap(hh, ctr)
+
+
+@njit(cache=True, _nrt=False)
+def settle_all(hh, ctr, pfree, pq, dq, now):
+    """At the end of a run: apply the returns the heap would have popped; return the final time.
+
+    The run stopped after an event (done, or an error): the returns before it.  The heap ran empty
+    (deadlock): all of them, the last one's time being the final time, as the heap would have had it."""
+    drained = ctr[C_HEAP_N] == 0 and ctr[C_DONE] == 0 and ctr[C_ERROR] == 0
+    if drained:
+        for pool in range(pq.shape[0]):
+            for i in range(pq[pool, PQ_DEFERRED]):
+                et, ek = dq[pool, i, 0], dq[pool, i, 1]
+                if et > ctr[C_SEEN_T] or (et == ctr[C_SEEN_T] and ek > ctr[C_SEEN_K]):
+                    ctr[C_SEEN_T], ctr[C_SEEN_K] = et, ek
+        now = _i2f(ctr[C_SEEN_T])
+        ctr[C_SEEN_K] += 1  # settle everything up to and including the last key
+    for pool in range(pq.shape[0]):
+        settle(pfree, pq, dq, ctr, pool)
+    return now
 
 
 # ================================================================== transit
@@ -346,7 +538,7 @@ def _offset(a, b, length, wraps):
 
 
 @njit(cache=True, _nrt=False)
-def _dynamic_choice(pk, pfree, lf, ip, coords, node, dst, chunks):
+def _dynamic_choice(pk, pfree, pq, dq, ctr, lf, ip, coords, node, dst, chunks):
     """Least busy minimal link whose dynamic channel has room now, or -1."""
     best = -1
     base = ip[I_POOL_DYN]
@@ -359,7 +551,7 @@ def _dynamic_choice(pk, pfree, lf, ip, coords, node, dst, chunks):
         for k in range(2 if both else 1):
             port = 2 * d + k if both else (2 * d if off > 0 else 2 * d + 1)
             link = node * 6 + port
-            if pfree[base + link] >= chunks and (best < 0 or lf[link, 0] < lf[best, 0]):
+            if room(pfree, pq, dq, ctr, base + link) >= chunks and (best < 0 or lf[link, 0] < lf[best, 0]):
                 best = link
     if best >= 0:
         pfree[base + best] -= chunks
@@ -367,7 +559,7 @@ def _dynamic_choice(pk, pfree, lf, ip, coords, node, dst, chunks):
 
 
 @njit(cache=True, _nrt=False)
-def _go(pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, hh, ctr, p, link, pool, now):
+def _go(pk, pf, pfree, pq, dq, rk, lf, lb, ip, fp, nbr, hh, ctr, p, link, pool, now):
     """The packet holds room in ``pool`` behind ``link``: start on the link."""
     serial = pk[p, PK_WIRE] / fp[F_RATE]
     ctr[C_HOPS] += 1
@@ -376,7 +568,7 @@ def _go(pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, hh, ctr, p, link, pool, now)
     lf[link, 0] = start + serial
     lf[link, 1] += serial
     lb[link] += pk[p, PK_WIRE]
-    give_later(pk, pfree, pq, rk, ip, hh, ctr, pk[p, PK_HELD], pk[p, PK_CHUNKS], now, start + serial - now)
+    give_later(pk, pfree, pq, dq, rk, ip, hh, ctr, pk[p, PK_HELD], pk[p, PK_CHUNKS], now, start + serial - now)
     pk[p, PK_HELD] = pool
     pf[p, PF_START] = start
     head = min(serial, fp[F_CHUNK_S]) + fp[F_ROUTER_S]
@@ -420,17 +612,17 @@ def inbox_pop(pk, rk, r):
 
 
 @njit(cache=True, _nrt=False)
-def hop(pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, p, now):
+def hop(pk, pf, pfree, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, p, now):
     """One step of :meth:`Network._transit`: the head is at ``PK_NODE``."""
     node = pk[p, PK_NODE]
     dst = pk[p, PK_DST] // ip[I_PPN]
     chunks = pk[p, PK_CHUNKS]
     if node != dst:
         if ip[I_ADAPTIVE]:
-            link = _dynamic_choice(pk, pfree, lf, ip, coords, node, dst, chunks)
+            link = _dynamic_choice(pk, pfree, pq, dq, ctr, lf, ip, coords, node, dst, chunks)
             if link >= 0:
                 pk[p, PK_DIM] = -1  # re-entering the escape ring needs the bubble again
-                _go(pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, hh, ctr, p, link, ip[I_POOL_DYN] + link, now)
+                _go(pk, pf, pfree, pq, dq, rk, lf, lb, ip, fp, nbr, hh, ctr, p, link, ip[I_POOL_DYN] + link, now)
                 return
         port = -1
         for d in range(3):
@@ -442,44 +634,44 @@ def hop(pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, p, now):
         d = port >> 1
         bubble = ip[I_BUBBLE] if d != pk[p, PK_DIM] else 0
         pk[p, PK_DIM] = d
-        if take(pfree, pq, link, chunks, bubble):
-            _go(pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, hh, ctr, p, link, link, now)
+        if take(pfree, pq, dq, ctr, link, chunks, bubble):
+            _go(pk, pf, pfree, pq, dq, rk, lf, lb, ip, fp, nbr, hh, ctr, p, link, link, now)
         else:
             pk[p, PK_STATE] = W_LINK
             pk[p, PK_LINK] = link
             pk[p, PK_BUBBLE] = bubble
             pf[p, PF_ASKED] = now
-            enqueue(pk, pq, link, p, 1 if bubble else 0)
+            enqueue(pk, pfree, pq, dq, hh, ctr, link, p, 1 if bubble else 0)
         return
     rec = ip[I_POOL_REC] + pk[p, PK_DST]
-    if take(pfree, pq, rec, chunks, 0):
+    if take(pfree, pq, dq, ctr, rec, chunks, 0):
         _arrive(pk, pf, pfree, pq, rk, ip, fp, hh, ctr, p, now)
     else:
         pk[p, PK_STATE] = W_REC
         pk[p, PK_BUBBLE] = 0
-        enqueue(pk, pq, rec, p, 0)
+        enqueue(pk, pfree, pq, dq, hh, ctr, rec, p, 0)
 
 
 @njit(cache=True, _nrt=False)
-def resume(pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, hh, ctr, p, now):
+def resume(pk, pf, pfree, pq, dq, rk, lf, lb, ip, fp, nbr, hh, ctr, p, now):
     """A waiting packet was granted its room (already taken from the pool)."""
     state = pk[p, PK_STATE]
     pk[p, PK_STATE] = W_NONE
     if state == W_LINK:
         link = pk[p, PK_LINK]
         lf[link, 2] += now - pf[p, PF_ASKED]
-        _go(pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, hh, ctr, p, link, link, now)
+        _go(pk, pf, pfree, pq, dq, rk, lf, lb, ip, fp, nbr, hh, ctr, p, link, link, now)
     else:
         _arrive(pk, pf, pfree, pq, rk, ip, fp, hh, ctr, p, now)
 
 
 @njit(cache=True, _nrt=False)
-def network_event(kind, a, pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, now):
+def network_event(kind, a, pk, pf, pfree, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, now):
     """Handle every event kind except :data:`EV_CPU`."""
     if kind == EV_HOP:
-        hop(pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, a, now)
+        hop(pk, pf, pfree, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, a, now)
     elif kind == EV_RESUME:
-        resume(pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, hh, ctr, a, now)
+        resume(pk, pf, pfree, pq, dq, rk, lf, lb, ip, fp, nbr, hh, ctr, a, now)
     elif kind == EV_TAIL:
         deliver(pk, pfree, pq, rk, ip, hh, ctr, a, now)
     else:
