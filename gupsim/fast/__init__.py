@@ -245,7 +245,8 @@ class FastSimulation:
         # heap, put back into the heap because someone started waiting, pushed because the slots were full
         self.queue_stats = {"events": int(ctr[c.C_EVENTS]), "deferred_applied": int(ctr[c.C_LAZY]),
                             "deferred_rescheduled": int(ctr[c.C_RESCHEDULED]),
-                            "deferred_full": int(ctr[c.C_DEFER_FULL]), "renumbered": int(ctr[c.C_RENUMBERED])}
+                            "deferred_full": int(ctr[c.C_DEFER_FULL]), "renumbered": int(ctr[c.C_RENUMBERED]),
+                            "renumbered_deferred": int(ctr[c.C_RENUMBER_KEPT])}
         self.applied = int(ctr[c.C_APPLIED])
         self.generated = self.total_updates - mod.remaining(state)
         self.window_times = [float(t) for t in arrays["wt"]]
