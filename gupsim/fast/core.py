@@ -25,17 +25,22 @@ the pool* (:data:`DEFER_SLOTS` slots per pool, in ``dq``) with the key the
 heap would have given it, and takes the same sequence number from the
 counter, so every later event keeps its key.  Whoever reads the pool (a
 request, the bubble check, adaptive routing's choice, a CPU checking its FIFO)
-first *settles* it: every kept return whose (time, key) is below the latest
-key popped so far is applied, exactly the returns the heap would already have
-popped, and counted as an event.  (The latest, not the current one: an
-URGENT event scheduled for the current instant pops after the NORMAL events
-of that instant that were already popped, with a smaller key.)  When a packet starts waiting on the pool
-(:func:`enqueue`) or a CPU starts watching it (:func:`watch_room`), a return
-must again be an event at its own place in the order (it grants the waiter),
-so the kept returns still in the future are pushed into the heap with their
-original keys.  Invariant: a pool with waiters or a watcher keeps no returns.
-The order of events, and so every record, is unchanged; only which returns
-pass through the heap differs (``tests/test_fast.py``, ``tests/test_fast_credit.py``).
+first *settles* it (:func:`settle`): every kept return whose (time, key) is
+below the latest key popped so far is applied and counted as an event: exactly
+the returns the heap would already have popped.  (The latest key, not the
+current event's: an URGENT event scheduled for the current instant pops after
+NORMAL events of that instant that are already gone, with a smaller key.)
+When a packet starts waiting on the pool (:func:`enqueue`) or a CPU starts
+watching it (:func:`watch_room`), a return must again be an event at its own
+place in the order (it grants the waiter), so the kept returns still due are
+pushed into the heap with their original keys (:func:`reschedule`).
+Invariant: a pool with waiters or a watcher keeps no returns.  The kernels
+renumber sequence numbers between batches of events, kept keys and heap keys
+together (:func:`renumber_all`), and apply the returns due at the end
+(:func:`settle_all`).  The order of events, and so every record (``events``
+included), is the same as with every return in the heap
+(``tests/test_fast_credit.py`` compares the two; ``DEFER_SLOTS = 0`` is the
+latter).
 
 Instead of SimPy processes, a packet is a row of an integer array (``PK_*``
 columns) plus a float row (``PF_*``), and every timeout or wake-up is an
