@@ -109,23 +109,23 @@ def test_settling_orders_returns_by_the_latest_key_popped():
     npools = 1
     hh, ctr = c.new_heap(64), np.zeros(c.N_COUNTERS, dtype=np.int64)
     ctr[c.C_SEQ_LIMIT] = c.SEQ_LIMIT
-    pfree, pq = np.zeros(npools, dtype=np.int32), np.full((npools, c.PQ_COLS), -1, dtype=np.int32)
-    pq[:, c.PQ_DEFERRED] = 0
+    pq = np.full((npools, c.PQ_COLS), -1, dtype=np.int32)
+    pq[:, c.PQ_DEFERRED] = pq[:, c.PQ_FREE] = 0
     dq = np.empty((npools, 2, 2), dtype=np.int64)
     rk = np.zeros((1, c.RK_NET_COLS), dtype=np.int32)
     ip = np.zeros(c.N_IPARAMS, dtype=np.int64)
     ip[c.I_POOL_INJ], ip[c.I_NRANKS] = 10, 1  # pool 0 is not an injection FIFO
     pk = np.zeros((1, c.PK_COLS), dtype=np.int32)
     c.push(hh, ctr, 1.0, c.NORMAL, 0 << 3 | c.EV_CPU)  # seq 0: a NORMAL event at t=1
-    c.give_later(pk, pfree, pq, dq, rk, ip, hh, ctr, 0, 3, 0.0, 1.0)  # seq 1: 3 chunks return at t=1
+    c.give_later(pk, pq, dq, rk, ip, hh, ctr, 0, 3, 0.0, 1.0)  # seq 1: 3 chunks return at t=1
     c.push(hh, ctr, 1.0, c.NORMAL, 1 << 3 | c.EV_CPU)  # seq 2: another NORMAL event at t=1
     assert pq[0, c.PQ_DEFERRED] == 1 and ctr[c.C_HEAP_N] == 2
     c.pop(hh, ctr)  # seq 0
-    c.settle(pfree, pq, dq, ctr, 0)
-    assert pfree[0] == 0  # the return (seq 1) is still due
+    c.settle(pq, dq, ctr, 0)
+    assert pq[0, c.PQ_FREE] == 0  # the return (seq 1) is still due
     c.pop(hh, ctr)  # seq 2: the return was popped before it in the heap-only order
     c.push(hh, ctr, 1.0, c.URGENT, 2 << 3 | c.EV_CPU)  # seq 3, URGENT at t=1: its key is below the return's
     t, payload = c.pop(hh, ctr)
     assert (t, payload >> 3) == (1.0, 2)
-    c.settle(pfree, pq, dq, ctr, 0)
-    assert pfree[0] == 3 and pq[0, c.PQ_DEFERRED] == 0  # applied: it was popped before seq 2 and seq 3
+    c.settle(pq, dq, ctr, 0)
+    assert pq[0, c.PQ_FREE] == 3 and pq[0, c.PQ_DEFERRED] == 0  # applied: it was popped before seq 2 and seq 3

@@ -194,12 +194,11 @@ class FastSimulation:
         if (2 * nlinks + 2 * R) << 8 >= 1 << c.PAYLOAD_BITS:  # a credit-return event names its pool
             raise GupsimError(f"fast engine: {R:,} processes on {n:,} nodes is too large for its event keys")
         npools = 2 * nlinks + 2 * R
-        pfree = np.empty(npools, dtype=np.int32)
-        pfree[:2 * nlinks] = net.link_buffer_chunks
-        pfree[2 * nlinks:2 * nlinks + R] = net.injection_fifo_chunks
-        pfree[2 * nlinks + R:] = net.reception_fifo_chunks
-        pq = np.full((npools, c.PQ_COLS), -1, dtype=np.int32)
+        pq = np.full((npools, c.PQ_COLS), -1, dtype=np.int32)  # no waiters
         pq[:, c.PQ_DEFERRED] = 0  # no credit returns kept beside any pool yet (dq is filled as they come)
+        pq[:2 * nlinks, c.PQ_FREE] = net.link_buffer_chunks
+        pq[2 * nlinks:2 * nlinks + R, c.PQ_FREE] = net.injection_fifo_chunks
+        pq[2 * nlinks + R:, c.PQ_FREE] = net.reception_fifo_chunks
         rk = np.zeros((R, c.RK_NET_COLS), dtype=np.int32)
         rk[:, c.RK_IN_HEAD] = -1
         packets = 4 * R + 2 * c.PACKET_MARGIN
@@ -214,7 +213,7 @@ class FastSimulation:
         c.start_cpus(hh, ctr, R)
         lay = self.layout
         return {
-            "pk": pk, "pf": np.zeros((packets, c.PF_COLS)), "pfree": pfree,
+            "pk": pk, "pf": np.zeros((packets, c.PF_COLS)),
             "pq": pq, "dq": np.empty((npools, c.DEFER_SLOTS, 2), dtype=np.int64), "rk": rk,
             "lf": np.zeros((nlinks, 3)), "lb": np.zeros(nlinks, dtype=np.int64),
             "ip": ip, "fp": fp, "nbr": np.ascontiguousarray(topo.neighbor_array().ravel()),

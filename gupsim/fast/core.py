@@ -89,10 +89,11 @@ PK_DIM, PK_HELD, PK_STATE, PK_NEXT, PK_LINK, PK_BUBBLE = 8, 9, 10, 11, 12, 13
 PK_COLS = 14
 PF_START, PF_ASKED = 0, 1
 PF_COLS = 2
-# pool queue table ``pq``: heads and tails of the continuing (0, 1) and entering (2, 3) waiters, and how
-# many credit returns are kept beside the pool (deferred, in ``dq``)
-PQ_DEFERRED = 4
-PQ_COLS = 5
+# pool table ``pq``, one 32-byte row per credit pool (what a request reads, in one cache line): heads and
+# tails of the continuing (0, 1) and entering (2, 3) waiters, how many credit returns are kept beside the
+# pool (deferred, in ``dq``), and its free chunks
+PQ_DEFERRED, PQ_FREE = 4, 5
+PQ_COLS = 8
 #: Deferred returns kept per pool (``dq[pool, :, :]``, its second axis); a return that finds them full goes
 #: into the heap.  0 defers nothing: every return is a heap event, as before deferring (tests compare the two).
 #: 8 measured a little faster than 4 (2-10% of returns found the slots full, against 10-17%) for 64 MB more
@@ -324,7 +325,7 @@ def flush_cpu(r, now, ci, cf, fp, hh, ctr, phase):
 
 
 @njit(cache=True, _nrt=False)
-def settle(pfree, pq, dq, ctr, pool):
+def settle(pq, dq, ctr, pool):
     """Apply the returns kept beside ``pool`` that the heap would already have delivered.
 
     Those are the ones whose (time, key) is below the latest key popped so far (``C_SEEN_*``): a return
@@ -340,7 +341,7 @@ def settle(pfree, pq, dq, ctr, pool):
     while i < n:
         et, ek = dq[pool, i, 0], dq[pool, i, 1]
         if et < nt or (et == nt and ek < nk):
-            pfree[pool] += (ek >> 3) & 31
+            pq[pool, PQ_FREE] += (ek >> 3) & 31
             ctr[C_EVENTS] += 1
             ctr[C_LAZY] += 1
             n -= 1  # the slots are unordered: move the last one into this one
@@ -351,12 +352,12 @@ def settle(pfree, pq, dq, ctr, pool):
 
 
 @njit(cache=True, _nrt=False)
-def reschedule(pfree, pq, dq, hh, ctr, pool):
+def reschedule(pq, dq, hh, ctr, pool):
     """Someone is about to wait on ``pool``: its kept returns become heap events again, at their own keys.
 
     A return that would grant a waiter must happen at its place in the event order; the heap keeps it
     there because the key (sequence number included) is the one it got when it was scheduled."""
-    settle(pfree, pq, dq, ctr, pool)
+    settle(pq, dq, ctr, pool)
     n = pq[pool, PQ_DEFERRED]
     for i in range(n):
         _insert(hh, ctr, dq[pool, i, 0], dq[pool, i, 1])
@@ -365,29 +366,29 @@ def reschedule(pfree, pq, dq, hh, ctr, pool):
 
 
 @njit(cache=True, _nrt=False)
-def room(pfree, pq, dq, ctr, pool):
+def room(pq, dq, ctr, pool):
     """The pool's free chunks now (its due returns applied)."""
-    settle(pfree, pq, dq, ctr, pool)
-    return pfree[pool]
+    settle(pq, dq, ctr, pool)
+    return pq[pool, PQ_FREE]
 
 
 @njit(cache=True, _nrt=False)
-def take(pfree, pq, dq, ctr, pool, chunks, bubble):
+def take(pq, dq, ctr, pool, chunks, bubble):
     """:meth:`Credits.take`: room now, without overtaking a waiter."""
-    settle(pfree, pq, dq, ctr, pool)
+    settle(pq, dq, ctr, pool)
     if bubble:
-        if pq[pool, 0] >= 0 or pq[pool, 2] >= 0 or pfree[pool] < chunks + bubble:
+        if pq[pool, 0] >= 0 or pq[pool, 2] >= 0 or pq[pool, PQ_FREE] < chunks + bubble:
             return False
-    elif pq[pool, 0] >= 0 or pfree[pool] < chunks:
+    elif pq[pool, 0] >= 0 or pq[pool, PQ_FREE] < chunks:
         return False
-    pfree[pool] -= chunks
+    pq[pool, PQ_FREE] -= chunks
     return True
 
 
 @njit(cache=True, _nrt=False)
-def enqueue(pk, pfree, pq, dq, hh, ctr, pool, p, cls):
+def enqueue(pk, pq, dq, hh, ctr, pool, p, cls):
     """Append packet ``p`` to the pool's continuing (0) or entering (1) queue."""
-    reschedule(pfree, pq, dq, hh, ctr, pool)
+    reschedule(pq, dq, hh, ctr, pool)
     pk[p, PK_NEXT] = -1
     h, tl = 2 * cls, 2 * cls + 1
     if pq[pool, h] < 0:
@@ -398,10 +399,10 @@ def enqueue(pk, pfree, pq, dq, hh, ctr, pool, p, cls):
 
 
 @njit(cache=True, _nrt=False)
-def watch_room(pfree, pq, dq, rk, hh, ctr, ip, r):
+def watch_room(pq, dq, rk, hh, ctr, ip, r):
     """Rank ``r``'s CPU waits for room in its injection FIFO (:data:`WAKE_ROOM`); its returns must wake it."""
     rk[r, RK_WAIT] |= WAKE_ROOM
-    reschedule(pfree, pq, dq, hh, ctr, ip[I_POOL_INJ] + r)
+    reschedule(pq, dq, hh, ctr, ip[I_POOL_INJ] + r)
 
 
 @njit(cache=True, _nrt=False)
@@ -411,20 +412,20 @@ def wake(rk, hh, ctr, rank, now):
 
 
 @njit(cache=True, _nrt=False)
-def give(pk, pfree, pq, rk, ip, hh, ctr, pool, chunks, now):
+def give(pk, pq, rk, ip, hh, ctr, pool, chunks, now):
     """:meth:`Credits.give`: return room, grant waiters in order, fire watchers.
 
     Returns kept beside the pool need not be settled first: with a waiter or a watcher there are none,
     and without, this only adds room, as they do."""
-    pfree[pool] += chunks
+    pq[pool, PQ_FREE] += chunks
     for cls in range(2):
         h = 2 * cls
         while pq[pool, h] >= 0:
             p = pq[pool, h]
-            if pfree[pool] < pk[p, PK_CHUNKS] + pk[p, PK_BUBBLE]:
+            if pq[pool, PQ_FREE] < pk[p, PK_CHUNKS] + pk[p, PK_BUBBLE]:
                 return
             pq[pool, h] = pk[p, PK_NEXT]
-            pfree[pool] -= pk[p, PK_CHUNKS]
+            pq[pool, PQ_FREE] -= pk[p, PK_CHUNKS]
             if pk[p, PK_STATE] == W_INJ:
                 src = pk[p, PK_SRC]
                 rk[src, RK_GRANTED] = 1
@@ -435,7 +436,7 @@ def give(pk, pfree, pq, rk, ip, hh, ctr, pool, chunks, now):
     inj = ip[I_POOL_INJ]
     if inj <= pool < inj + ip[I_NRANKS]:
         r = pool - inj
-        if rk[r, RK_WAIT] & WAKE_ROOM and pfree[pool] >= ip[I_MAXCH]:
+        if rk[r, RK_WAIT] & WAKE_ROOM and pq[pool, PQ_FREE] >= ip[I_MAXCH]:
             wake(rk, hh, ctr, r, now)
 
 
@@ -449,10 +450,10 @@ def _watched(pq, rk, ip, pool):
 
 
 @njit(cache=True, _nrt=False)
-def give_later(pk, pfree, pq, dq, rk, ip, hh, ctr, pool, chunks, now, delay):
+def give_later(pk, pq, dq, rk, ip, hh, ctr, pool, chunks, now, delay):
     """:meth:`Network.release_later`: kept beside the pool (deferred) unless someone waits on it."""
     if delay <= 0.0:
-        give(pk, pfree, pq, rk, ip, hh, ctr, pool, chunks, now)
+        give(pk, pq, rk, ip, hh, ctr, pool, chunks, now)
         return
     payload = (pool << 8) | (chunks << 3) | EV_GIVE
     if _watched(pq, rk, ip, pool) or ctr[C_SEQ] >= ctr[C_SEQ_LIMIT]:
@@ -460,7 +461,7 @@ def give_later(pk, pfree, pq, dq, rk, ip, hh, ctr, pool, chunks, now, delay):
         return
     n = pq[pool, PQ_DEFERRED]
     if n == dq.shape[1]:
-        settle(pfree, pq, dq, ctr, pool)
+        settle(pq, dq, ctr, pool)
         n = pq[pool, PQ_DEFERRED]
         if n == dq.shape[1]:  # still full: this one goes into the heap, which is exact too
             ctr[C_DEFER_FULL] += 1
@@ -474,7 +475,7 @@ def give_later(pk, pfree, pq, dq, rk, ip, hh, ctr, pool, chunks, now, delay):
 
 
 @njit(cache=True)
-def renumber_all(hh, ctr, pfree, pq, dq):
+def renumber_all(hh, ctr, pq, dq):
     """Renumber the sequence between batches of events: the heap's keys and the deferred ones together.
 
     The deferred returns still due go back into the heap first (the heap grown for them), so one
@@ -486,7 +487,7 @@ def renumber_all(hh, ctr, pfree, pq, dq):
         hh = grow(hh, max(2 * hh.shape[0], ctr[C_HEAP_N] + kept + HEAP_MARGIN))
     for pool in range(pq.shape[0]):
         if pq[pool, PQ_DEFERRED]:
-            reschedule(pfree, pq, dq, hh, ctr, pool)
+            reschedule(pq, dq, hh, ctr, pool)
     _renumber(hh, ctr)
     ctr[C_RENUMBER_KEPT] += kept
     # the latest key popped was numbered the old way; every return deferred from now on is later anyway
@@ -496,15 +497,15 @@ def renumber_all(hh, ctr, pfree, pq, dq):
 
 
 @njit(cache=True)
-def between_batches(hh, ctr, pfree, pq, dq):
+def between_batches(hh, ctr, pq, dq):
     """The kernels' outer loop: renumber when due, and keep :data:`HEAP_MARGIN` free heap slots."""
     if ctr[C_SEQ] >= ctr[C_RENUMBER_AT]:
-        hh = renumber_all(hh, ctr, pfree, pq, dq)
+        hh = renumber_all(hh, ctr, pq, dq)
     return grow_heap(hh, ctr)
 
 
 @njit(cache=True, _nrt=False)
-def settle_all(hh, ctr, pfree, pq, dq, now):
+def settle_all(hh, ctr, pq, dq, now):
     """At the end of a run: apply the returns the heap would have popped; return the final time.
 
     The run stopped after an event (done, or an error): the returns before it.  The heap ran empty
@@ -519,7 +520,7 @@ def settle_all(hh, ctr, pfree, pq, dq, now):
         now = _i2f(ctr[C_SEEN_T])
         ctr[C_SEEN_K] += 1  # settle everything up to and including the last key
     for pool in range(pq.shape[0]):
-        settle(pfree, pq, dq, ctr, pool)
+        settle(pq, dq, ctr, pool)
     return now
 
 
@@ -548,7 +549,7 @@ def _offset(a, b, length, wraps):
 
 
 @njit(cache=True, _nrt=False)
-def _dynamic_choice(pk, pfree, pq, dq, ctr, lf, ip, coords, node, dst, chunks):
+def _dynamic_choice(pk, pq, dq, ctr, lf, ip, coords, node, dst, chunks):
     """Least busy minimal link whose dynamic channel has room now, or -1."""
     best = -1
     base = ip[I_POOL_DYN]
@@ -561,15 +562,15 @@ def _dynamic_choice(pk, pfree, pq, dq, ctr, lf, ip, coords, node, dst, chunks):
         for k in range(2 if both else 1):
             port = 2 * d + k if both else (2 * d if off > 0 else 2 * d + 1)
             link = node * 6 + port
-            if room(pfree, pq, dq, ctr, base + link) >= chunks and (best < 0 or lf[link, 0] < lf[best, 0]):
+            if room(pq, dq, ctr, base + link) >= chunks and (best < 0 or lf[link, 0] < lf[best, 0]):
                 best = link
     if best >= 0:
-        pfree[base + best] -= chunks
+        pq[base + best, PQ_FREE] -= chunks
     return best
 
 
 @njit(cache=True, _nrt=False)
-def _go(pk, pf, pfree, pq, dq, rk, lf, lb, ip, fp, nbr, hh, ctr, p, link, pool, now):
+def _go(pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, hh, ctr, p, link, pool, now):
     """The packet holds room in ``pool`` behind ``link``: start on the link."""
     serial = pk[p, PK_WIRE] / fp[F_RATE]
     ctr[C_HOPS] += 1
@@ -578,7 +579,7 @@ def _go(pk, pf, pfree, pq, dq, rk, lf, lb, ip, fp, nbr, hh, ctr, p, link, pool, 
     lf[link, 0] = start + serial
     lf[link, 1] += serial
     lb[link] += pk[p, PK_WIRE]
-    give_later(pk, pfree, pq, dq, rk, ip, hh, ctr, pk[p, PK_HELD], pk[p, PK_CHUNKS], now, start + serial - now)
+    give_later(pk, pq, dq, rk, ip, hh, ctr, pk[p, PK_HELD], pk[p, PK_CHUNKS], now, start + serial - now)
     pk[p, PK_HELD] = pool
     pf[p, PF_START] = start
     head = min(serial, fp[F_CHUNK_S]) + fp[F_ROUTER_S]
@@ -586,20 +587,20 @@ def _go(pk, pf, pfree, pq, dq, rk, lf, lb, ip, fp, nbr, hh, ctr, p, link, pool, 
 
 
 @njit(cache=True, _nrt=False)
-def _arrive(pk, pf, pfree, pq, rk, ip, fp, hh, ctr, p, now):
+def _arrive(pk, pf, pq, rk, ip, fp, hh, ctr, p, now):
     """Room taken in the reception FIFO: wait for the tail."""
     serial = pk[p, PK_WIRE] / fp[F_RATE]
     tail = pf[p, PF_START] + serial + fp[F_ROUTER_S] - now
     if tail > 0:
         push(hh, ctr, now + tail, NORMAL, p << 3 | EV_TAIL)
     else:
-        deliver(pk, pfree, pq, rk, ip, hh, ctr, p, now)
+        deliver(pk, pq, rk, ip, hh, ctr, p, now)
 
 
 @njit(cache=True, _nrt=False)
-def deliver(pk, pfree, pq, rk, ip, hh, ctr, p, now):
+def deliver(pk, pq, rk, ip, hh, ctr, p, now):
     """Tail in: free the last buffer, put the packet in the receiver's inbox, wake its CPU."""
-    give(pk, pfree, pq, rk, ip, hh, ctr, pk[p, PK_HELD], pk[p, PK_CHUNKS], now)
+    give(pk, pq, rk, ip, hh, ctr, pk[p, PK_HELD], pk[p, PK_CHUNKS], now)
     ctr[C_DELIVERED] += 1
     r = pk[p, PK_DST]
     pk[p, PK_NEXT] = -1
@@ -622,17 +623,17 @@ def inbox_pop(pk, rk, r):
 
 
 @njit(cache=True, _nrt=False)
-def hop(pk, pf, pfree, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, p, now):
+def hop(pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, p, now):
     """One step of :meth:`Network._transit`: the head is at ``PK_NODE``."""
     node = pk[p, PK_NODE]
     dst = pk[p, PK_DST] // ip[I_PPN]
     chunks = pk[p, PK_CHUNKS]
     if node != dst:
         if ip[I_ADAPTIVE]:
-            link = _dynamic_choice(pk, pfree, pq, dq, ctr, lf, ip, coords, node, dst, chunks)
+            link = _dynamic_choice(pk, pq, dq, ctr, lf, ip, coords, node, dst, chunks)
             if link >= 0:
                 pk[p, PK_DIM] = -1  # re-entering the escape ring needs the bubble again
-                _go(pk, pf, pfree, pq, dq, rk, lf, lb, ip, fp, nbr, hh, ctr, p, link, ip[I_POOL_DYN] + link, now)
+                _go(pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, hh, ctr, p, link, ip[I_POOL_DYN] + link, now)
                 return
         port = -1
         for d in range(3):
@@ -644,48 +645,48 @@ def hop(pk, pf, pfree, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, p, now)
         d = port >> 1
         bubble = ip[I_BUBBLE] if d != pk[p, PK_DIM] else 0
         pk[p, PK_DIM] = d
-        if take(pfree, pq, dq, ctr, link, chunks, bubble):
-            _go(pk, pf, pfree, pq, dq, rk, lf, lb, ip, fp, nbr, hh, ctr, p, link, link, now)
+        if take(pq, dq, ctr, link, chunks, bubble):
+            _go(pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, hh, ctr, p, link, link, now)
         else:
             pk[p, PK_STATE] = W_LINK
             pk[p, PK_LINK] = link
             pk[p, PK_BUBBLE] = bubble
             pf[p, PF_ASKED] = now
-            enqueue(pk, pfree, pq, dq, hh, ctr, link, p, 1 if bubble else 0)
+            enqueue(pk, pq, dq, hh, ctr, link, p, 1 if bubble else 0)
         return
     rec = ip[I_POOL_REC] + pk[p, PK_DST]
-    if take(pfree, pq, dq, ctr, rec, chunks, 0):
-        _arrive(pk, pf, pfree, pq, rk, ip, fp, hh, ctr, p, now)
+    if take(pq, dq, ctr, rec, chunks, 0):
+        _arrive(pk, pf, pq, rk, ip, fp, hh, ctr, p, now)
     else:
         pk[p, PK_STATE] = W_REC
         pk[p, PK_BUBBLE] = 0
-        enqueue(pk, pfree, pq, dq, hh, ctr, rec, p, 0)
+        enqueue(pk, pq, dq, hh, ctr, rec, p, 0)
 
 
 @njit(cache=True, _nrt=False)
-def resume(pk, pf, pfree, pq, dq, rk, lf, lb, ip, fp, nbr, hh, ctr, p, now):
+def resume(pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, hh, ctr, p, now):
     """A waiting packet was granted its room (already taken from the pool)."""
     state = pk[p, PK_STATE]
     pk[p, PK_STATE] = W_NONE
     if state == W_LINK:
         link = pk[p, PK_LINK]
         lf[link, 2] += now - pf[p, PF_ASKED]
-        _go(pk, pf, pfree, pq, dq, rk, lf, lb, ip, fp, nbr, hh, ctr, p, link, link, now)
+        _go(pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, hh, ctr, p, link, link, now)
     else:
-        _arrive(pk, pf, pfree, pq, rk, ip, fp, hh, ctr, p, now)
+        _arrive(pk, pf, pq, rk, ip, fp, hh, ctr, p, now)
 
 
 @njit(cache=True, _nrt=False)
-def network_event(kind, a, pk, pf, pfree, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, now):
+def network_event(kind, a, pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, now):
     """Handle every event kind except :data:`EV_CPU`."""
     if kind == EV_HOP:
-        hop(pk, pf, pfree, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, a, now)
+        hop(pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, a, now)
     elif kind == EV_RESUME:
-        resume(pk, pf, pfree, pq, dq, rk, lf, lb, ip, fp, nbr, hh, ctr, a, now)
+        resume(pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, hh, ctr, a, now)
     elif kind == EV_TAIL:
-        deliver(pk, pfree, pq, rk, ip, hh, ctr, a, now)
+        deliver(pk, pq, rk, ip, hh, ctr, a, now)
     else:
-        give(pk, pfree, pq, rk, ip, hh, ctr, a >> 5, (a & 31), now)
+        give(pk, pq, rk, ip, hh, ctr, a >> 5, (a & 31), now)
 
 
 # ================================================================== HPCC stream (hpcc.py, bit for bit)

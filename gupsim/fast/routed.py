@@ -96,7 +96,7 @@ def _router(r, d, slot, rc, ai, ip):
 
 
 @njit(cache=True, _nrt=False)
-def _write_packets(r, d, now, ci, cf, rd, bv, bl, pv, rc, ai, tabs, ac, pk, pf, pfree, pq, dq, ip, hh, ctr):
+def _write_packets(r, d, now, ci, cf, rd, bv, bl, pv, rc, ai, tabs, ac, pk, pf, pq, dq, ip, hh, ctr):
     """Write as many packets of dimension ``d``'s full bucket as the FIFO takes; True when done."""
     slot = rd[r, d, RD_FULL]
     row = r * ai[A_NSLOTS] + slot
@@ -108,7 +108,7 @@ def _write_packets(r, d, now, ci, cf, rd, bv, bl, pv, rc, ai, tabs, ac, pk, pf, 
         off = rd[r, d, RD_SENDOFF]
         k = min(ai[A_PER_PACKET], bl[row] - off)
         chunks = np.int64(tabs[k, 0])
-        if not c.take(pfree, pq, dq, ctr, inj, chunks, 0):
+        if not c.take(pq, dq, ctr, inj, chunks, 0):
             return False
         p = c.alloc_packet(pk, ctr)
         pk[p, c.PK_SRC], pk[p, c.PK_DST], pk[p, c.PK_CHUNKS] = r, router, chunks
@@ -130,7 +130,7 @@ def _write_packets(r, d, now, ci, cf, rd, bv, bl, pv, rc, ai, tabs, ac, pk, pf, 
 
 @njit(cache=True, _nrt=False)
 def _cpu(r, now, ci, cf, rd, bv, bl, pv, rc, ran, ai, cost, tabs, lay, ac, wc,
-         pk, pf, pfree, pq, dq, rk, ip, fp, hh, ctr, wt):
+         pk, pf, pq, dq, rk, ip, fp, hh, ctr, wt):
     nd = ai[A_NDIMS]
     cycle_s = fp[c.F_CYCLE_S]
     resumed = ci[r, CI_PHASE] == PH_AFTER_FLUSH
@@ -146,7 +146,7 @@ def _cpu(r, now, ci, cf, rd, bv, bl, pv, rc, ran, ai, cost, tabs, lay, ac, wc,
                     continue
                 ac[AC_SENDS] += 1
                 if _write_packets(r, d, now, ci, cf, rd, bv, bl, pv, rc, ai, tabs, ac,
-                                  pk, pf, pfree, pq, dq, ip, hh, ctr):
+                                  pk, pf, pq, dq, ip, hh, ctr):
                     progressed = True
                 else:
                     ac[AC_BLOCKED] += 1
@@ -169,7 +169,7 @@ def _cpu(r, now, ci, cf, rd, bv, bl, pv, rc, ran, ai, cost, tabs, lay, ac, wc,
                             break
                         rd[r, d, RD_WHEAD] = pk[p, c.PK_NEXT]
                         cf[r] += tabs[pk[p, c.PK_N], 3]
-                        c.give_later(pk, pfree, pq, dq, rk, ip, hh, ctr, ip[c.I_POOL_REC] + r,
+                        c.give_later(pk, pq, dq, rk, ip, hh, ctr, ip[c.I_POOL_REC] + r,
                                      pk[p, c.PK_CHUNKS], now, cf[r] * cycle_s)
                         rd[r, d, RD_RBP], rd[r, d, RD_RBPOS] = p, 0
                         ci[r, CI_PENDING] += pk[p, c.PK_N]
@@ -210,7 +210,7 @@ def _cpu(r, now, ci, cf, rd, bv, bl, pv, rc, ran, ai, cost, tabs, lay, ac, wc,
                         quiet = False
                 if quiet:
                     progressed = _flush_partial(r, now, ci, cf, rd, bv, bl, pv, rc, ai, tabs, ac,
-                                                pk, pf, pfree, pq, dq, ip, hh, ctr)
+                                                pk, pf, pq, dq, ip, hh, ctr)
             if cf[r] != 0.0:
                 cycles = cf[r]
                 cf[r] = 0.0
@@ -226,17 +226,17 @@ def _cpu(r, now, ci, cf, rd, bv, bl, pv, rc, ran, ai, cost, tabs, lay, ac, wc,
                 if rd[r, d, RD_FULL] >= 0:
                     any_full = True
             inj = ip[c.I_POOL_INJ] + r
-            if rk[r, c.RK_IN_HEAD] >= 0 or (any_full and c.room(pfree, pq, dq, ctr, inj) >= ip[c.I_MAXCH]):
+            if rk[r, c.RK_IN_HEAD] >= 0 or (any_full and c.room(pq, dq, ctr, inj) >= ip[c.I_MAXCH]):
                 c.push(hh, ctr, now, c.NORMAL, r << 3 | c.EV_CPU)
             else:
                 rk[r, c.RK_WAIT] = c.WAKE_INBOX
                 if any_full:  # the FIFO's returns must now wake this CPU: they become events again
-                    c.watch_room(pfree, pq, dq, rk, hh, ctr, ip, r)
+                    c.watch_room(pq, dq, rk, hh, ctr, ip, r)
             return
 
 
 @njit(cache=True, _nrt=False)
-def _flush_partial(r, now, ci, cf, rd, bv, bl, pv, rc, ai, tabs, ac, pk, pf, pfree, pq, dq, ip, hh, ctr):
+def _flush_partial(r, now, ci, cf, rd, bv, bl, pv, rc, ai, tabs, ac, pk, pf, pq, dq, ip, hh, ctr):
     """FinishLogic: send the largest partial bucket (ties: the highest router rank)."""
     best_len, best_router, best_slot, best_d = 0, -1, -1, -1
     base = r * ai[A_NSLOTS]
@@ -251,13 +251,13 @@ def _flush_partial(r, now, ci, cf, rd, bv, bl, pv, rc, ai, tabs, ac, pk, pf, pfr
     if best_slot < 0 or rd[r, best_d, RD_FULL] >= 0:
         return False
     rd[r, best_d, RD_FULL] = best_slot
-    _write_packets(r, best_d, now, ci, cf, rd, bv, bl, pv, rc, ai, tabs, ac, pk, pf, pfree, pq, dq, ip, hh, ctr)
+    _write_packets(r, best_d, now, ci, cf, rd, bv, bl, pv, rc, ai, tabs, ac, pk, pf, pq, dq, ip, hh, ctr)
     return True
 
 
 @njit(cache=True, _nrt=False)
 def _loop(ci, cf, rd, bv, bl, pv, rc, ran, ai, cost, tabs, lay, ac, wc,
-        pk, pf, pfree, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, wt, now):
+        pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, wt, now):
     """Process events until done (True) or until a table needs to grow or the sequence to be renumbered (False)."""
     while ctr[c.C_HEAP_N] > 0 and ctr[c.C_DONE] == 0 and ctr[c.C_ERROR] == 0:
         if c.needs_room(hh, ctr):
@@ -268,9 +268,9 @@ def _loop(ci, cf, rd, bv, bl, pv, rc, ran, ai, cost, tabs, lay, ac, wc,
         a = payload >> 3
         if kind == c.EV_CPU:
             _cpu(a, now, ci, cf, rd, bv, bl, pv, rc, ran, ai, cost, tabs, lay, ac, wc,
-                 pk, pf, pfree, pq, dq, rk, ip, fp, hh, ctr, wt)
+                 pk, pf, pq, dq, rk, ip, fp, hh, ctr, wt)
         else:
-            c.network_event(kind, a, pk, pf, pfree, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, now)
+            c.network_event(kind, a, pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, now)
         if c.renumber_due(ctr):
             return now, False
     return now, True
@@ -278,15 +278,15 @@ def _loop(ci, cf, rd, bv, bl, pv, rc, ran, ai, cost, tabs, lay, ac, wc,
 
 @njit(cache=True, nogil=True)
 def run(ci, cf, rd, bv, bl, pv, rc, ran, ai, cost, tabs, lay, ac, wc,
-        pk, pf, pfree, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, wt):
+        pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, wt):
     """The event loop; returns the final time.  Renumbers, grows the heap and packet tables between batches."""
     now = 0.0
     while True:
         now, finished = _loop(ci, cf, rd, bv, bl, pv, rc, ran, ai, cost, tabs, lay, ac, wc,
-                              pk, pf, pfree, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, wt, now)
+                              pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, wt, now)
         if finished:
-            return c.settle_all(hh, ctr, pfree, pq, dq, now)
-        hh = c.between_batches(hh, ctr, pfree, pq, dq)
+            return c.settle_all(hh, ctr, pq, dq, now)
+        hh = c.between_batches(hh, ctr, pq, dq)
         if ctr[c.C_NFREE] < c.PACKET_MARGIN:
             old = pk.shape[0]
             pk, pf, pv = c.grow(pk, 2 * old), c.grow(pf, 2 * old), c.grow(pv, 2 * old)
