@@ -330,9 +330,10 @@ def settle(pq, dq, ctr, pool):
 
     Those are the ones whose (time, key) is below the latest key popped so far (``C_SEEN_*``): a return
     is scheduled after the event scheduling it (later, or at the same instant with a larger sequence
-    number), so it was in the heap when that key was popped, and being smaller it was popped first.  Each is one event, counted as if popped.  Nobody
-    waited on the pool when they came due (see the invariant in the module docstring), so their only
-    effect is the room.  Call before reading the pool's room."""
+    number), so it was in the heap when that key was popped, and being smaller it was popped first.
+    Each is one event, counted as if popped.  Nobody waited on the pool when they came due (see the
+    invariant in the module docstring), so their only effect is the room.  Call before reading the
+    pool's room."""
     n = pq[pool, PQ_DEFERRED]
     if n == 0:
         return
