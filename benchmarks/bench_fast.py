@@ -102,6 +102,8 @@ def run_case(shape: str, algorithm: str, updates: int, sets: dict, options: dict
         "packets": rec["packets_injected"], "packet_hops": hops, "mean_hops": mean_hops,
         "work": total * mean_hops, "packet_hops_per_s": hops / rec["wall_s"], "packet_hops_per_cpu_s": hops / cpu,
         "peak_rss_mb": rec["peak_rss_mb"], "gups": rec["gups"], "sim_time_s": rec["sim_time_s"],
+        # credit returns applied beside their pool, never in the event heap (gupsim.fast.core, deferred returns)
+        "deferred_returns": getattr(sim, "queue_stats", {}).get("deferred_applied", 0),
         "estimate_mb": sim.memory_estimate_bytes / 2**20,
     }
 

@@ -31,8 +31,10 @@ ROUTE_CACHE_BYTES = 110 * 2**20
 #: loaded from the cache, 410 MB peak compiling them into an empty cache), and the heap's and packet
 #: table's fixed margins (about 5 MB).
 FAST_BASE_BYTES = 512 * 2**20
-#: Fast engine, per node: six links' times, counters and credit pools, and the topology tables.
-FAST_NODE_BYTES = 1_200
+#: Fast engine, per node: six links' times, counters and credit pools, and the topology tables (1,200 B),
+#: and the slots of the credit returns kept beside its twelve link and dynamic-channel pools
+#: (12 x ``DEFER_SLOTS`` x 16 B = 1,536 B, about half of it touched without adaptive routing).
+FAST_NODE_BYTES = 2_800
 #: Refuse when the estimate exceeds this share of the memory available now.
 HEADROOM = 0.9
 

@@ -196,25 +196,28 @@ class FastSimulation:
         fp[c.F_CYCLE_S] = 1.0 / self.machine.cpu.clock_hz
         if (2 * nlinks + 2 * F) << 8 >= 1 << c.PAYLOAD_BITS:  # a credit-return event names its pool
             raise GupsimError(f"fast engine: {R:,} processes on {n:,} nodes is too large for its event keys")
-        pfree = np.empty(2 * nlinks + 2 * F, dtype=np.int32)
-        pfree[:2 * nlinks] = net.link_buffer_chunks
-        pfree[2 * nlinks:2 * nlinks + F] = net.injection_fifo_chunks
-        pfree[2 * nlinks + F:] = net.reception_fifo_chunks
+        npools = 2 * nlinks + 2 * F
+        pq = np.full((npools, c.PQ_COLS), -1, dtype=np.int32)  # no waiters
+        pq[:, c.PQ_DEFERRED] = 0  # no credit returns kept beside any pool yet (dq is filled as they come)
+        pq[:2 * nlinks, c.PQ_FREE] = net.link_buffer_chunks
+        pq[2 * nlinks:2 * nlinks + F, c.PQ_FREE] = net.injection_fifo_chunks
+        pq[2 * nlinks + F:, c.PQ_FREE] = net.reception_fifo_chunks
         rk = np.zeros((R, c.RK_NET_COLS), dtype=np.int32)
         rk[:, c.RK_IN_HEAD] = -1
         packets = 4 * R + 2 * c.PACKET_MARGIN
         pk = np.zeros((packets, c.PK_COLS), dtype=np.int32)
         ctr = np.zeros(c.N_COUNTERS, dtype=np.int64)
         ctr[c.C_FREE_HEAD] = -1
-        ctr[c.C_SEQ_LIMIT] = c.SEQ_LIMIT
+        ctr[c.C_SEQ_LIMIT] = c.SEQ_CAP  # push's own renumbering (heap only) is never reached in a kernel:
+        ctr[c.C_RENUMBER_AT] = min(c.SEQ_LIMIT, c.SEQ_CAP - c.HEAP_MARGIN)  # the kernels renumber first
         c.link_free_list(pk, 0, packets, ctr)
         heap = 4 * R + 2 * c.HEAP_MARGIN
         hh = c.new_heap(heap)
         c.start_cpus(hh, ctr, R)
         lay = self.layout
         return {
-            "pk": pk, "pf": np.zeros((packets, c.PF_COLS)), "pfree": pfree,
-            "pq": np.full((2 * nlinks + 2 * F, 4), -1, dtype=np.int32), "rk": rk,
+            "pk": pk, "pf": np.zeros((packets, c.PF_COLS)),
+            "pq": pq, "dq": np.empty((npools, c.DEFER_SLOTS, 2), dtype=np.int64), "rk": rk,
             "lf": np.zeros((nlinks, 3)), "lb": np.zeros(nlinks, dtype=np.int64),
             "ip": ip, "fp": fp, "nbr": np.ascontiguousarray(topo.neighbor_array().ravel()),
             "coords": np.ascontiguousarray(topo.coords_array()),
@@ -241,6 +244,12 @@ class FastSimulation:
                                   f"{int(ctr[c.C_APPLIED]):,} of {self.total_updates:,} updates applied (deadlock)"
                                   + self.algorithm.deadlock_hint())
         self.env = SimpleNamespace(now=now, events_scheduled=int(ctr[c.C_EVENTS]))
+        # how the events went (not in the record): credit returns applied beside their pool without the
+        # heap, put back into the heap because someone started waiting, pushed because the slots were full
+        self.queue_stats = {"events": int(ctr[c.C_EVENTS]), "deferred_applied": int(ctr[c.C_LAZY]),
+                            "deferred_rescheduled": int(ctr[c.C_RESCHEDULED]),
+                            "deferred_full": int(ctr[c.C_DEFER_FULL]), "renumbered": int(ctr[c.C_RENUMBERED]),
+                            "renumbered_deferred": int(ctr[c.C_RENUMBER_KEPT])}
         self.applied = int(ctr[c.C_APPLIED])
         self.generated = self.total_updates - mod.remaining(state)
         self.window_times = [float(t) for t in arrays["wt"]]

@@ -221,7 +221,7 @@ def _rank_done(r, ci, ac, ai, ctr):
 
 
 @njit(cache=True, _nrt=False)
-def _isend(m, now, ci, ac, ms, tabs, ai, pk, pf, pfree, pq, ip, hh, ctr):
+def _isend(m, now, ci, ac, ms, tabs, ai, pk, pf, pq, dq, ip, hh, ctr):
     """``_isend``: inject the message's packets in order while the injection FIFO has room."""
     src, k, npk = ms[m, MS_SRC], ms[m, MS_K], ms[m, MS_NPK]
     inj = c.inj_pool(ip, src, ms[m, MS_DST])
@@ -231,10 +231,10 @@ def _isend(m, now, ci, ac, ms, tabs, ai, pk, pf, pfree, pq, ip, hh, ctr):
         pk[p, c.PK_SRC], pk[p, c.PK_DST], pk[p, c.PK_CHUNKS] = src, ms[m, MS_DST], tabs[k, col]
         pk[p, c.PK_WIRE], pk[p, c.PK_PAYLOAD] = tabs[k, col + 1], tabs[k, col + 2]
         pk[p, c.PK_MSG], pk[p, c.PK_N] = m, k
-        if not c.take(pfree, pq, inj, pk[p, c.PK_CHUNKS], 0):
+        if not c.take(pq, dq, ctr, inj, pk[p, c.PK_CHUNKS], 0):
             pk[p, c.PK_STATE] = W_ISEND
             pk[p, c.PK_BUBBLE] = 0
-            c.enqueue(pk, pq, inj, p, 0)
+            c.enqueue(pk, pq, dq, hh, ctr, inj, p, 0)
             return
         c.launch(pk, pf, ip, hh, ctr, p, now)
         ms[m, MS_SENT] += 1
@@ -242,7 +242,7 @@ def _isend(m, now, ci, ac, ms, tabs, ai, pk, pf, pfree, pq, ip, hh, ctr):
 
 
 @njit(cache=True, _nrt=False)
-def _receive(r, now, ci, cf, cost, ktab, ac, ms, ai, pk, pfree, pq, rk, ip, fp, hh, ctr, wt, wc):
+def _receive(r, now, ci, cf, cost, ktab, ac, ms, ai, pk, pq, dq, rk, ip, fp, hh, ctr, wt, wc):
     """``_receive``: copy every arrived packet out; apply completed messages; FINISHED ones counted."""
     cycle_s = fp[c.F_CYCLE_S]
     finished = 0
@@ -261,7 +261,7 @@ def _receive(r, now, ci, cf, cost, ktab, ac, ms, ai, pk, pfree, pq, rk, ip, fp, 
             ms[m, MS_NEXT] = ac[AC_MSG_FREE]
             ac[AC_MSG_FREE] = m
             ac[AC_MSG_NFREE] += 1
-        c.give_later(pk, pfree, pq, rk, ip, hh, ctr, c.rec_pool(pk, ip, p), pk[p, c.PK_CHUNKS], now,
+        c.give_later(pk, pq, dq, rk, ip, hh, ctr, c.rec_pool(pk, ip, p), pk[p, c.PK_CHUNKS], now,
                      cf[r, CF_DEBT] * cycle_s)
         c.free_packet(pk, ctr, p)
     return finished
@@ -282,7 +282,7 @@ def _wait_inbox(r, now, ci, rk, hh, ctr, phase):
 
 @njit(cache=True, _nrt=False)
 def _cpu(r, now, ci, cf, ran, cost, ktab, tabs, ai, lay, ac, wc, ms, hk, hkey, hpos,
-         pk, pf, pfree, pq, rk, ip, fp, hh, ctr, wt):
+         pk, pf, pq, dq, rk, ip, fp, hh, ctr, wt):
     nr = ip[c.I_NRANKS]
     mask = ai[A_HMASK]
     mm = ai[A_MESSAGES_MODE]
@@ -293,7 +293,7 @@ def _cpu(r, now, ci, cf, ran, cost, ktab, tabs, ai, lay, ac, wc, ms, hk, hkey, h
                 ci[r, CI_ITER] += 1
                 if ci[r, CI_ITER] % ai[A_EVERY] == 0:
                     cf[r, CF_DEBT] += cost[K_TEST]
-                    ci[r, CI_FINISHED] += _receive(r, now, ci, cf, cost, ktab, ac, ms, ai, pk, pfree, pq, rk,
+                    ci[r, CI_FINISHED] += _receive(r, now, ci, cf, cost, ktab, ac, ms, ai, pk, pq, dq, rk,
                                                    ip, fp, hh, ctr, wt, wc)
                 if ci[r, CI_PENDING] < ai[A_LIMIT]:
                     value = c.next_ran(ran[r])
@@ -311,7 +311,7 @@ def _cpu(r, now, ci, cf, ran, cost, ktab, tabs, ai, lay, ac, wc, ms, hk, hkey, h
                     return
             elif ci[r, CI_PENDING] > 0:
                 cf[r, CF_DEBT] += cost[K_TEST]
-                ci[r, CI_FINISHED] += _receive(r, now, ci, cf, cost, ktab, ac, ms, ai, pk, pfree, pq, rk,
+                ci[r, CI_FINISHED] += _receive(r, now, ci, cf, cost, ktab, ac, ms, ai, pk, pq, dq, rk,
                                                ip, fp, hh, ctr, wt, wc)
             elif mm:
                 ci[r, CI_OTHER] = 0
@@ -371,11 +371,11 @@ def _cpu(r, now, ci, cf, ran, cost, ktab, tabs, ai, lay, ac, wc, ms, hk, hkey, h
         elif phase == PH_DRAIN_RECV:
             cf[r, CF_DEBT] += cost[K_TEST]
             if mm:
-                ci[r, CI_FINISHED] += _receive(r, now, ci, cf, cost, ktab, ac, ms, ai, pk, pfree, pq, rk,
+                ci[r, CI_FINISHED] += _receive(r, now, ci, cf, cost, ktab, ac, ms, ai, pk, pq, dq, rk,
                                                ip, fp, hh, ctr, wt, wc)
                 _flush(r, now, ci, cf, fp, hh, ctr, PH_FIN_CHECK)
             else:
-                _receive(r, now, ci, cf, cost, ktab, ac, ms, ai, pk, pfree, pq, rk, ip, fp, hh, ctr, wt, wc)
+                _receive(r, now, ci, cf, cost, ktab, ac, ms, ai, pk, pq, dq, rk, ip, fp, hh, ctr, wt, wc)
                 _flush(r, now, ci, cf, fp, hh, ctr, PH_DRAIN)
             return
         elif phase == PH_FIN:  # _finish: FINISHED to every other rank
@@ -420,8 +420,8 @@ def _send_done_event(r, now, ci, rk, hh, ctr):
 
 @njit(cache=True, _nrt=False)
 def _loop(ci, cf, ran, cost, ktab, tabs, ai, lay, ac, wc, ms, hk, hkey, hpos,
-          pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, wt, now):
-    """Process events until done (True) or until a table needs to grow (False)."""
+          pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, wt, now):
+    """Process events until done (True) or until a table needs to grow or the sequence to be renumbered (False)."""
     while ctr[c.C_HEAP_N] > 0 and ctr[c.C_DONE] == 0:
         if c.needs_room(hh, ctr) or ac[AC_MSG_NFREE] < MSG_MARGIN:
             return now, False
@@ -431,16 +431,16 @@ def _loop(ci, cf, ran, cost, ktab, tabs, ai, lay, ac, wc, ms, hk, hkey, hpos,
         a = payload >> 3
         if kind == c.EV_CPU:
             _cpu(a, now, ci, cf, ran, cost, ktab, tabs, ai, lay, ac, wc, ms, hk, hkey, hpos,
-                 pk, pf, pfree, pq, rk, ip, fp, hh, ctr, wt)
+                 pk, pf, pq, dq, rk, ip, fp, hh, ctr, wt)
         elif kind == EV_ISEND:
             if not ms[a, MS_FIN]:
                 ac[AC_PACKETS] += ms[a, MS_NPK]
-            _isend(a, now, ci, ac, ms, tabs, ai, pk, pf, pfree, pq, ip, hh, ctr)
+            _isend(a, now, ci, ac, ms, tabs, ai, pk, pf, pq, dq, ip, hh, ctr)
         elif kind == EV_SEND_DONE:
             if ci[a, CI_PHASE] == PH_FIN_REQ:  # the Process event resumes _finish directly
                 ci[a, CI_PHASE] = PH_FIN
                 _cpu(a, now, ci, cf, ran, cost, ktab, tabs, ai, lay, ac, wc, ms, hk, hkey, hpos,
-                     pk, pf, pfree, pq, rk, ip, fp, hh, ctr, wt)
+                     pk, pf, pq, dq, rk, ip, fp, hh, ctr, wt)
             else:
                 _send_done_event(a, now, ci, rk, hh, ctr)
         elif kind == c.EV_RESUME and pk[a, c.PK_STATE] == W_ISEND:
@@ -448,23 +448,25 @@ def _loop(ci, cf, ran, cost, ktab, tabs, ai, lay, ac, wc, ms, hk, hkey, hpos,
             m = pk[a, c.PK_MSG]
             c.launch(pk, pf, ip, hh, ctr, a, now)
             ms[m, MS_SENT] += 1
-            _isend(m, now, ci, ac, ms, tabs, ai, pk, pf, pfree, pq, ip, hh, ctr)
+            _isend(m, now, ci, ac, ms, tabs, ai, pk, pf, pq, dq, ip, hh, ctr)
         else:
-            c.network_event(kind, a, pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, now)
+            c.network_event(kind, a, pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, now)
+        if c.renumber_due(ctr):
+            return now, False
     return now, True
 
 
 @njit(cache=True, nogil=True)
 def run(ci, cf, ran, cost, ktab, tabs, ai, lay, ac, wc, ms, hk, hkey, hpos,
-        pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, wt):
-    """The event loop; returns the final time.  Grows the heap, packet and message tables between batches."""
+        pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, wt):
+    """The event loop; returns the final time.  Renumbers, grows the heap, packet and message tables between batches."""
     now = 0.0
     while True:
         now, finished = _loop(ci, cf, ran, cost, ktab, tabs, ai, lay, ac, wc, ms, hk, hkey, hpos,
-                              pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, wt, now)
+                              pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, wt, now)
         if finished:
-            return now
-        hh = c.grow_heap(hh, ctr)
+            return c.settle_all(hh, ctr, pq, dq, now)
+        hh = c.between_batches(hh, ctr, pq, dq)
         if ctr[c.C_NFREE] < c.PACKET_MARGIN:
             old = pk.shape[0]
             pk, pf = c.grow(pk, 2 * old), c.grow(pf, 2 * old)

@@ -19,6 +19,32 @@ second.  The model is the same, step for step:
   FIFO per dimension plus a node-local one (:func:`fifo_group`,
   :func:`rec_pool`), as :class:`gupsim.network.Network`.
 
+**Deferred credit returns.**  A credit return is an event of its own at a
+later time, and those events were 37-46% of all events (docs/performance.md).
+Almost always nobody waits on the pool when its room comes back, and then the
+return's only effect is ``free += chunks``, which commutes with everything
+except a read of that pool.  So :func:`give_later` keeps the return *beside
+the pool* (:data:`DEFER_SLOTS` slots per pool, in ``dq``) with the key the
+heap would have given it, and takes the same sequence number from the
+counter, so every later event keeps its key.  Whoever reads the pool (a
+request, the bubble check, adaptive routing's choice, a CPU checking its FIFO)
+first *settles* it (:func:`settle`): every kept return whose (time, key) is
+below the latest key popped so far is applied and counted as an event: exactly
+the returns the heap would already have popped.  (The latest key, not the
+current event's: an URGENT event scheduled for the current instant pops after
+NORMAL events of that instant that are already gone, with a smaller key.)
+When a packet starts waiting on the pool (:func:`enqueue`) or a CPU starts
+watching it (:func:`watch_room`), a return must again be an event at its own
+place in the order (it grants the waiter), so the kept returns still due are
+pushed into the heap with their original keys (:func:`reschedule`).
+Invariant: a pool with waiters or a watcher keeps no returns.  The kernels
+renumber sequence numbers between batches of events, kept keys and heap keys
+together (:func:`renumber_all`), and apply the returns due at the end
+(:func:`settle_all`).  The order of events, and so every record (``events``
+included), is the same as with every return in the heap
+(``tests/test_fast_credit.py`` compares the two; ``DEFER_SLOTS = 0`` is the
+latter).
+
 Instead of SimPy processes, a packet is a row of an integer array (``PK_*``
 columns) plus a float row (``PF_*``), and every timeout or wake-up is an
 entry in one 4-ary heap ordered by (time, priority, sequence number).  The
@@ -54,7 +80,9 @@ URGENT, NORMAL = 0, 1  # SimPy's priorities: process initialisation before ordin
 PAYLOAD_BITS = 32
 _PRIO_BIT = 62
 #: Sequence numbers are renumbered (in order) before they reach this (they must stay below 2^30).
+#: The kernels renumber at ``min(SEQ_LIMIT, SEQ_CAP - HEAP_MARGIN)`` (tests lower it to force renumbering).
 SEQ_LIMIT = 1 << (_PRIO_BIT - PAYLOAD_BITS)
+SEQ_CAP = SEQ_LIMIT
 _PAYLOAD_MASK = (1 << PAYLOAD_BITS) - 1
 _SEQ_FIELD = ((1 << _PRIO_BIT) - 1) ^ _PAYLOAD_MASK
 
@@ -64,6 +92,16 @@ PK_DIM, PK_HELD, PK_STATE, PK_NEXT, PK_LINK, PK_BUBBLE = 8, 9, 10, 11, 12, 13
 PK_COLS = 14
 PF_START, PF_ASKED = 0, 1
 PF_COLS = 2
+# pool table ``pq``, one 32-byte row per credit pool (what a request reads, in one cache line): heads and
+# tails of the continuing (0, 1) and entering (2, 3) waiters, how many credit returns are kept beside the
+# pool (deferred, in ``dq``), and its free chunks
+PQ_DEFERRED, PQ_FREE = 4, 5
+PQ_COLS = 8
+#: Deferred returns kept per pool (``dq[pool, :, :]``, its second axis); a return that finds them full goes
+#: into the heap.  0 defers nothing: every return is a heap event, as before deferring (tests compare the two).
+#: 8 measured a little faster than 4 (2-10% of returns found the slots full, against 10-17%) for 64 MB more
+#: address space on the whole machine, most of it never touched (docs/performance.md).
+DEFER_SLOTS = 8
 # packet states while waiting in a pool's queue
 W_NONE, W_LINK, W_REC, W_INJ = 0, 1, 2, 3
 
@@ -77,7 +115,15 @@ WAKE_INBOX, WAKE_GRANT, WAKE_ROOM = 1, 4, 8
 # ------------------------------------------------------------------ counters
 C_HEAP_N, C_SEQ, C_FREE_HEAD, C_NFREE, C_INJECTED, C_WIRE, C_DELIVERED, C_EVENTS = 0, 1, 2, 3, 4, 5, 6, 7
 C_APPLIED, C_DONE, C_ERROR, C_HOPS, C_SEQ_LIMIT = 8, 9, 10, 11, 12
-N_COUNTERS = 16
+# the latest (time bits, key) popped so far: a deferred return below it would already have been popped
+C_SEEN_T, C_SEEN_K = 13, 14
+# the kernels renumber (heap and deferred returns together) between batches once C_SEQ reaches this
+C_RENUMBER_AT = 15
+# statistics of the deferred credit returns: applied beside their pool, pushed into the heap late
+# (someone started waiting), pushed at once because the pool's slots were full; renumberings, and the
+# deferred returns they found pending
+C_LAZY, C_RESCHEDULED, C_DEFER_FULL, C_RENUMBERED, C_RENUMBER_KEPT = 16, 17, 18, 19, 20
+N_COUNTERS = 24
 
 # ------------------------------------------------------------------ integer parameters
 I_PPN, I_X, I_Y, I_Z, I_WRAPS, I_BUBBLE, I_ADAPTIVE, I_NLINKS, I_NRANKS, I_MAXCH = range(10)
@@ -166,10 +212,15 @@ def push(hh, ctr, t, prio, payload):
     """Schedule ``payload`` (>= 0, below 2^PAYLOAD_BITS) at time ``t`` (>= 0) with SimPy priority ``prio``."""
     if ctr[C_SEQ] >= ctr[C_SEQ_LIMIT]:
         _renumber(hh, ctr)
-    n = ctr[C_HEAP_N]
     key = (prio << _PRIO_BIT) | (ctr[C_SEQ] << PAYLOAD_BITS) | payload
     ctr[C_SEQ] += 1
-    tb = _f2i(t)
+    _insert(hh, ctr, _f2i(t), key)
+
+
+@njit(cache=True, _nrt=False)
+def _insert(hh, ctr, tb, key):
+    """Put the entry (time bits ``tb``, ``key``) into the heap; its key, sequence number included, is given."""
+    n = ctr[C_HEAP_N]
     i = n
     while i > 0:
         parent = (i - 1) >> 2
@@ -184,9 +235,17 @@ def push(hh, ctr, t, prio, payload):
 
 @njit(cache=True, _nrt=False)
 def pop(hh, ctr):
-    """Remove the earliest event; return (time, payload)."""
+    """Remove the earliest event; return (time, payload).  Keeps the latest key popped (``C_SEEN_*``).
+
+    Not simply the current one: an URGENT event scheduled for the current instant pops after NORMAL events
+    of that instant although its key is smaller, and those NORMAL ones are gone by then."""
     n = ctr[C_HEAP_N] - 1
-    t, payload = _i2f(hh[0, 0]), hh[0, 1] & _PAYLOAD_MASK
+    tb, key = hh[0, 0], hh[0, 1]
+    if tb > ctr[C_SEEN_T]:
+        ctr[C_SEEN_T], ctr[C_SEEN_K] = tb, key
+    elif key > ctr[C_SEEN_K]:
+        ctr[C_SEEN_K] = key
+    t, payload = _i2f(tb), key & _PAYLOAD_MASK
     ctr[C_HEAP_N] = n
     if n > 0:
         _sift_down(hh, 0, n, hh[n, 0], hh[n, 1])
@@ -207,6 +266,15 @@ grow = njit(cache=True)(grow)
 def needs_room(hh, ctr):
     """True when the heap or the packet table is short of its margin: the kernel's loop must return to grow them."""
     return ctr[C_HEAP_N] + HEAP_MARGIN > hh.shape[0] or ctr[C_NFREE] < PACKET_MARGIN
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def renumber_due(ctr):
+    """True when the sequence number reached the kernels' renumbering point (checked after each event).
+
+    Checked after an event, not before, so that a loop always makes progress even when a test's limit is
+    below the number of pending events."""
+    return ctr[C_SEQ] >= ctr[C_RENUMBER_AT]
 
 
 @njit(cache=True)
@@ -261,20 +329,71 @@ def flush_cpu(r, now, ci, cf, fp, hh, ctr, phase):
 
 
 @njit(cache=True, _nrt=False)
-def take(pfree, pq, pool, chunks, bubble):
+def settle(pq, dq, ctr, pool):
+    """Apply the returns kept beside ``pool`` that the heap would already have delivered.
+
+    Those are the ones whose (time, key) is below the latest key popped so far (``C_SEEN_*``): a return
+    is scheduled after the event scheduling it (later, or at the same instant with a larger sequence
+    number), so it was in the heap when that key was popped, and being smaller it was popped first.
+    Each is one event, counted as if popped.  Nobody waited on the pool when they came due (see the
+    invariant in the module docstring), so their only effect is the room.  Call before reading the
+    pool's room."""
+    n = pq[pool, PQ_DEFERRED]
+    if n == 0:
+        return
+    nt, nk = ctr[C_SEEN_T], ctr[C_SEEN_K]
+    i = 0
+    while i < n:
+        et, ek = dq[pool, i, 0], dq[pool, i, 1]
+        if et < nt or (et == nt and ek < nk):
+            pq[pool, PQ_FREE] += (ek >> 3) & 31
+            ctr[C_EVENTS] += 1
+            ctr[C_LAZY] += 1
+            n -= 1  # the slots are unordered: move the last one into this one
+            dq[pool, i, 0], dq[pool, i, 1] = dq[pool, n, 0], dq[pool, n, 1]
+        else:
+            i += 1
+    pq[pool, PQ_DEFERRED] = n
+
+
+@njit(cache=True, _nrt=False)
+def reschedule(pq, dq, hh, ctr, pool):
+    """Someone is about to wait on ``pool``: its kept returns become heap events again, at their own keys.
+
+    A return that would grant a waiter must happen at its place in the event order; the heap keeps it
+    there because the key (sequence number included) is the one it got when it was scheduled."""
+    settle(pq, dq, ctr, pool)
+    n = pq[pool, PQ_DEFERRED]
+    for i in range(n):
+        _insert(hh, ctr, dq[pool, i, 0], dq[pool, i, 1])
+    ctr[C_RESCHEDULED] += n
+    pq[pool, PQ_DEFERRED] = 0
+
+
+@njit(cache=True, _nrt=False)
+def room(pq, dq, ctr, pool):
+    """The pool's free chunks now (its due returns applied)."""
+    settle(pq, dq, ctr, pool)
+    return pq[pool, PQ_FREE]
+
+
+@njit(cache=True, _nrt=False)
+def take(pq, dq, ctr, pool, chunks, bubble):
     """:meth:`Credits.take`: room now, without overtaking a waiter."""
+    settle(pq, dq, ctr, pool)
     if bubble:
-        if pq[pool, 0] >= 0 or pq[pool, 2] >= 0 or pfree[pool] < chunks + bubble:
+        if pq[pool, 0] >= 0 or pq[pool, 2] >= 0 or pq[pool, PQ_FREE] < chunks + bubble:
             return False
-    elif pq[pool, 0] >= 0 or pfree[pool] < chunks:
+    elif pq[pool, 0] >= 0 or pq[pool, PQ_FREE] < chunks:
         return False
-    pfree[pool] -= chunks
+    pq[pool, PQ_FREE] -= chunks
     return True
 
 
 @njit(cache=True, _nrt=False)
-def enqueue(pk, pq, pool, p, cls):
+def enqueue(pk, pq, dq, hh, ctr, pool, p, cls):
     """Append packet ``p`` to the pool's continuing (0) or entering (1) queue."""
+    reschedule(pq, dq, hh, ctr, pool)
     pk[p, PK_NEXT] = -1
     h, tl = 2 * cls, 2 * cls + 1
     if pq[pool, h] < 0:
@@ -285,23 +404,34 @@ def enqueue(pk, pq, pool, p, cls):
 
 
 @njit(cache=True, _nrt=False)
+def watch_room(pq, dq, rk, hh, ctr, ip, r, g):
+    """Rank ``r``'s CPU waits for room in its injection FIFO of group ``g`` (:data:`WAKE_ROOM` << g);
+    that FIFO's returns must wake it."""
+    rk[r, RK_WAIT] |= WAKE_ROOM << g
+    reschedule(pq, dq, hh, ctr, ip[I_POOL_INJ] + r * ip[I_FIFO_GROUPS] + g)
+
+
+@njit(cache=True, _nrt=False)
 def wake(rk, hh, ctr, rank, now):
     rk[rank, RK_WAIT] = 0
     push(hh, ctr, now, NORMAL, rank << 3 | EV_CPU)
 
 
 @njit(cache=True, _nrt=False)
-def give(pk, pfree, pq, rk, ip, hh, ctr, pool, chunks, now):
-    """:meth:`Credits.give`: return room, grant waiters in order, fire watchers."""
-    pfree[pool] += chunks
+def give(pk, pq, rk, ip, hh, ctr, pool, chunks, now):
+    """:meth:`Credits.give`: return room, grant waiters in order, fire watchers.
+
+    Returns kept beside the pool need not be settled first: with a waiter or a watcher there are none,
+    and without, this only adds room, as they do."""
+    pq[pool, PQ_FREE] += chunks
     for cls in range(2):
         h = 2 * cls
         while pq[pool, h] >= 0:
             p = pq[pool, h]
-            if pfree[pool] < pk[p, PK_CHUNKS] + pk[p, PK_BUBBLE]:
+            if pq[pool, PQ_FREE] < pk[p, PK_CHUNKS] + pk[p, PK_BUBBLE]:
                 return
             pq[pool, h] = pk[p, PK_NEXT]
-            pfree[pool] -= pk[p, PK_CHUNKS]
+            pq[pool, PQ_FREE] -= pk[p, PK_CHUNKS]
             if pk[p, PK_STATE] == W_INJ:
                 src = pk[p, PK_SRC]
                 rk[src, RK_GRANTED] = 1
@@ -309,21 +439,103 @@ def give(pk, pfree, pq, rk, ip, hh, ctr, pool, chunks, now):
                     wake(rk, hh, ctr, src, now)
             else:
                 push(hh, ctr, now, NORMAL, p << 3 | EV_RESUME)
-    inj = ip[I_POOL_INJ]
-    groups = ip[I_FIFO_GROUPS]
-    if inj <= pool < inj + ip[I_NRANKS] * groups:
-        r = (pool - inj) // groups
-        if rk[r, RK_WAIT] & (WAKE_ROOM << (pool - inj - r * groups)) and pfree[pool] >= ip[I_MAXCH]:
-            wake(rk, hh, ctr, r, now)
+    r, bit = _room_watch(ip, pool)
+    if r >= 0 and rk[r, RK_WAIT] & bit and pq[pool, PQ_FREE] >= ip[I_MAXCH]:
+        wake(rk, hh, ctr, r, now)
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _watched(pq, rk, ip, pool):
+    """A packet waits on the pool, or (an injection FIFO) its CPU waits for room: a return is an event."""
+    if pq[pool, 0] >= 0 or pq[pool, 2] >= 0:
+        return True
+    r, bit = _room_watch(ip, pool)
+    return r >= 0 and rk[r, RK_WAIT] & bit != 0
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _room_watch(ip, pool):
+    """(rank, its RK_WAIT bit) of an injection FIFO pool, or (-1, 0) for any other pool."""
+    inj, groups = ip[I_POOL_INJ], ip[I_FIFO_GROUPS]
+    if not inj <= pool < inj + ip[I_NRANKS] * groups:
+        return -1, 0
+    r = (pool - inj) // groups
+    return r, WAKE_ROOM << (pool - inj - r * groups)
 
 
 @njit(cache=True, _nrt=False)
-def give_later(pk, pfree, pq, rk, ip, hh, ctr, pool, chunks, now, delay):
-    """:meth:`Network.release_later`."""
+def give_later(pk, pq, dq, rk, ip, hh, ctr, pool, chunks, now, delay):
+    """:meth:`Network.release_later`: kept beside the pool (deferred) unless someone waits on it."""
     if delay <= 0.0:
-        give(pk, pfree, pq, rk, ip, hh, ctr, pool, chunks, now)
-    else:
-        push(hh, ctr, now + delay, NORMAL, (pool << 8) | (chunks << 3) | EV_GIVE)
+        give(pk, pq, rk, ip, hh, ctr, pool, chunks, now)
+        return
+    payload = (pool << 8) | (chunks << 3) | EV_GIVE
+    if _watched(pq, rk, ip, pool) or ctr[C_SEQ] >= ctr[C_SEQ_LIMIT]:
+        push(hh, ctr, now + delay, NORMAL, payload)
+        return
+    n = pq[pool, PQ_DEFERRED]
+    if n == dq.shape[1]:
+        settle(pq, dq, ctr, pool)
+        n = pq[pool, PQ_DEFERRED]
+        if n == dq.shape[1]:  # still full: this one goes into the heap, which is exact too
+            ctr[C_DEFER_FULL] += 1
+            push(hh, ctr, now + delay, NORMAL, payload)
+            return
+    # the key push would have given it, and the sequence number taken as push takes it
+    dq[pool, n, 0] = _f2i(now + delay)
+    dq[pool, n, 1] = (NORMAL << _PRIO_BIT) | (ctr[C_SEQ] << PAYLOAD_BITS) | payload
+    ctr[C_SEQ] += 1
+    pq[pool, PQ_DEFERRED] = n + 1
+
+
+@njit(cache=True)
+def renumber_all(hh, ctr, pq, dq):
+    """Renumber the sequence between batches of events: the heap's keys and the deferred ones together.
+
+    The deferred returns still due go back into the heap first (the heap grown for them), so one
+    in-place renumbering (:func:`_renumber`) ranks every pending key; deferring resumes after."""
+    kept = 0
+    for pool in range(pq.shape[0]):
+        kept += pq[pool, PQ_DEFERRED]
+    if ctr[C_HEAP_N] + kept + HEAP_MARGIN > hh.shape[0]:
+        hh = grow(hh, max(2 * hh.shape[0], ctr[C_HEAP_N] + kept + HEAP_MARGIN))
+    for pool in range(pq.shape[0]):
+        if pq[pool, PQ_DEFERRED]:
+            reschedule(pq, dq, hh, ctr, pool)
+    _renumber(hh, ctr)
+    ctr[C_RENUMBER_KEPT] += kept
+    # the latest key popped was numbered the old way; every return deferred from now on is later anyway
+    ctr[C_SEEN_K] = -1
+    ctr[C_RENUMBERED] += 1
+    return hh
+
+
+@njit(cache=True)
+def between_batches(hh, ctr, pq, dq):
+    """The kernels' outer loop: renumber when due, and keep :data:`HEAP_MARGIN` free heap slots."""
+    if ctr[C_SEQ] >= ctr[C_RENUMBER_AT]:
+        hh = renumber_all(hh, ctr, pq, dq)
+    return grow_heap(hh, ctr)
+
+
+@njit(cache=True, _nrt=False)
+def settle_all(hh, ctr, pq, dq, now):
+    """At the end of a run: apply the returns the heap would have popped; return the final time.
+
+    The run stopped after an event (done, or an error): the returns before it.  The heap ran empty
+    (deadlock): all of them, the last one's time being the final time, as the heap would have had it."""
+    drained = ctr[C_HEAP_N] == 0 and ctr[C_DONE] == 0 and ctr[C_ERROR] == 0
+    if drained:
+        for pool in range(pq.shape[0]):
+            for i in range(pq[pool, PQ_DEFERRED]):
+                et, ek = dq[pool, i, 0], dq[pool, i, 1]
+                if et > ctr[C_SEEN_T] or (et == ctr[C_SEEN_T] and ek > ctr[C_SEEN_K]):
+                    ctr[C_SEEN_T], ctr[C_SEEN_K] = et, ek
+        now = _i2f(ctr[C_SEEN_T])
+        ctr[C_SEEN_K] += 1  # settle everything up to and including the last key
+    for pool in range(pq.shape[0]):
+        settle(pq, dq, ctr, pool)
+    return now
 
 
 # ================================================================== FIFOs per dimension
@@ -386,7 +598,7 @@ def _offset(a, b, length, wraps):
 
 
 @njit(cache=True, _nrt=False)
-def _dynamic_choice(pk, pfree, lf, ip, coords, node, dst, chunks):
+def _dynamic_choice(pk, pq, dq, ctr, lf, ip, coords, node, dst, chunks):
     """Least busy minimal link whose dynamic channel has room now, or -1."""
     best = -1
     base = ip[I_POOL_DYN]
@@ -399,15 +611,15 @@ def _dynamic_choice(pk, pfree, lf, ip, coords, node, dst, chunks):
         for k in range(2 if both else 1):
             port = 2 * d + k if both else (2 * d if off > 0 else 2 * d + 1)
             link = node * 6 + port
-            if pfree[base + link] >= chunks and (best < 0 or lf[link, 0] < lf[best, 0]):
+            if room(pq, dq, ctr, base + link) >= chunks and (best < 0 or lf[link, 0] < lf[best, 0]):
                 best = link
     if best >= 0:
-        pfree[base + best] -= chunks
+        pq[base + best, PQ_FREE] -= chunks
     return best
 
 
 @njit(cache=True, _nrt=False)
-def _go(pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, hh, ctr, p, link, pool, now):
+def _go(pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, hh, ctr, p, link, pool, now):
     """The packet holds room in ``pool`` behind ``link``: start on the link."""
     serial = pk[p, PK_WIRE] / fp[F_RATE]
     ctr[C_HOPS] += 1
@@ -416,7 +628,7 @@ def _go(pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, hh, ctr, p, link, pool, now)
     lf[link, 0] = start + serial
     lf[link, 1] += serial
     lb[link] += pk[p, PK_WIRE]
-    give_later(pk, pfree, pq, rk, ip, hh, ctr, pk[p, PK_HELD], pk[p, PK_CHUNKS], now, start + serial - now)
+    give_later(pk, pq, dq, rk, ip, hh, ctr, pk[p, PK_HELD], pk[p, PK_CHUNKS], now, start + serial - now)
     pk[p, PK_HELD] = pool
     pk[p, PK_LINK] = link  # the last link, once it has arrived: its reception FIFO group
     pf[p, PF_START] = start
@@ -425,20 +637,20 @@ def _go(pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, hh, ctr, p, link, pool, now)
 
 
 @njit(cache=True, _nrt=False)
-def _arrive(pk, pf, pfree, pq, rk, ip, fp, hh, ctr, p, now):
+def _arrive(pk, pf, pq, rk, ip, fp, hh, ctr, p, now):
     """Room taken in the reception FIFO: wait for the tail."""
     serial = pk[p, PK_WIRE] / fp[F_RATE]
     tail = pf[p, PF_START] + serial + fp[F_ROUTER_S] - now
     if tail > 0:
         push(hh, ctr, now + tail, NORMAL, p << 3 | EV_TAIL)
     else:
-        deliver(pk, pfree, pq, rk, ip, hh, ctr, p, now)
+        deliver(pk, pq, rk, ip, hh, ctr, p, now)
 
 
 @njit(cache=True, _nrt=False)
-def deliver(pk, pfree, pq, rk, ip, hh, ctr, p, now):
+def deliver(pk, pq, rk, ip, hh, ctr, p, now):
     """Tail in: free the last buffer, put the packet in the receiver's inbox, wake its CPU."""
-    give(pk, pfree, pq, rk, ip, hh, ctr, pk[p, PK_HELD], pk[p, PK_CHUNKS], now)
+    give(pk, pq, rk, ip, hh, ctr, pk[p, PK_HELD], pk[p, PK_CHUNKS], now)
     ctr[C_DELIVERED] += 1
     r = pk[p, PK_DST]
     pk[p, PK_NEXT] = -1
@@ -461,17 +673,17 @@ def inbox_pop(pk, rk, r):
 
 
 @njit(cache=True, _nrt=False)
-def hop(pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, p, now):
+def hop(pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, p, now):
     """One step of :meth:`Network._transit`: the head is at ``PK_NODE``."""
     node = pk[p, PK_NODE]
     dst = pk[p, PK_DST] // ip[I_PPN]
     chunks = pk[p, PK_CHUNKS]
     if node != dst:
         if ip[I_ADAPTIVE]:
-            link = _dynamic_choice(pk, pfree, lf, ip, coords, node, dst, chunks)
+            link = _dynamic_choice(pk, pq, dq, ctr, lf, ip, coords, node, dst, chunks)
             if link >= 0:
                 pk[p, PK_DIM] = -1  # re-entering the escape ring needs the bubble again
-                _go(pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, hh, ctr, p, link, ip[I_POOL_DYN] + link, now)
+                _go(pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, hh, ctr, p, link, ip[I_POOL_DYN] + link, now)
                 return
         port = -1
         for d in range(3):
@@ -483,48 +695,48 @@ def hop(pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, p, now):
         d = port >> 1
         bubble = ip[I_BUBBLE] if d != pk[p, PK_DIM] else 0
         pk[p, PK_DIM] = d
-        if take(pfree, pq, link, chunks, bubble):
-            _go(pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, hh, ctr, p, link, link, now)
+        if take(pq, dq, ctr, link, chunks, bubble):
+            _go(pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, hh, ctr, p, link, link, now)
         else:
             pk[p, PK_STATE] = W_LINK
             pk[p, PK_LINK] = link
             pk[p, PK_BUBBLE] = bubble
             pf[p, PF_ASKED] = now
-            enqueue(pk, pq, link, p, 1 if bubble else 0)
+            enqueue(pk, pq, dq, hh, ctr, link, p, 1 if bubble else 0)
         return
     rec = rec_pool(pk, ip, p)
-    if take(pfree, pq, rec, chunks, 0):
-        _arrive(pk, pf, pfree, pq, rk, ip, fp, hh, ctr, p, now)
+    if take(pq, dq, ctr, rec, chunks, 0):
+        _arrive(pk, pf, pq, rk, ip, fp, hh, ctr, p, now)
     else:
         pk[p, PK_STATE] = W_REC
         pk[p, PK_BUBBLE] = 0
-        enqueue(pk, pq, rec, p, 0)
+        enqueue(pk, pq, dq, hh, ctr, rec, p, 0)
 
 
 @njit(cache=True, _nrt=False)
-def resume(pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, hh, ctr, p, now):
+def resume(pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, hh, ctr, p, now):
     """A waiting packet was granted its room (already taken from the pool)."""
     state = pk[p, PK_STATE]
     pk[p, PK_STATE] = W_NONE
     if state == W_LINK:
         link = pk[p, PK_LINK]
         lf[link, 2] += now - pf[p, PF_ASKED]
-        _go(pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, hh, ctr, p, link, link, now)
+        _go(pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, hh, ctr, p, link, link, now)
     else:
-        _arrive(pk, pf, pfree, pq, rk, ip, fp, hh, ctr, p, now)
+        _arrive(pk, pf, pq, rk, ip, fp, hh, ctr, p, now)
 
 
 @njit(cache=True, _nrt=False)
-def network_event(kind, a, pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, now):
+def network_event(kind, a, pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, now):
     """Handle every event kind except :data:`EV_CPU`."""
     if kind == EV_HOP:
-        hop(pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, a, now)
+        hop(pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, a, now)
     elif kind == EV_RESUME:
-        resume(pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, hh, ctr, a, now)
+        resume(pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, hh, ctr, a, now)
     elif kind == EV_TAIL:
-        deliver(pk, pfree, pq, rk, ip, hh, ctr, a, now)
+        deliver(pk, pq, rk, ip, hh, ctr, a, now)
     else:
-        give(pk, pfree, pq, rk, ip, hh, ctr, a >> 5, (a & 31), now)
+        give(pk, pq, rk, ip, hh, ctr, a >> 5, (a & 31), now)
 
 
 # ================================================================== HPCC stream (hpcc.py, bit for bit)

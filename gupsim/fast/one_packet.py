@@ -48,13 +48,13 @@ def _apply(ip, ctr, wt, t):
 
 
 @njit(cache=True, _nrt=False)
-def _receive(r, now, ci, cf, cost, pk, pfree, pq, rk, ip, fp, hh, ctr, wt):
+def _receive(r, now, ci, cf, cost, pk, pq, dq, rk, ip, fp, hh, ctr, wt):
     cycle_s = fp[c.F_CYCLE_S]
     while rk[r, c.RK_IN_HEAD] >= 0:
         p = c.inbox_pop(pk, rk, r)
         cf[r, CF_DEBT] += cost[K_RECV_UPD]
         debt_s = cf[r, CF_DEBT] * cycle_s
-        c.give_later(pk, pfree, pq, rk, ip, hh, ctr, c.rec_pool(pk, ip, p), pk[p, c.PK_CHUNKS], now, debt_s)
+        c.give_later(pk, pq, dq, rk, ip, hh, ctr, c.rec_pool(pk, ip, p), pk[p, c.PK_CHUNKS], now, debt_s)
         _apply(ip, ctr, wt, now + debt_s)
         c.free_packet(pk, ctr, p)
 
@@ -63,14 +63,14 @@ _flush = c.flush_cpu  # the CPU turns its cycle debt into time (core.py)
 
 
 @njit(cache=True, _nrt=False)
-def _cpu(r, now, ci, cf, ran, cost, ai, lay, pk, pf, pfree, pq, rk, ip, fp, hh, ctr, wt):
+def _cpu(r, now, ci, cf, ran, cost, ai, lay, pk, pf, pq, dq, rk, ip, fp, hh, ctr, wt):
     phase = ci[r, CI_PHASE]
     while True:
         if phase == PH_TOP:
             if ci[r, CI_LEFT] == 0:
                 phase = PH_DRAIN
                 continue
-            _receive(r, now, ci, cf, cost, pk, pfree, pq, rk, ip, fp, hh, ctr, wt)
+            _receive(r, now, ci, cf, cost, pk, pq, dq, rk, ip, fp, hh, ctr, wt)
             value = c.next_ran(ran[r])
             ran[r] = value
             ci[r, CI_LEFT] -= 1
@@ -95,7 +95,7 @@ def _cpu(r, now, ci, cf, ran, cost, ai, lay, pk, pf, pfree, pq, rk, ip, fp, hh, 
             pk[p, c.PK_N] = 1
             ci[r, CI_SENDS] += 1
             inj = c.inj_pool(ip, r, ci[r, CI_DEST])
-            if c.take(pfree, pq, inj, ai[A_CHUNKS], 0):
+            if c.take(pq, dq, ctr, inj, ai[A_CHUNKS], 0):
                 c.launch(pk, pf, ip, hh, ctr, p, now)
                 phase = PH_TOP
                 continue
@@ -105,7 +105,7 @@ def _cpu(r, now, ci, cf, ran, cost, ai, lay, pk, pf, pfree, pq, rk, ip, fp, hh, 
             pk[p, c.PK_STATE] = c.W_INJ
             pk[p, c.PK_BUBBLE] = 0
             rk[r, c.RK_GRANTED] = 0
-            c.enqueue(pk, pq, inj, p, 0)
+            c.enqueue(pk, pq, dq, hh, ctr, inj, p, 0)
             phase = PH_BLK_CHECK
             continue
         elif phase == PH_BLK_CHECK:
@@ -121,7 +121,7 @@ def _cpu(r, now, ci, cf, ran, cost, ai, lay, pk, pf, pfree, pq, rk, ip, fp, hh, 
                 rk[r, c.RK_WAIT] = c.WAKE_INBOX | c.WAKE_GRANT
             return
         elif phase == PH_BLK_WOKE:
-            _receive(r, now, ci, cf, cost, pk, pfree, pq, rk, ip, fp, hh, ctr, wt)
+            _receive(r, now, ci, cf, cost, pk, pq, dq, rk, ip, fp, hh, ctr, wt)
             _flush(r, now, ci, cf, fp, hh, ctr, PH_BLK_CHECK)
             return
         elif phase == PH_DRAIN:
@@ -132,13 +132,13 @@ def _cpu(r, now, ci, cf, ran, cost, ai, lay, pk, pf, pfree, pq, rk, ip, fp, hh, 
                 rk[r, c.RK_WAIT] = c.WAKE_INBOX
             return
         else:  # PH_DRAIN_RECV
-            _receive(r, now, ci, cf, cost, pk, pfree, pq, rk, ip, fp, hh, ctr, wt)
+            _receive(r, now, ci, cf, cost, pk, pq, dq, rk, ip, fp, hh, ctr, wt)
             _flush(r, now, ci, cf, fp, hh, ctr, PH_DRAIN)
             return
 
 
 @njit(cache=True, _nrt=False)
-def _loop(ci, cf, ran, cost, ai, lay, pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, wt, now):
+def _loop(ci, cf, ran, cost, ai, lay, pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, wt, now):
     """Process events until done (True) or until a table needs to grow (False)."""
     while ctr[c.C_HEAP_N] > 0 and ctr[c.C_DONE] == 0:
         if c.needs_room(hh, ctr):
@@ -148,21 +148,24 @@ def _loop(ci, cf, ran, cost, ai, lay, pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr
         kind = payload & 7
         a = payload >> 3
         if kind == c.EV_CPU:
-            _cpu(a, now, ci, cf, ran, cost, ai, lay, pk, pf, pfree, pq, rk, ip, fp, hh, ctr, wt)
+            _cpu(a, now, ci, cf, ran, cost, ai, lay, pk, pf, pq, dq, rk, ip, fp, hh, ctr, wt)
         else:
-            c.network_event(kind, a, pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, now)
+            c.network_event(kind, a, pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, now)
+        if c.renumber_due(ctr):
+            return now, False
     return now, True
 
 
 @njit(cache=True, nogil=True)
-def run(ci, cf, ran, cost, ai, lay, pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, wt):
-    """The event loop; returns the final time.  Grows the heap and packet tables between batches of events."""
+def run(ci, cf, ran, cost, ai, lay, pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, wt):
+    """The event loop; returns the final time.  Renumbers, grows the heap and packet tables between batches."""
     now = 0.0
     while True:
-        now, finished = _loop(ci, cf, ran, cost, ai, lay, pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, wt, now)
+        now, finished = _loop(ci, cf, ran, cost, ai, lay, pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr,
+                              wt, now)
         if finished:
-            return now
-        hh = c.grow_heap(hh, ctr)
+            return c.settle_all(hh, ctr, pq, dq, now)
+        hh = c.between_batches(hh, ctr, pq, dq)
         if ctr[c.C_NFREE] < c.PACKET_MARGIN:
             old = pk.shape[0]
             pk, pf = c.grow(pk, 2 * old), c.grow(pf, 2 * old)

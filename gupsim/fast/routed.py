@@ -96,7 +96,7 @@ def _router(r, d, slot, rc, ai, ip):
 
 
 @njit(cache=True, _nrt=False)
-def _write_packets(r, d, now, ci, cf, rd, bv, bl, pv, rc, ai, tabs, ac, pk, pf, pfree, pq, ip, hh, ctr):
+def _write_packets(r, d, now, ci, cf, rd, bv, bl, pv, rc, ai, tabs, ac, pk, pf, pq, dq, ip, hh, ctr):
     """Write as many packets of dimension ``d``'s full bucket as the FIFO takes; True when done."""
     slot = rd[r, d, RD_FULL]
     row = r * ai[A_NSLOTS] + slot
@@ -108,7 +108,7 @@ def _write_packets(r, d, now, ci, cf, rd, bv, bl, pv, rc, ai, tabs, ac, pk, pf, 
         off = rd[r, d, RD_SENDOFF]
         k = min(ai[A_PER_PACKET], bl[row] - off)
         chunks = np.int64(tabs[k, 0])
-        if not c.take(pfree, pq, inj, chunks, 0):
+        if not c.take(pq, dq, ctr, inj, chunks, 0):
             return False
         p = c.alloc_packet(pk, ctr)
         pk[p, c.PK_SRC], pk[p, c.PK_DST], pk[p, c.PK_CHUNKS] = r, router, chunks
@@ -130,7 +130,7 @@ def _write_packets(r, d, now, ci, cf, rd, bv, bl, pv, rc, ai, tabs, ac, pk, pf, 
 
 @njit(cache=True, _nrt=False)
 def _cpu(r, now, ci, cf, rd, bv, bl, pv, rc, ran, ai, cost, tabs, lay, ac, wc,
-         pk, pf, pfree, pq, rk, ip, fp, hh, ctr, wt):
+         pk, pf, pq, dq, rk, ip, fp, hh, ctr, wt):
     nd = ai[A_NDIMS]
     cycle_s = fp[c.F_CYCLE_S]
     resumed = ci[r, CI_PHASE] == PH_AFTER_FLUSH
@@ -146,7 +146,7 @@ def _cpu(r, now, ci, cf, rd, bv, bl, pv, rc, ran, ai, cost, tabs, lay, ac, wc,
                     continue
                 ac[AC_SENDS] += 1
                 if _write_packets(r, d, now, ci, cf, rd, bv, bl, pv, rc, ai, tabs, ac,
-                                  pk, pf, pfree, pq, ip, hh, ctr):
+                                  pk, pf, pq, dq, ip, hh, ctr):
                     progressed = True
                 else:
                     ac[AC_BLOCKED] += 1
@@ -169,7 +169,7 @@ def _cpu(r, now, ci, cf, rd, bv, bl, pv, rc, ran, ai, cost, tabs, lay, ac, wc,
                             break
                         rd[r, d, RD_WHEAD] = pk[p, c.PK_NEXT]
                         cf[r] += tabs[pk[p, c.PK_N], 3]
-                        c.give_later(pk, pfree, pq, rk, ip, hh, ctr, c.rec_pool(pk, ip, p),
+                        c.give_later(pk, pq, dq, rk, ip, hh, ctr, c.rec_pool(pk, ip, p),
                                      pk[p, c.PK_CHUNKS], now, cf[r] * cycle_s)
                         rd[r, d, RD_RBP], rd[r, d, RD_RBPOS] = p, 0
                         ci[r, CI_PENDING] += pk[p, c.PK_N]
@@ -210,7 +210,7 @@ def _cpu(r, now, ci, cf, rd, bv, bl, pv, rc, ran, ai, cost, tabs, lay, ac, wc,
                         quiet = False
                 if quiet:
                     progressed = _flush_partial(r, now, ci, cf, rd, bv, bl, pv, rc, ai, tabs, ac,
-                                                pk, pf, pfree, pq, ip, hh, ctr)
+                                                pk, pf, pq, dq, ip, hh, ctr)
             if cf[r] != 0.0:
                 cycles = cf[r]
                 cf[r] = 0.0
@@ -222,23 +222,26 @@ def _cpu(r, now, ci, cf, rd, bv, bl, pv, rc, ran, ai, cost, tabs, lay, ac, wc,
             # Nothing to do until a packet arrives or (with a full bucket) the injection FIFO drains.
             ci[r, CI_PHASE] = PH_LOOP
             # "can send a packet on dim": the injection FIFOs of the dimensions with a full bucket
-            room, wait = False, c.WAKE_INBOX
+            room = False
             groups = ip[c.I_FIFO_GROUPS]
             for d in range(nd):
                 if rd[r, d, RD_FULL] >= 0:
                     g = d if groups > 1 else 0
-                    wait |= c.WAKE_ROOM << g
-                    if pfree[ip[c.I_POOL_INJ] + r * groups + g] >= ip[c.I_MAXCH]:
+                    if c.room(pq, dq, ctr, ip[c.I_POOL_INJ] + r * groups + g) >= ip[c.I_MAXCH]:
                         room = True
             if rk[r, c.RK_IN_HEAD] >= 0 or room:
                 c.push(hh, ctr, now, c.NORMAL, r << 3 | c.EV_CPU)
             else:
-                rk[r, c.RK_WAIT] = wait
+                rk[r, c.RK_WAIT] = c.WAKE_INBOX
+                # the FIFOs' returns must now wake this CPU: they become events again
+                for d in range(nd):
+                    if rd[r, d, RD_FULL] >= 0:
+                        c.watch_room(pq, dq, rk, hh, ctr, ip, r, d if groups > 1 else 0)
             return
 
 
 @njit(cache=True, _nrt=False)
-def _flush_partial(r, now, ci, cf, rd, bv, bl, pv, rc, ai, tabs, ac, pk, pf, pfree, pq, ip, hh, ctr):
+def _flush_partial(r, now, ci, cf, rd, bv, bl, pv, rc, ai, tabs, ac, pk, pf, pq, dq, ip, hh, ctr):
     """FinishLogic: send the largest partial bucket (ties: the highest router rank)."""
     best_len, best_router, best_slot, best_d = 0, -1, -1, -1
     base = r * ai[A_NSLOTS]
@@ -253,14 +256,14 @@ def _flush_partial(r, now, ci, cf, rd, bv, bl, pv, rc, ai, tabs, ac, pk, pf, pfr
     if best_slot < 0 or rd[r, best_d, RD_FULL] >= 0:
         return False
     rd[r, best_d, RD_FULL] = best_slot
-    _write_packets(r, best_d, now, ci, cf, rd, bv, bl, pv, rc, ai, tabs, ac, pk, pf, pfree, pq, ip, hh, ctr)
+    _write_packets(r, best_d, now, ci, cf, rd, bv, bl, pv, rc, ai, tabs, ac, pk, pf, pq, dq, ip, hh, ctr)
     return True
 
 
 @njit(cache=True, _nrt=False)
 def _loop(ci, cf, rd, bv, bl, pv, rc, ran, ai, cost, tabs, lay, ac, wc,
-        pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, wt, now):
-    """Process events until done (True) or until a table needs to grow (False)."""
+        pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, wt, now):
+    """Process events until done (True) or until a table needs to grow or the sequence to be renumbered (False)."""
     while ctr[c.C_HEAP_N] > 0 and ctr[c.C_DONE] == 0 and ctr[c.C_ERROR] == 0:
         if c.needs_room(hh, ctr):
             return now, False
@@ -270,22 +273,25 @@ def _loop(ci, cf, rd, bv, bl, pv, rc, ran, ai, cost, tabs, lay, ac, wc,
         a = payload >> 3
         if kind == c.EV_CPU:
             _cpu(a, now, ci, cf, rd, bv, bl, pv, rc, ran, ai, cost, tabs, lay, ac, wc,
-                 pk, pf, pfree, pq, rk, ip, fp, hh, ctr, wt)
+                 pk, pf, pq, dq, rk, ip, fp, hh, ctr, wt)
         else:
-            c.network_event(kind, a, pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, now)
+            c.network_event(kind, a, pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, now)
+        if c.renumber_due(ctr):
+            return now, False
     return now, True
 
 
 @njit(cache=True, nogil=True)
 def run(ci, cf, rd, bv, bl, pv, rc, ran, ai, cost, tabs, lay, ac, wc,
-        pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, wt):
-    """The event loop; returns the final time.  Grows the heap and packet tables between batches of events."""
+        pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, wt):
+    """The event loop; returns the final time.  Renumbers, grows the heap and packet tables between batches."""
     now = 0.0
     while True:
-        now, finished = _loop(ci, cf, rd, bv, bl, pv, rc, ran, ai, cost, tabs, lay, ac, wc, pk, pf, pfree, pq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, wt, now)
+        now, finished = _loop(ci, cf, rd, bv, bl, pv, rc, ran, ai, cost, tabs, lay, ac, wc,
+                              pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, wt, now)
         if finished:
-            return now
-        hh = c.grow_heap(hh, ctr)
+            return c.settle_all(hh, ctr, pq, dq, now)
+        hh = c.between_batches(hh, ctr, pq, dq)
         if ctr[c.C_NFREE] < c.PACKET_MARGIN:
             old = pk.shape[0]
             pk, pf, pv = c.grow(pk, 2 * old), c.grow(pf, 2 * old), c.grow(pv, 2 * old)

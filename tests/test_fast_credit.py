@@ -1,0 +1,134 @@
+"""Deferred credit returns in the fast engine (gupsim.fast.core): kept beside the pool, the same events.
+
+A credit return that nobody waits for is kept beside its pool and applied when
+the pool is next read; it goes back into the heap, at its own key, when a
+packet starts waiting on the pool or a CPU watches its FIFO.  With
+``DEFER_SLOTS = 0`` nothing is deferred and every return is a heap event, as
+before the change, so these tests compare whole records, ``events`` included
+(``tests/test_fast.py`` cannot: SimPy counts its bookkeeping events too), and
+every link counter.  The cases are contended on purpose (slow links, small
+FIFOs, adaptive routing, virtual-node mode) so that packets wait on pools
+whose returns were deferred; each test checks that the path it is about ran.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gupsim.config import load_machine
+from gupsim.fast import core as c
+from gupsim.runner import make_run_config, simulate
+from tests.test_fast import ROUNDED, VOLATILE
+
+SLOW = {"network.link_bytes_per_s": 2e7}
+CONTENDED = [
+    # (algorithm, shape, updates per process, machine overrides, options)
+    ("one-packet", "4x2x2", 300, {**SLOW, "network.topology": "torus", "network.routing": "adaptive",
+                                  "cpu.processes_per_node": 2}, {}),
+    ("one-packet", "4x4x2", 300, {**SLOW, "network.topology": "torus", "network.injection_fifo_chunks": 8,
+                                  "network.reception_fifo_chunks": 8}, {}),
+    ("routed", "4x2x2", 600, {**SLOW, "network.topology": "torus", "network.routing": "adaptive",
+                              "cpu.processes_per_node": 2}, {}),
+    ("routed", "4x4x2", 600, {**SLOW, "network.topology": "torus", "network.injection_fifo_chunks": 16}, {}),
+    ("baseline", "4x2x2", 400, {**SLOW, "network.topology": "torus", "network.routing": "adaptive",
+                                "cpu.processes_per_node": 2}, {}),
+    # FIFOs per dimension: a routed CPU watches several injection FIFOs at once
+    ("routed", "4x4x2", 600, {**SLOW, "network.topology": "torus", "network.fifos": "per-dimension",
+                              "cpu.processes_per_node": 2}, {}),
+]
+IDS = [f"{a}-{s}-{'-'.join(k.split('.')[-1] for k in m)}" for a, s, _, m, _ in CONTENDED]
+VOLATILE_FAST = {"wall_s", "peak_rss_mb", "events_per_s"}
+
+
+def _run(monkeypatch, case, slots=None, seq_limit=None):
+    algorithm, shape, updates, sets, options = case
+    with monkeypatch.context() as m:
+        if slots is not None:
+            m.setattr(c, "DEFER_SLOTS", slots)
+        if seq_limit is not None:
+            m.setattr(c, "SEQ_LIMIT", seq_limit)
+        return simulate(make_run_config(machine=load_machine("bgl", sets), shape=shape, algorithm=algorithm,
+                                        updates_per_process=updates, algorithm_options=options, engine="fast"))
+
+
+def _assert_same(a, b):
+    (sim_a, rec_a), (sim_b, rec_b) = a, b
+    assert {k: v for k, v in rec_a.items() if k not in VOLATILE_FAST} == \
+        {k: v for k, v in rec_b.items() if k not in VOLATILE_FAST}
+    fa, fb = sim_a.net.link_stats(), sim_b.net.link_stats()
+    for column in ("bytes", "busy_s", "blocked_s"):
+        np.testing.assert_array_equal(fa[column], fb[column])
+
+
+@pytest.mark.parametrize("case", CONTENDED, ids=IDS)
+def test_deferring_returns_leaves_every_event_in_place(case, monkeypatch):
+    heap_only = _run(monkeypatch, case, slots=0)
+    deferred = _run(monkeypatch, case)
+    _assert_same(heap_only, deferred)
+    q0, q = heap_only[0].queue_stats, deferred[0].queue_stats
+    assert q0["deferred_applied"] == q0["deferred_rescheduled"] == 0
+    assert q["deferred_applied"] > 0  # returns were applied beside their pools ...
+    assert q["deferred_rescheduled"] > 0  # ... and packets did start waiting on pools with returns kept
+
+
+@pytest.mark.parametrize("case", CONTENDED[:3], ids=IDS[:3])
+def test_full_slots_send_returns_to_the_heap_and_change_nothing(case, monkeypatch):
+    one_slot = _run(monkeypatch, case, slots=1)
+    assert one_slot[0].queue_stats["deferred_full"] > 0
+    _assert_same(_run(monkeypatch, case, slots=0), one_slot)
+
+
+@pytest.mark.parametrize("case", [CONTENDED[0], CONTENDED[3], CONTENDED[4]], ids=[IDS[0], IDS[3], IDS[4]])
+def test_renumbering_with_deferred_returns_pending_changes_nothing(case, monkeypatch):
+    plain = _run(monkeypatch, case, slots=0)
+    renumbered = _run(monkeypatch, case, seq_limit=2000)
+    q = renumbered[0].queue_stats
+    assert q["renumbered"] > 5 and q["renumbered_deferred"] > 0
+    _assert_same(plain, renumbered)
+
+
+def test_contended_adaptive_virtual_node_run_is_simpys_bit_for_bit():
+    """The deferred path under contention against the reference itself (not only against heap-only)."""
+    algorithm, shape, updates, sets, options = CONTENDED[0]
+    fast_sim, fast = simulate(make_run_config(machine=load_machine("bgl", sets), shape=shape, algorithm=algorithm,
+                                              updates_per_process=updates, engine="fast"))
+    ref_sim, ref = simulate(make_run_config(machine=load_machine("bgl", sets), shape=shape, algorithm=algorithm,
+                                            updates_per_process=updates, engine="simpy"))
+    assert fast_sim.queue_stats["deferred_rescheduled"] > 0
+    for key in sorted(set(ref) - VOLATILE):
+        if key in ROUNDED:
+            assert fast[key] == pytest.approx(ref[key], rel=1e-12), key
+        else:
+            assert fast[key] == ref[key], key
+    f, r = fast_sim.net.link_stats(), ref_sim.net.link_stats()
+    for column in ("bytes", "busy_s", "blocked_s"):
+        np.testing.assert_array_equal(f[column], r[column])
+
+
+def test_settling_orders_returns_by_the_latest_key_popped():
+    """An URGENT event scheduled for the current instant pops after NORMAL events of that instant: a return
+    kept with a key between the two was popped already, although its key is above the current event's."""
+    npools = 1
+    hh, ctr = c.new_heap(64), np.zeros(c.N_COUNTERS, dtype=np.int64)
+    ctr[c.C_SEQ_LIMIT] = c.SEQ_LIMIT
+    pq = np.full((npools, c.PQ_COLS), -1, dtype=np.int32)
+    pq[:, c.PQ_DEFERRED] = pq[:, c.PQ_FREE] = 0
+    dq = np.empty((npools, 2, 2), dtype=np.int64)
+    rk = np.zeros((1, c.RK_NET_COLS), dtype=np.int32)
+    ip = np.zeros(c.N_IPARAMS, dtype=np.int64)
+    ip[c.I_POOL_INJ], ip[c.I_NRANKS] = 10, 1  # pool 0 is not an injection FIFO
+    pk = np.zeros((1, c.PK_COLS), dtype=np.int32)
+    c.push(hh, ctr, 1.0, c.NORMAL, 0 << 3 | c.EV_CPU)  # seq 0: a NORMAL event at t=1
+    c.give_later(pk, pq, dq, rk, ip, hh, ctr, 0, 3, 0.0, 1.0)  # seq 1: 3 chunks return at t=1
+    c.push(hh, ctr, 1.0, c.NORMAL, 1 << 3 | c.EV_CPU)  # seq 2: another NORMAL event at t=1
+    assert pq[0, c.PQ_DEFERRED] == 1 and ctr[c.C_HEAP_N] == 2
+    c.pop(hh, ctr)  # seq 0
+    c.settle(pq, dq, ctr, 0)
+    assert pq[0, c.PQ_FREE] == 0  # the return (seq 1) is still due
+    c.pop(hh, ctr)  # seq 2: the return was popped before it in the heap-only order
+    c.push(hh, ctr, 1.0, c.URGENT, 2 << 3 | c.EV_CPU)  # seq 3, URGENT at t=1: its key is below the return's
+    t, payload = c.pop(hh, ctr)
+    assert (t, payload >> 3) == (1.0, 2)
+    c.settle(pq, dq, ctr, 0)
+    assert pq[0, c.PQ_FREE] == 3 and pq[0, c.PQ_DEFERRED] == 0  # applied: it was popped before seq 2 and seq 3
