@@ -107,3 +107,23 @@ def test_experiments_run_in_parallel_give_the_same_tables():
     assert [c.name for c in serial] == [c.name for c in parallel]
     for a, b in zip(serial, parallel):
         pd.testing.assert_frame_equal(a.frame, b.frame)
+
+
+def test_table3_explains_every_simulated_row_that_misses_from_the_row_alone():
+    import pandas as pd
+
+    from gupsim.validation import load_experiment
+
+    mod = load_experiment("bgl-table3")
+    frame = pd.DataFrame([
+        {"nodes": 8192, "rel_err_gups": 0.12, "rel_err_cycles_per_update": -0.107, "model_cycles_per_update": 4879.0,
+         "sim_vs_model_cycles_per_update": -0.028, "sim_send_blocking_factor": 0.2,
+         "model_rel_err_cycles_per_update": -0.081},
+        {"nodes": 16384, "rel_err_gups": 0.68, "rel_err_cycles_per_update": -0.41, "model_cycles_per_update": 5496.0,
+         "sim_vs_model_cycles_per_update": -0.027, "sim_send_blocking_factor": 0.28,
+         "model_rel_err_cycles_per_update": -0.389},
+        {"nodes": 65536, "rel_err_gups": float("nan"), "rel_err_cycles_per_update": float("nan")},
+    ])
+    notes = mod.row_notes(frame, {"gups": 0.15, "cycles_per_update": 0.15})
+    assert set(notes) == {(16384, "gups"), (16384, "cycles_per_update")}
+    assert "5,496 cycles" in notes[(16384, "gups")] and "-38.9%" in notes[(16384, "gups")]
