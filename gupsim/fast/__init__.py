@@ -208,11 +208,11 @@ class FastSimulation:
         pk = np.zeros((packets, c.PK_COLS), dtype=np.int32)
         ctr = np.zeros(c.N_COUNTERS, dtype=np.int64)
         ctr[c.C_FREE_HEAD] = -1
-        ctr[c.C_SEQ_LIMIT] = c.SEQ_CAP  # push's own renumbering (heap only) is never reached in a kernel:
-        ctr[c.C_RENUMBER_AT] = min(c.SEQ_LIMIT, c.SEQ_CAP - c.HEAP_MARGIN)  # the kernels renumber first
+        ctr[c.C_SEQ_LIMIT] = c.SEQ_CAP  # the bare heap's limit (heap_push), unused by the kernels' queue:
+        ctr[c.C_RENUMBER_AT] = min(c.SEQ_LIMIT, c.SEQ_CAP - c.HEAP_MARGIN)  # they renumber between batches
         c.link_free_list(pk, 0, packets, ctr)
         heap = 4 * R + 2 * c.HEAP_MARGIN
-        hh = c.new_heap(heap)
+        hh = c.new_queue(heap, ctr, c.bucket_seconds(fp[c.F_CHUNK_S] + fp[c.F_ROUTER_S], R))
         c.start_cpus(hh, ctr, R)
         lay = self.layout
         return {
@@ -249,7 +249,8 @@ class FastSimulation:
         self.queue_stats = {"events": int(ctr[c.C_EVENTS]), "deferred_applied": int(ctr[c.C_LAZY]),
                             "deferred_rescheduled": int(ctr[c.C_RESCHEDULED]),
                             "deferred_full": int(ctr[c.C_DEFER_FULL]), "renumbered": int(ctr[c.C_RENUMBERED]),
-                            "renumbered_deferred": int(ctr[c.C_RENUMBER_KEPT])}
+                            "renumbered_deferred": int(ctr[c.C_RENUMBER_KEPT]),
+                            "buckets_moved": int(ctr[c.C_MOVED])}
         self.applied = int(ctr[c.C_APPLIED])
         self.generated = self.total_updates - mod.remaining(state)
         self.window_times = [float(t) for t in arrays["wt"]]
