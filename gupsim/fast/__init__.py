@@ -9,7 +9,7 @@ the same model as compiled event loops over NumPy arrays (issue 4):
 
 * :mod:`gupsim.fast.core`: the network of ``network.py`` (links, credits,
   bubble flow control, deterministic and adaptive routing, FIFOs), the event
-  heap, and the HPCC generator and owner function bit for bit;
+  queue, and the HPCC generator and owner function bit for bit;
 * one module per algorithm with a kernel (:data:`KERNELS`), each a state
   machine of the reference process, spending cycles in the same order.
 
@@ -245,7 +245,8 @@ class FastSimulation:
                                   + self.algorithm.deadlock_hint())
         self.env = SimpleNamespace(now=now, events_scheduled=int(ctr[c.C_EVENTS]))
         # how the events went (not in the record): credit returns applied beside their pool without the
-        # heap, put back into the heap because someone started waiting, pushed because the slots were full
+        # heap, put back into the heap because someone started waiting, pushed because the slots were full;
+        # calendar buckets moved into the heap (pops per bucket: the heap's length)
         self.queue_stats = {"events": int(ctr[c.C_EVENTS]), "deferred_applied": int(ctr[c.C_LAZY]),
                             "deferred_rescheduled": int(ctr[c.C_RESCHEDULED]),
                             "deferred_full": int(ctr[c.C_DEFER_FULL]), "renumbered": int(ctr[c.C_RENUMBERED]),
