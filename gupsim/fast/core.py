@@ -58,7 +58,9 @@ list until the heap runs empty.  Every event in the heap is earlier than every
 event outside it, so the queue pops exactly the heap-only order
 (``tests/test_fast_heap.py`` compares the two); the heap's pop no longer sifts
 through a heap as long as every pending event.  While an event runs, the rows
-the next one will read first are prefetched (:func:`prefetch_next`).  SimPy also schedules bookkeeping events (process
+the next one will read first are prefetched (:func:`prefetch_next`).
+
+SimPy also schedules bookkeeping events (process
 initialisation, condition events) that the fast engine does not.  Those
 could in principle reorder model events that fall at the same instant; in
 every configuration tested the records are equal to SimPy's bit for bit
@@ -431,12 +433,8 @@ def pop(q, ctr):
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def prefetch_next(q, ctr, pk, pf, pq, rk):
-    """Start loading the rows the next event will read first (its packet's, its pool's or its rank's) while
-    the current one runs: at 16,384 nodes and more they are rarely in the cache."""
-    if ctr[C_HEAP_N] == 0:
-        return
-    payload = q[0][0, 1] & _PAYLOAD_MASK
+def _prefetch_first(payload, pk, pf, pq, rk):
+    """Prefetch the first row an event reads: its packet's, its pool's (a credit return) or its rank's."""
     kind, a = payload & 7, payload >> 3
     if kind == EV_CPU:
         _prefetch_row(rk, a)
@@ -445,6 +443,36 @@ def prefetch_next(q, ctr, pk, pf, pq, rk):
     elif kind <= EV_TAIL:  # a packet's event (a kernel's own kinds, above EV_GIVE, are left alone)
         _prefetch_row(pk, a)
         _prefetch_row(pf, a)
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def prefetch_next(q, ctr, pk, pf, pq, dq, lf, rk):
+    """Start loading what the next events will read while the current one runs: at 16,384 nodes and more
+    those rows are rarely in the cache.  A pipeline two events deep: the event after next (the least of the
+    root's children, nearly always) gets its first row; the next one, whose first row was asked for one event
+    ago, gets the rows that row leads to when it is a head reaching a router (its node's links and their
+    buffers, and the pool its credit returns to)."""
+    n = ctr[C_HEAP_N]
+    if n == 0:
+        return
+    hh = q[0]
+    payload = hh[0, 1] & _PAYLOAD_MASK
+    _prefetch_first(payload, pk, pf, pq, rk)
+    if payload & 7 == EV_HOP:
+        p = payload >> 3
+        link, held = pk[p, PK_NODE] * 6, pk[p, PK_HELD]
+        for k in range(6):
+            _prefetch_row(lf, link + k)
+        for k in range(0, 6, 2):  # 32-byte rows: two to a cache line
+            _prefetch_row(pq, link + k)
+        _prefetch_row(pq, held)
+        _prefetch_row(dq, held)
+    if n > 1:
+        best = 1
+        for k in range(2, min(5, n)):
+            if hh[k, 0] < hh[best, 0] or (hh[k, 0] == hh[best, 0] and hh[k, 1] < hh[best, 1]):
+                best = k
+        _prefetch_first(hh[best, 1] & _PAYLOAD_MASK, pk, pf, pq, rk)
 
 
 @njit(cache=True, _nrt=False)
