@@ -104,6 +104,8 @@ def run_case(shape: str, algorithm: str, updates: int, sets: dict, options: dict
         "peak_rss_mb": rec["peak_rss_mb"], "gups": rec["gups"], "sim_time_s": rec["sim_time_s"],
         # credit returns applied beside their pool, never in the event heap (gupsim.fast.core, deferred returns)
         "deferred_returns": getattr(sim, "queue_stats", {}).get("deferred_applied", 0),
+        # calendar buckets moved into the event heap (gupsim.fast.core, event queue): heap pops per bucket
+        "buckets_moved": getattr(sim, "queue_stats", {}).get("buckets_moved", 0),
         "estimate_mb": sim.memory_estimate_bytes / 2**20,
     }
 

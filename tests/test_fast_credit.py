@@ -110,7 +110,8 @@ def test_settling_orders_returns_by_the_latest_key_popped():
     """An URGENT event scheduled for the current instant pops after NORMAL events of that instant: a return
     kept with a key between the two was popped already, although its key is above the current event's."""
     npools = 1
-    hh, ctr = c.new_heap(64), np.zeros(c.N_COUNTERS, dtype=np.int64)
+    ctr = np.zeros(c.N_COUNTERS, dtype=np.int64)
+    hh = c.new_queue(64, ctr)
     ctr[c.C_SEQ_LIMIT] = c.SEQ_LIMIT
     pq = np.full((npools, c.PQ_COLS), -1, dtype=np.int32)
     pq[:, c.PQ_DEFERRED] = pq[:, c.PQ_FREE] = 0

@@ -1,9 +1,11 @@
-"""The fast engine's event heap (gupsim.fast.core): SimPy's order, and renumbering that changes nothing.
+"""The fast engine's event heap and queue (gupsim.fast.core): SimPy's order, and renumbering that changes nothing.
 
 The heap orders events by (time, priority, order of scheduling), as SimPy
 does; its entries pack the priority, a 30-bit sequence number and the payload
 into one key, and renumber the pending events in place before the sequence
-number overflows.  These tests force that renumbering every few events.
+number overflows.  These tests force that renumbering every few events.  The
+kernels' queue (a calendar of time buckets in front of the heap) must pop in
+exactly the bare heap's order, ties at equal times included.
 """
 
 from __future__ import annotations
@@ -29,13 +31,13 @@ def _drain(ops, seq_limit):
     for op in ops:
         if op is None:
             if ctr[c.C_HEAP_N]:
-                now, p = c.pop(hh, ctr)
+                now, p = c.heap_pop(hh, ctr)
                 out.append((now, p))
         else:
-            c.push(hh, ctr, now + DELAYS[op[0]], op[1], payload)
+            c.heap_push(hh, ctr, now + DELAYS[op[0]], op[1], payload)
             payload += 1
     while ctr[c.C_HEAP_N]:
-        out.append(c.pop(hh, ctr))
+        out.append(c.heap_pop(hh, ctr))
     return out
 
 
@@ -80,3 +82,65 @@ def test_renumbering_the_heap_leaves_a_run_unchanged(algorithm, monkeypatch):
     assert plain["events"] > 10 * 1000
     assert {k: v for k, v in plain.items() if k not in volatile} == \
         {k: v for k, v in renumbered.items() if k not in volatile}
+
+
+#: Delays for the calendar queue: equal times, a bucket's width apart, and beyond its slots (overflow).
+QUEUE_DELAYS = [0.0, 0.0, 1e-9, 1.5e-9, 2.5e-9, 3e-9, 7e-9, 40e-9, 1e-6]
+QUEUE_OPS = st.lists(st.one_of(st.none(), st.tuples(st.integers(0, len(QUEUE_DELAYS) - 1), st.integers(0, 1))),
+                     max_size=400)
+
+
+def _drain_queue(ops, bucket_s, slots, renumber_every=0):
+    """``ops`` against the kernels' queue (buckets ``bucket_s`` wide, ``slots`` calendar slots), renumbering
+    (:func:`renumber_all`, no pools) every ``renumber_every`` pops; return what was popped."""
+    ctr = np.zeros(c.N_COUNTERS, dtype=np.int64)
+    q = c.new_queue(len(ops) + 8, ctr, bucket_s, slots)
+    pq = np.zeros((1, c.PQ_COLS), dtype=np.int32)
+    dq = np.empty((1, 1, 2), dtype=np.int64)
+    now, out, payload = 0.0, [], 0
+
+    def pop():
+        nonlocal q
+        t, p = c.pop(q, ctr)
+        out.append((t, p))
+        if renumber_every and len(out) % renumber_every == 0:
+            q = c.renumber_all(q, ctr, pq, dq)
+        return t
+
+    for op in ops:
+        if op is None:
+            if ctr[c.C_HEAP_N]:
+                now = pop()
+        else:
+            c.push(q, ctr, now + QUEUE_DELAYS[op[0]], op[1], payload)
+            payload += 1
+    while ctr[c.C_HEAP_N]:
+        pop()
+    assert ctr[c.C_FAR_N] == 0  # the heap is empty only when the whole queue is
+    return out
+
+
+def _drain_heap(ops):
+    hh, ctr = c.new_heap(len(ops) + 8), np.zeros(c.N_COUNTERS, dtype=np.int64)
+    ctr[c.C_SEQ_LIMIT] = c.SEQ_LIMIT
+    now, out, payload = 0.0, [], 0
+    for op in ops:
+        if op is None:
+            if ctr[c.C_HEAP_N]:
+                now, p = c.heap_pop(hh, ctr)
+                out.append((now, p))
+        else:
+            c.heap_push(hh, ctr, now + QUEUE_DELAYS[op[0]], op[1], payload)
+            payload += 1
+    while ctr[c.C_HEAP_N]:
+        out.append(c.heap_pop(hh, ctr))
+    return out
+
+
+@settings(max_examples=80, deadline=None)
+@given(QUEUE_OPS, st.sampled_from([1e-9, 0.7e-9, 2e-9, 1e-10]), st.sampled_from([2, 4, 64]),
+       st.sampled_from([0, 1, 7]))
+def test_the_calendar_queue_pops_in_the_heaps_order(ops, bucket_s, slots, renumber_every):
+    """Equal times, both priorities, buckets skipped, events beyond the calendar's slots, and renumbering."""
+    expected = _drain_heap(ops)
+    assert _drain_queue(ops, bucket_s, slots, renumber_every) == expected

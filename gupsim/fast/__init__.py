@@ -9,7 +9,7 @@ the same model as compiled event loops over NumPy arrays (issue 4):
 
 * :mod:`gupsim.fast.core`: the network of ``network.py`` (links, credits,
   bubble flow control, deterministic and adaptive routing, FIFOs), the event
-  heap, and the HPCC generator and owner function bit for bit;
+  queue, and the HPCC generator and owner function bit for bit;
 * one module per algorithm with a kernel (:data:`KERNELS`), each a state
   machine of the reference process, spending cycles in the same order.
 
@@ -208,11 +208,11 @@ class FastSimulation:
         pk = np.zeros((packets, c.PK_COLS), dtype=np.int32)
         ctr = np.zeros(c.N_COUNTERS, dtype=np.int64)
         ctr[c.C_FREE_HEAD] = -1
-        ctr[c.C_SEQ_LIMIT] = c.SEQ_CAP  # push's own renumbering (heap only) is never reached in a kernel:
-        ctr[c.C_RENUMBER_AT] = min(c.SEQ_LIMIT, c.SEQ_CAP - c.HEAP_MARGIN)  # the kernels renumber first
+        ctr[c.C_SEQ_LIMIT] = c.SEQ_CAP  # the bare heap's limit (heap_push), unused by the kernels' queue:
+        ctr[c.C_RENUMBER_AT] = min(c.SEQ_LIMIT, c.SEQ_CAP - c.HEAP_MARGIN)  # they renumber between batches
         c.link_free_list(pk, 0, packets, ctr)
         heap = 4 * R + 2 * c.HEAP_MARGIN
-        hh = c.new_heap(heap)
+        hh = c.new_queue(heap, ctr, c.bucket_seconds(fp[c.F_CHUNK_S] + fp[c.F_ROUTER_S], R))
         c.start_cpus(hh, ctr, R)
         lay = self.layout
         return {
@@ -245,11 +245,13 @@ class FastSimulation:
                                   + self.algorithm.deadlock_hint())
         self.env = SimpleNamespace(now=now, events_scheduled=int(ctr[c.C_EVENTS]))
         # how the events went (not in the record): credit returns applied beside their pool without the
-        # heap, put back into the heap because someone started waiting, pushed because the slots were full
+        # heap, put back into the heap because someone started waiting, pushed because the slots were full;
+        # calendar buckets moved into the heap (pops per bucket: the heap's length)
         self.queue_stats = {"events": int(ctr[c.C_EVENTS]), "deferred_applied": int(ctr[c.C_LAZY]),
                             "deferred_rescheduled": int(ctr[c.C_RESCHEDULED]),
                             "deferred_full": int(ctr[c.C_DEFER_FULL]), "renumbered": int(ctr[c.C_RENUMBERED]),
-                            "renumbered_deferred": int(ctr[c.C_RENUMBER_KEPT])}
+                            "renumbered_deferred": int(ctr[c.C_RENUMBER_KEPT]),
+                            "buckets_moved": int(ctr[c.C_MOVED])}
         self.applied = int(ctr[c.C_APPLIED])
         self.generated = self.total_updates - mod.remaining(state)
         self.window_times = [float(t) for t in arrays["wt"]]

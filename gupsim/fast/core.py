@@ -47,23 +47,37 @@ latter).
 
 Instead of SimPy processes, a packet is a row of an integer array (``PK_*``
 columns) plus a float row (``PF_*``), and every timeout or wake-up is an
-entry in one 4-ary heap ordered by (time, priority, sequence number).  The
+entry of one event queue ordered by (time, priority, sequence number).  The
 sequence number is the order of scheduling, as SimPy's event id, so a run is
-deterministic.  SimPy also schedules bookkeeping events (process
+deterministic.
+
+**The event queue** is a 4-ary heap behind a calendar of time buckets (see
+"event queue" below): the heap holds only the events of the buckets up to the
+current one, a few hundred, and later events wait unordered in their bucket's
+list until the heap runs empty.  Every event in the heap is earlier than every
+event outside it, so the queue pops exactly the heap-only order
+(``tests/test_fast_heap.py`` compares the two); the heap's pop no longer sifts
+through a heap as long as every pending event.  While an event runs, the rows
+the next one will read first are prefetched (:func:`prefetch_next`).
+
+SimPy also schedules bookkeeping events (process
 initialisation, condition events) that the fast engine does not.  Those
 could in principle reorder model events that fall at the same instant; in
 every configuration tested the records are equal to SimPy's bit for bit
 (``tests/test_fast.py``), and that test is where a divergence would show.
 
-Every array that grows with load (the heap, the packet table) is grown by the
-kernel's outer loop between batches of events, never inside these helpers: callers keep
-:data:`HEAP_MARGIN` heap slots and :data:`PACKET_MARGIN` packets free.
+Every array that grows with load (the queue's heap and far table, the packet
+table) is grown by the kernel's outer loop between batches of events, never
+inside these helpers: callers keep :data:`HEAP_MARGIN` queue slots and
+:data:`PACKET_MARGIN` packets free.
 """
 
 from __future__ import annotations
 
 import numpy as np
+from llvmlite import ir
 from numba import njit, types
+from numba.core import cgutils
 from numba.extending import intrinsic
 
 from gupsim.fast import cache  # noqa: F401  (stamps the kernels' cache with every fast source file)
@@ -79,7 +93,8 @@ URGENT, NORMAL = 0, 1  # SimPy's priorities: process initialisation before ordin
 # heap keys: priority in bit 62, the sequence number above the payload
 PAYLOAD_BITS = 32
 _PRIO_BIT = 62
-#: Sequence numbers are renumbered (in order) before they reach this (they must stay below 2^30).
+#: Sequence numbers are renumbered (in order) before they reach this (they must stay below 2^30): the bare heap
+#: in :func:`heap_push` at ``C_SEQ_LIMIT``, the kernels' queue between batches (:func:`renumber_all`).
 #: The kernels renumber at ``min(SEQ_LIMIT, SEQ_CAP - HEAP_MARGIN)`` (tests lower it to force renumbering).
 SEQ_LIMIT = 1 << (_PRIO_BIT - PAYLOAD_BITS)
 SEQ_CAP = SEQ_LIMIT
@@ -123,7 +138,11 @@ C_RENUMBER_AT = 15
 # (someone started waiting), pushed at once because the pool's slots were full; renumberings, and the
 # deferred returns they found pending
 C_LAZY, C_RESCHEDULED, C_DEFER_FULL, C_RENUMBERED, C_RENUMBER_KEPT = 16, 17, 18, 19, 20
-N_COUNTERS = 24
+# the event queue's calendar (see "event queue"): the current bucket, 1 / bucket width (float bits), entries
+# outside the heap, of them those in the calendar's slots (the rest overflow), the overflow's smallest bucket,
+# the far table's free list and high-water mark; statistics: buckets moved into the heap
+C_CUR, C_INV_W, C_FAR_N, C_CAL_N, C_OV_MIN, C_FAR_FREE, C_FAR_TOP, C_MOVED = 21, 22, 23, 24, 25, 26, 27, 28
+N_COUNTERS = 32
 
 # ------------------------------------------------------------------ integer parameters
 I_PPN, I_X, I_Y, I_Z, I_WRAPS, I_BUBBLE, I_ADAPTIVE, I_NLINKS, I_NRANKS, I_MAXCH = range(10)
@@ -158,6 +177,24 @@ def _i2f(typingctx, x):
     def codegen(context, builder, signature, args):
         return builder.bitcast(args[0], context.get_value_type(types.float64))
     return types.float64(types.int64), codegen
+
+
+@intrinsic
+def _prefetch_row(typingctx, arr, i):
+    """Ask the CPU to start loading row ``i`` of a C-contiguous array into the cache (LLVM's prefetch; a
+    hint, with no effect on any value)."""
+    def codegen(context, builder, signature, args):
+        arrty = signature.args[0]
+        ary = context.make_array(arrty)(context, builder, args[0])
+        index = [args[1]] + [context.get_constant(types.intp, 0)] * (arrty.ndim - 1)
+        ptr = cgutils.get_item_pointer(context, builder, arrty, ary, index, wraparound=False)
+        byte_ptr = builder.bitcast(ptr, ir.IntType(8).as_pointer())
+        i32 = ir.IntType(32)
+        fnty = ir.FunctionType(ir.VoidType(), [byte_ptr.type, i32, i32, i32])
+        fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0")
+        builder.call(fn, [byte_ptr, i32(0), i32(3), i32(1)])  # read, keep in all levels, data cache
+        return context.get_dummy_value()
+    return types.void(arr, types.intp), codegen
 
 
 def new_heap(n):
@@ -208,8 +245,9 @@ def _renumber(hh, ctr):
 
 
 @njit(cache=True, _nrt=False)
-def push(hh, ctr, t, prio, payload):
-    """Schedule ``payload`` (>= 0, below 2^PAYLOAD_BITS) at time ``t`` (>= 0) with SimPy priority ``prio``."""
+def heap_push(hh, ctr, t, prio, payload):
+    """Schedule ``payload`` (>= 0, below 2^PAYLOAD_BITS) at time ``t`` (>= 0) with SimPy priority ``prio``
+    in the bare heap ``hh`` (renumbering it in place when the sequence reaches ``C_SEQ_LIMIT``)."""
     if ctr[C_SEQ] >= ctr[C_SEQ_LIMIT]:
         _renumber(hh, ctr)
     key = (prio << _PRIO_BIT) | (ctr[C_SEQ] << PAYLOAD_BITS) | payload
@@ -234,8 +272,8 @@ def _insert(hh, ctr, tb, key):
 
 
 @njit(cache=True, _nrt=False)
-def pop(hh, ctr):
-    """Remove the earliest event; return (time, payload).  Keeps the latest key popped (``C_SEEN_*``).
+def heap_pop(hh, ctr):
+    """Remove the earliest event of the bare heap ``hh``; return (time, payload).  Keeps the latest key popped (``C_SEEN_*``).
 
     Not simply the current one: an URGENT event scheduled for the current instant pops after NORMAL events
     of that instant although its key is smaller, and those NORMAL ones are gone by then."""
@@ -252,6 +290,221 @@ def pop(hh, ctr):
     return t, payload
 
 
+# ================================================================== event queue
+#
+# The heap's cost grows with its length: a pop sifts through log4(n) levels, the bottom ones out of cache
+# once the machine has tens of thousands of processes (docs/performance.md).  So the queue the kernels use
+# is a calendar in front of the heap: time is cut into buckets of a fixed width, numbered from t = 0
+# (``floor(t / width)``, a non-decreasing function of t, so equal times share a bucket); the heap holds the
+# events of buckets up to the current one (``C_CUR``) and only those; later events wait unordered in their
+# bucket's list (a slot of the calendar ``cal``, one per bucket of the next ``len(cal) - 1``, whose last row is
+# the overflow list for events beyond them).  Every event in the heap is earlier than every event outside it,
+# so the heap's minimum is the queue's minimum, ties included: exactly the heap-only order.  When the heap
+# runs empty, the next non-empty bucket's events move into it.  The heap stays a bucket or so long.
+#
+# The queue is the tuple ``(heap, cal, far)``: ``far`` holds the entries outside the heap, rows
+# (time bits, key, next in its list).  Invariant: the heap is empty only when the whole queue is, so
+# ``ctr[C_HEAP_N] > 0`` still says "something is pending" and nothing else in the kernels changes.
+# The heap is kept long enough for every pending event (rows are only touched when used), so moving a
+# bucket in, or renumbering, never needs to grow it inside the loop.
+
+#: Calendar slots (a power of two): buckets ahead of the current one kept in slots; later ones overflow.
+CAL_SLOTS = 1 << 15
+#: A bucket is this many processes' share of one hop's time (:func:`bucket_seconds`).
+BUCKET_RANKS = 32
+
+
+def bucket_seconds(hop_s, ranks):
+    """The calendar's bucket width: pending events grow with the processes and spread over a few hop times
+    (a head's chunk plus the router delay), so ``hop_s * BUCKET_RANKS / ranks`` keeps a bucket, and the
+    heap, at a few hundred events at any machine size."""
+    return hop_s * BUCKET_RANKS / max(ranks, BUCKET_RANKS)
+_NO_BUCKET = (1 << 62) - 1
+
+
+def new_queue(n, ctr, bucket_s=1e-9, slots=CAL_SLOTS):
+    """An empty event queue with room for ``n`` events and buckets ``bucket_s`` seconds wide (counters in ``ctr``)."""
+    assert slots & (slots - 1) == 0 and bucket_s > 0
+    cal = np.full((slots + 1, 1), -1, dtype=np.int64)
+    far = np.empty((n, 3), dtype=np.int64)
+    ctr[C_CUR], ctr[C_FAR_N], ctr[C_CAL_N], ctr[C_FAR_TOP], ctr[C_MOVED] = 0, 0, 0, 0, 0
+    ctr[C_INV_W] = np.float64(1.0 / bucket_s).view(np.int64)
+    ctr[C_OV_MIN], ctr[C_FAR_FREE] = _NO_BUCKET, -1
+    return new_heap(n), cal, far
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _bucket(ctr, tb):
+    return np.int64(_i2f(tb) * _i2f(ctr[C_INV_W]))
+
+
+@njit(cache=True, _nrt=False)
+def _file(q, ctr, e, b):
+    """Put far entry ``e`` (bucket ``b``, after the current one) into its slot's list or the overflow list."""
+    cal = q[1]
+    slots = cal.shape[0] - 1
+    if b < ctr[C_CUR] + slots:
+        s = b & (slots - 1)
+        ctr[C_CAL_N] += 1
+    else:
+        s = slots
+        if b < ctr[C_OV_MIN]:
+            ctr[C_OV_MIN] = b
+    q[2][e, 2] = cal[s, 0]
+    cal[s, 0] = e
+
+
+@njit(cache=True, _nrt=False)
+def _enqueue(q, ctr, tb, key):
+    """Queue the entry (time bits ``tb``, ``key``); its key, sequence number included, is given."""
+    hh, far = q[0], q[2]
+    b = _bucket(ctr, tb)
+    if ctr[C_HEAP_N] == 0:  # nothing pending: this event's bucket becomes the current one
+        if b > ctr[C_CUR]:
+            ctr[C_CUR] = b
+        _insert(hh, ctr, tb, key)
+        return
+    if b <= ctr[C_CUR]:
+        _insert(hh, ctr, tb, key)
+        return
+    e = ctr[C_FAR_FREE]
+    if e >= 0:
+        ctr[C_FAR_FREE] = far[e, 2]
+    else:
+        e = ctr[C_FAR_TOP]
+        ctr[C_FAR_TOP] = e + 1
+    far[e, 0], far[e, 1] = tb, key
+    ctr[C_FAR_N] += 1
+    _file(q, ctr, e, b)
+
+
+@njit(cache=True, _nrt=False)
+def push(q, ctr, t, prio, payload):
+    """Schedule ``payload`` (>= 0, below 2^PAYLOAD_BITS) at time ``t`` (>= 0) with SimPy priority ``prio``.
+
+    The kernels renumber the sequence between batches (:func:`renumber_all`) before it can overflow."""
+    key = (prio << _PRIO_BIT) | (ctr[C_SEQ] << PAYLOAD_BITS) | payload
+    ctr[C_SEQ] += 1
+    _enqueue(q, ctr, _f2i(t), key)
+
+
+@njit(cache=True, _nrt=False)
+def _advance(q, ctr):
+    """The heap ran empty with events still outside it: move the next non-empty bucket's events in."""
+    hh, cal, far = q
+    slots = cal.shape[0] - 1
+    cur = ctr[C_CUR]
+    while True:
+        if ctr[C_CAL_N] == 0:  # the slots are empty: jump to the overflow's first bucket
+            cur = ctr[C_OV_MIN] - 1
+        cur += 1
+        ctr[C_CUR] = cur
+        if ctr[C_OV_MIN] < cur + slots:  # overflowed events now within the slots' reach go into them
+            e = cal[slots, 0]
+            cal[slots, 0] = -1
+            ctr[C_OV_MIN] = _NO_BUCKET
+            while e >= 0:
+                nxt = far[e, 2]
+                _file(q, ctr, e, _bucket(ctr, far[e, 0]))
+                e = nxt
+        s = cur & (slots - 1)
+        e = cal[s, 0]
+        if e >= 0:
+            break
+    cal[s, 0] = -1
+    ctr[C_MOVED] += 1
+    while e >= 0:
+        _insert(hh, ctr, far[e, 0], far[e, 1])
+        nxt = far[e, 2]
+        far[e, 2] = ctr[C_FAR_FREE]
+        ctr[C_FAR_FREE] = e
+        ctr[C_FAR_N] -= 1
+        ctr[C_CAL_N] -= 1
+        e = nxt
+
+
+@njit(cache=True, _nrt=False)
+def pop(q, ctr):
+    """Remove the earliest event; return (time, payload) (:func:`heap_pop`, which keeps ``C_SEEN_*``)."""
+    out = heap_pop(q[0], ctr)
+    if ctr[C_HEAP_N] == 0 and ctr[C_FAR_N] > 0:
+        _advance(q, ctr)
+    return out
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _prefetch_first(payload, pk, pf, pq, rk):
+    """Prefetch the first row an event reads: its packet's, its pool's (a credit return) or its rank's."""
+    kind, a = payload & 7, payload >> 3
+    if kind == EV_CPU:
+        _prefetch_row(rk, a)
+    elif kind == EV_GIVE:
+        _prefetch_row(pq, a >> 5)
+    elif kind <= EV_TAIL:  # a packet's event (a kernel's own kinds, above EV_GIVE, are left alone)
+        _prefetch_row(pk, a)
+        _prefetch_row(pf, a)
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def prefetch_next(q, ctr, pk, pf, pq, dq, lf, rk):
+    """Start loading what the next events will read while the current one runs: at 16,384 nodes and more
+    those rows are rarely in the cache.  A pipeline two events deep: the event after next (the least of the
+    root's children, nearly always) gets its first row; the next one, whose first row was asked for one event
+    ago, gets the rows that row leads to when it is a head reaching a router (its node's links and their
+    buffers, and the pool its credit returns to)."""
+    n = ctr[C_HEAP_N]
+    if n == 0:
+        return
+    hh = q[0]
+    payload = hh[0, 1] & _PAYLOAD_MASK
+    _prefetch_first(payload, pk, pf, pq, rk)
+    if payload & 7 == EV_HOP:
+        p = payload >> 3
+        link, held = pk[p, PK_NODE] * 6, pk[p, PK_HELD]
+        for k in range(6):
+            _prefetch_row(lf, link + k)
+        for k in range(0, 6, 2):  # 32-byte rows: two to a cache line
+            _prefetch_row(pq, link + k)
+        _prefetch_row(pq, held)
+        _prefetch_row(dq, held)
+    if n > 1:
+        best = 1
+        for k in range(2, min(5, n)):
+            if hh[k, 0] < hh[best, 0] or (hh[k, 0] == hh[best, 0] and hh[k, 1] < hh[best, 1]):
+                best = k
+        _prefetch_first(hh[best, 1] & _PAYLOAD_MASK, pk, pf, pq, rk)
+
+
+@njit(cache=True, _nrt=False)
+def _gather(q, ctr):
+    """Move every entry outside the heap into it (the heap has room: see :func:`needs_room`)."""
+    hh, cal, far = q
+    for s in range(cal.shape[0]):
+        e = cal[s, 0]
+        cal[s, 0] = -1
+        while e >= 0:
+            _insert(hh, ctr, far[e, 0], far[e, 1])
+            e = far[e, 2]
+    ctr[C_FAR_N], ctr[C_CAL_N], ctr[C_FAR_TOP], ctr[C_FAR_FREE], ctr[C_OV_MIN] = 0, 0, 0, -1, _NO_BUCKET
+
+
+@njit(cache=True, _nrt=False)
+def _scatter(q, ctr):
+    """After renumbering (the heap sorted ascending): the events after the current bucket leave the heap again.
+
+    They are a suffix of the sorted rows, and a sorted prefix is a valid heap."""
+    hh = q[0]
+    n = ctr[C_HEAP_N]
+    keep = 0
+    while keep < n and _bucket(ctr, hh[keep, 0]) <= ctr[C_CUR]:
+        keep += 1
+    if keep == 0:
+        return
+    ctr[C_HEAP_N] = keep
+    for i in range(keep, n):
+        _enqueue(q, ctr, hh[i, 0], hh[i, 1])
+
+
 def grow(a, n):
     """A copy of ``a`` with ``n`` rows (numba-compiled below; rows beyond ``len(a)`` uninitialised)."""
     out = np.empty((n,) + a.shape[1:], dtype=a.dtype)
@@ -263,9 +516,13 @@ grow = njit(cache=True)(grow)
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def needs_room(hh, ctr):
-    """True when the heap or the packet table is short of its margin: the kernel's loop must return to grow them."""
-    return ctr[C_HEAP_N] + HEAP_MARGIN > hh.shape[0] or ctr[C_NFREE] < PACKET_MARGIN
+def needs_room(q, ctr):
+    """True when the queue or the packet table is short of its margin: the kernel's loop must return to grow them.
+
+    The heap must have room for every pending event (a bucket moving in, renumbering), the far table for
+    every one outside the heap."""
+    pending = ctr[C_HEAP_N] + ctr[C_FAR_N] + HEAP_MARGIN
+    return pending > q[0].shape[0] or pending > q[2].shape[0] or ctr[C_NFREE] < PACKET_MARGIN
 
 
 @njit(cache=True, inline="always", _nrt=False)
@@ -278,11 +535,16 @@ def renumber_due(ctr):
 
 
 @njit(cache=True)
-def grow_heap(hh, ctr):
-    """The heap, doubled if it is short of :data:`HEAP_MARGIN` free slots."""
-    if ctr[C_HEAP_N] + HEAP_MARGIN > hh.shape[0]:
-        return grow(hh, 2 * hh.shape[0])
-    return hh
+def grow_queue(q, ctr, extra=0):
+    """The queue, its heap and far table grown (doubled, or more) to hold every pending event, ``extra`` more,
+    and :data:`HEAP_MARGIN` free slots."""
+    hh, cal, far = q
+    need = ctr[C_HEAP_N] + ctr[C_FAR_N] + extra + HEAP_MARGIN
+    if need > hh.shape[0]:
+        hh = grow(hh, max(2 * hh.shape[0], need))
+    if need > far.shape[0]:
+        far = grow(far, max(2 * far.shape[0], need))
+    return hh, cal, far
 
 
 @njit(cache=True, _nrt=False)
@@ -365,7 +627,7 @@ def reschedule(pq, dq, hh, ctr, pool):
     settle(pq, dq, ctr, pool)
     n = pq[pool, PQ_DEFERRED]
     for i in range(n):
-        _insert(hh, ctr, dq[pool, i, 0], dq[pool, i, 1])
+        _enqueue(hh, ctr, dq[pool, i, 0], dq[pool, i, 1])
     ctr[C_RESCHEDULED] += n
     pq[pool, PQ_DEFERRED] = 0
 
@@ -470,7 +732,7 @@ def give_later(pk, pq, dq, rk, ip, hh, ctr, pool, chunks, now, delay):
         give(pk, pq, rk, ip, hh, ctr, pool, chunks, now)
         return
     payload = (pool << 8) | (chunks << 3) | EV_GIVE
-    if _watched(pq, rk, ip, pool) or ctr[C_SEQ] >= ctr[C_SEQ_LIMIT]:
+    if _watched(pq, rk, ip, pool):
         push(hh, ctr, now + delay, NORMAL, payload)
         return
     n = pq[pool, PQ_DEFERRED]
@@ -490,19 +752,21 @@ def give_later(pk, pq, dq, rk, ip, hh, ctr, pool, chunks, now, delay):
 
 @njit(cache=True)
 def renumber_all(hh, ctr, pq, dq):
-    """Renumber the sequence between batches of events: the heap's keys and the deferred ones together.
+    """Renumber the sequence between batches of events: the queue's keys and the deferred ones together.
 
-    The deferred returns still due go back into the heap first (the heap grown for them), so one
-    in-place renumbering (:func:`_renumber`) ranks every pending key; deferring resumes after."""
+    The deferred returns still due go back into the queue, and every event outside the heap into the heap
+    (grown for them), so one in-place renumbering (:func:`_renumber`) ranks every pending key; then the
+    events after the current bucket leave the heap again, and deferring resumes."""
     kept = 0
     for pool in range(pq.shape[0]):
         kept += pq[pool, PQ_DEFERRED]
-    if ctr[C_HEAP_N] + kept + HEAP_MARGIN > hh.shape[0]:
-        hh = grow(hh, max(2 * hh.shape[0], ctr[C_HEAP_N] + kept + HEAP_MARGIN))
+    hh = grow_queue(hh, ctr, kept)
     for pool in range(pq.shape[0]):
         if pq[pool, PQ_DEFERRED]:
             reschedule(pq, dq, hh, ctr, pool)
-    _renumber(hh, ctr)
+    _gather(hh, ctr)
+    _renumber(hh[0], ctr)
+    _scatter(hh, ctr)
     ctr[C_RENUMBER_KEPT] += kept
     # the latest key popped was numbered the old way; every return deferred from now on is later anyway
     ctr[C_SEEN_K] = -1
@@ -512,10 +776,10 @@ def renumber_all(hh, ctr, pq, dq):
 
 @njit(cache=True)
 def between_batches(hh, ctr, pq, dq):
-    """The kernels' outer loop: renumber when due, and keep :data:`HEAP_MARGIN` free heap slots."""
+    """The kernels' outer loop: renumber when due, and keep :data:`HEAP_MARGIN` free queue slots."""
     if ctr[C_SEQ] >= ctr[C_RENUMBER_AT]:
         hh = renumber_all(hh, ctr, pq, dq)
-    return grow_heap(hh, ctr)
+    return grow_queue(hh, ctr)
 
 
 @njit(cache=True, _nrt=False)
