@@ -23,8 +23,8 @@ from gupsim.runner import make_run_config, simulate
 DELAYS = [0.0, 0.0, 1e-9, 1.5e-9, 2.5e-9]
 
 
-def _drain(ops, seq_limit):
-    """Run ``ops`` (push with (delay index, priority) or pop) against the heap; return what was popped."""
+def _drain(ops, seq_limit, delays=DELAYS):
+    """Run ``ops`` (push with (delay index, priority) or pop) against the bare heap; return what was popped."""
     hh, ctr = c.new_heap(len(ops) + 8), np.zeros(c.N_COUNTERS, dtype=np.int64)
     ctr[c.C_SEQ_LIMIT] = seq_limit
     now, out, payload = 0.0, [], 0
@@ -34,7 +34,7 @@ def _drain(ops, seq_limit):
                 now, p = c.heap_pop(hh, ctr)
                 out.append((now, p))
         else:
-            c.heap_push(hh, ctr, now + DELAYS[op[0]], op[1], payload)
+            c.heap_push(hh, ctr, now + delays[op[0]], op[1], payload)
             payload += 1
     while ctr[c.C_HEAP_N]:
         out.append(c.heap_pop(hh, ctr))
@@ -120,27 +120,10 @@ def _drain_queue(ops, bucket_s, slots, renumber_every=0):
     return out
 
 
-def _drain_heap(ops):
-    hh, ctr = c.new_heap(len(ops) + 8), np.zeros(c.N_COUNTERS, dtype=np.int64)
-    ctr[c.C_SEQ_LIMIT] = c.SEQ_LIMIT
-    now, out, payload = 0.0, [], 0
-    for op in ops:
-        if op is None:
-            if ctr[c.C_HEAP_N]:
-                now, p = c.heap_pop(hh, ctr)
-                out.append((now, p))
-        else:
-            c.heap_push(hh, ctr, now + QUEUE_DELAYS[op[0]], op[1], payload)
-            payload += 1
-    while ctr[c.C_HEAP_N]:
-        out.append(c.heap_pop(hh, ctr))
-    return out
-
-
 @settings(max_examples=80, deadline=None)
 @given(QUEUE_OPS, st.sampled_from([1e-9, 0.7e-9, 2e-9, 1e-10]), st.sampled_from([2, 4, 64]),
        st.sampled_from([0, 1, 7]))
 def test_the_calendar_queue_pops_in_the_heaps_order(ops, bucket_s, slots, renumber_every):
     """Equal times, both priorities, buckets skipped, events beyond the calendar's slots, and renumbering."""
-    expected = _drain_heap(ops)
+    expected = _drain(ops, c.SEQ_LIMIT, QUEUE_DELAYS)
     assert _drain_queue(ops, bucket_s, slots, renumber_every) == expected
