@@ -240,7 +240,8 @@ class Network(FifoInjection):
         self.link_blocked_s = [0.0] * slots
         # FIFOs of rank r: r * fifo_groups + group; the groups are the dimensions, then node-local
         self.fifo_groups = topology.ports // 2 + 1 if net.fifos == "per-dimension" else 1
-        self._coords = [tuple(int(v) for v in c) for c in topology.coords_array()]
+        # node coordinates, for choosing a packet's injection FIFO (only needed per dimension)
+        self._coords = [tuple(int(v) for v in c) for c in topology.coords_array()] if self.fifo_groups > 1 else []
         fifos = self.num_ranks * self.fifo_groups
         self.injection = [Credits(env, net.injection_fifo_chunks) for _ in range(fifos)]
         self.reception = [Credits(env, net.reception_fifo_chunks) for _ in range(fifos)]
