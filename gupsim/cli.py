@@ -103,19 +103,27 @@ def reproduce(names, out_dir, quick, docs_path, jobs) -> None:
     from gupsim.validation import available_experiments, run_experiments, write_markdown
 
     wanted = available_experiments() if "all" in names else list(dict.fromkeys(names))
-    comparisons = run_experiments(wanted, quick, jobs)
-    for comparison in comparisons:
+    if docs_path is None and not quick:
+        docs_path = str(REPO_ROOT / "docs" / "validation.md")
+    command = "gupsim reproduce " + " ".join(names) + (" --quick" if quick else "")
+    finished = []
+
+    def keep(comparison) -> None:
+        # Each table lands (CSV, figures, its section of the page) as soon as it is done, so a long
+        # `reproduce all` that is stopped early keeps what it finished; the page says which ones.
+        finished.append(comparison)
         path = comparison.write_csv(Path(out_dir))
         for extra in comparison.figures(Path(out_dir)):
             click.echo(f"{comparison.name}: wrote {extra}")
         click.echo(f"{comparison.name}: wrote {path} ({comparison.wall_s:.1f} s)")
         for line in comparison.summary_lines():
             click.echo(f"  {line}")
-    if docs_path is None and not quick:
-        docs_path = str(REPO_ROOT / "docs" / "validation.md")
+        if docs_path:
+            write_markdown(finished, Path(docs_path), command, refresh=True)
+
+    comparisons = run_experiments(wanted, quick, jobs, on_done=keep)
     if docs_path:
-        command = "gupsim reproduce " + " ".join(names) + (" --quick" if quick else "")
-        # One table reproduced refreshes its own section; `all` rewrites the page.
+        # One table reproduced refreshes its own section; `all` rewrites the page once everything is in.
         write_markdown(comparisons, Path(docs_path), command, refresh="all" not in names)
         click.echo(f"wrote {docs_path}")
     if not quick:

@@ -192,6 +192,15 @@ class FifoInjection:
         """The injection FIFO ``pkt`` enters."""
         return self.injection[pkt.src]
 
+    def dimension_fifos(self, rank: int, dims: int) -> list[Credits]:
+        """The injection FIFO a packet of ``rank`` leaving along dimension 0..dims-1 enters.
+
+        Seed 000 §4.3's "can send a packet on dim": with FIFOs per dimension each dimension has its
+        own (the last group is node-local); with shared FIFOs every entry is the rank's one FIFO.
+        """
+        g = self.fifo_groups
+        return [self.injection[rank * g + (d if g > 1 else 0)] for d in range(dims)]
+
     def reception_fifo(self, pkt: Packet) -> Credits:
         """The reception FIFO ``pkt`` holds room in (it has arrived)."""
         return pkt.rx_fifo if pkt.rx_fifo is not None else self.reception[pkt.dst]

@@ -15,16 +15,17 @@ model does read, seed 000 Table 1, is loaded by :mod:`gupsim.config`).
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
 
-from gupsim.config import REPO_ROOT
+from gupsim.config import MACHINES_DIR, REPO_ROOT
 from gupsim.errors import GupsimError, UnknownNameError
 
 REFERENCE_DIR = REPO_ROOT.parent / "shared" / "reference"
@@ -44,6 +45,14 @@ def bgl_partition_shapes() -> dict[int, str]:
     return dict(zip(table["nodes"].tolist(), table["shape"].tolist()))
 
 
+def machine_files_digest() -> str:
+    """A short hash of every machine file: the page marks sections made with other machine files."""
+    h = hashlib.sha256()
+    for path in sorted(MACHINES_DIR.glob("*.yaml")):
+        h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()[:10]
+
+
 @dataclass
 class Comparison:
     """One reproduced table: published columns, simulated columns, errors, targets."""
@@ -60,6 +69,7 @@ class Comparison:
     plot: Any = None  # optional callable(out_dir) -> [paths] for experiments that are figures
     remarks: list[str] = field(default_factory=list)  # paragraphs the docs always show (e.g. on model columns)
     checks: list[str] = field(default_factory=list)  # summary lines of a table with no published column
+    machines: str = field(default_factory=machine_files_digest)  # the machine files it was made with
 
     def errors(self, column: str) -> pd.Series:
         return self.frame[f"rel_err_{column}"]
@@ -145,8 +155,12 @@ def _reproduce_one(name: str, quick: bool, inputs: dict) -> "Comparison":
     return load_experiment(name).reproduce(quick=quick, inputs=inputs)
 
 
-def run_experiments(names: list[str], quick: bool, jobs: int = 1) -> list[Comparison]:
+def run_experiments(names: list[str], quick: bool, jobs: int = 1,
+                    on_done: Callable[[Comparison], None] | None = None) -> list[Comparison]:
     """Run experiments in dependency order (``NEEDS``); each runs once, dependencies first.
+
+    ``on_done`` is called with each comparison as soon as it is finished, so a caller can keep the
+    finished results of a long run that is stopped before the end.
 
     With ``jobs > 1`` independent experiments run at the same time on a Dask
     LocalCluster of that many single-threaded worker processes (the sweep's
@@ -182,6 +196,8 @@ def run_experiments(names: list[str], quick: bool, jobs: int = 1) -> list[Compar
     if jobs <= 1:
         for name in order:
             done[name] = modules[name].reproduce(quick=quick, inputs=done)
+            if on_done:
+                on_done(done[name])
         return [done[n] for n in order]
 
     from dask.distributed import as_completed
@@ -212,6 +228,8 @@ def run_experiments(names: list[str], quick: bool, jobs: int = 1) -> list[Compar
         for future in futures:
             name = running.pop(future)
             done[name] = future.result()
+            if on_done:
+                on_done(done[name])
             before = set(running)
             launch_ready()
             for new in set(running) - before:
@@ -273,8 +291,11 @@ def comparison_markdown(c: Comparison, figures_dir: Path | None = None) -> str:
     if c.remarks:
         parts += ["", "Notes:", ""] + [f"- {remark}" for remark in c.remarks]
     if not math.isnan(c.wall_s):
-        parts += ["", f"_Reproduced in {c.wall_s:.1f} s wall._"]
+        parts += ["", f"_Reproduced in {c.wall_s:.1f} s wall with machine files `{c.machines}`._"]
     return "\n".join(parts)
+
+
+STALE = "Made with other machine files than today's"
 
 
 def write_markdown(comparisons: list[Comparison], path: Path, command: str, refresh: bool = False) -> None:
@@ -286,16 +307,6 @@ def write_markdown(comparisons: list[Comparison], path: Path, command: str, refr
     figures = path.parent / "figures"
     sections = {c.title: comparison_markdown(c, figures) for c in comparisons}
     path.parent.mkdir(parents=True, exist_ok=True)
-    if refresh and path.exists():
-        head, old = _split_sections(path.read_text())
-        for title, text in sections.items():
-            old[title] = text  # in place if the page had it, else appended
-        note = f"Refreshed by `{command}`: " + "; ".join(sections) + "."
-        head = [line for line in head if not line.startswith(f"Refreshed by `{command}`")]
-        while head and not head[-1].strip():
-            head.pop()
-        path.write_text("\n".join(head + [note, "", ""]) + "\n\n".join(t.strip("\n") for t in old.values()) + "\n")
-        return
     header = [
         "# Validation against the published tables",
         "",
@@ -304,6 +315,21 @@ def write_markdown(comparisons: list[Comparison], path: Path, command: str, refr
         "",
         "",
     ]
+    if refresh:
+        # A new page made by a refresh still says which sections it holds (a stopped run holds only some).
+        head, old = _split_sections(path.read_text() if path.exists() else "\n".join(header))
+        for title, text in sections.items():
+            old[title] = text  # in place if the page had it, else appended
+        note = f"Refreshed by `{command}`: " + "; ".join(sections) + "."
+        head = [line for line in head if not line.startswith((f"Refreshed by `{command}`", STALE))]
+        current = f"machine files `{machine_files_digest()}`"
+        stale = [title for title, text in old.items() if current not in text]
+        if stale:  # older sections stay on the page, but not as if today's machine files made them
+            note += f"\n{STALE} (today's: `{machine_files_digest()}`): " + "; ".join(stale) + "."
+        while head and not head[-1].strip():
+            head.pop()
+        path.write_text("\n".join(head + [note, "", ""]) + "\n\n".join(t.strip("\n") for t in old.values()) + "\n")
+        return
     body = "\n\n".join(sections.values())
     path.write_text("\n".join(header) + body + "\n")
 

@@ -104,8 +104,10 @@ def test_routed_pays_lookup_misses_only_where_the_table_outgrows_l1():
 
 def test_routed_records_carry_the_lookup_cost_and_spend_it(bgl):
     def cycles(machine):
+        # 2048 per process: at 512 the steady-state window is mostly bucket fill and drain, and the
+        # cycles per update jitter by more than the lookup cost
         return simulate(make_run_config(machine=machine, shape="4x4x4", algorithm="routed",
-                                        updates_per_process=512))[1]
+                                        updates_per_process=2048))[1]
 
     plain = cycles(load_machine("bgl"))
     assert plain["alg_lookup_miss_cycles_per_hop"] < 1e-3  # 64 ranks: nothing
@@ -113,3 +115,12 @@ def test_routed_records_carry_the_lookup_cost_and_spend_it(bgl):
     small = cycles(load_machine("bgl", {"cache.l1_bytes": 64, "cache.line_bytes": 8}))
     assert small["alg_lookup_miss_cycles_per_hop"] > 5
     assert small["cycles_per_update"] > plain["cycles_per_update"] + 5
+
+
+def test_machine_file_holds_the_fitted_mpi_costs(bgl):
+    """bgl.yaml's mpi.test_cycles and heap_cycles_per_level are what the §6.1 fit at N = 32 gives."""
+    from gupsim.validation import load_experiment
+
+    test_cycles, heap_cycles = load_experiment("bgl-table3").fit_mpi_costs()
+    assert test_cycles == pytest.approx(bgl.mpi.test_cycles, abs=0.1)
+    assert heap_cycles == pytest.approx(bgl.mpi.heap_cycles_per_level, abs=0.1)

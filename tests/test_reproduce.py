@@ -127,3 +127,49 @@ def test_table3_explains_every_simulated_row_that_misses_from_the_row_alone():
     notes = mod.row_notes(frame, {"gups": 0.15, "cycles_per_update": 0.15})
     assert set(notes) == {(16384, "gups"), (16384, "cycles_per_update")}
     assert "5,496 cycles" in notes[(16384, "gups")] and "-38.9%" in notes[(16384, "gups")]
+
+
+def test_a_stopped_reproduce_keeps_the_tables_it_finished(tmp_path, monkeypatch):
+    """Each table lands as soon as it is done: a run that dies later keeps the finished ones on the page."""
+    import types
+
+    from gupsim import validation
+
+    real = validation.load_experiment
+
+    def load(name):
+        module = real(name)
+        if name != "bgp-fig2":
+            return module
+
+        def reproduce(quick=False, inputs=None):
+            raise KeyboardInterrupt  # the user stops the run while this table is still running
+
+        return types.SimpleNamespace(reproduce=reproduce, NEEDS=())
+
+    monkeypatch.setattr(validation, "load_experiment", load)
+    page = tmp_path / "validation.md"
+    with pytest.raises(SystemExit) as exc:
+        main(["reproduce", "bgl-table2", "bgp-fig2", "--quick", "--docs", str(page), "--out", str(tmp_path)])
+    assert exc.value.code == 130
+    title = real("bgl-table2").reproduce(quick=True).title
+    assert (tmp_path / "bgl-table2.csv").exists() and not (tmp_path / "bgp-fig2.csv").exists()
+    text = page.read_text()
+    assert f"## {title}" in text
+    assert f"Refreshed by `gupsim reproduce bgl-table2 bgp-fig2 --quick`: {title}." in text
+
+
+def test_sections_made_with_other_machine_files_are_marked(quick_results, tmp_path, monkeypatch):
+    """A refresh keeps older sections, but the page names those made with other machine files."""
+    from gupsim import validation
+
+    page = tmp_path / "validation.md"
+    table2, fig2 = quick_results["bgl-table2"], quick_results["bgp-fig2"]
+    write_markdown([table2, fig2], page, "gupsim reproduce all")
+    assert validation.STALE not in page.read_text()
+    monkeypatch.setattr(validation, "machine_files_digest", lambda: "0123456789")  # a machine file changed
+    fresh = validation.Comparison(**{**table2.__dict__, "machines": "0123456789"})
+    write_markdown([fresh], page, "gupsim reproduce bgl-table2", refresh=True)
+    text = page.read_text()
+    assert f"{validation.STALE} (today's: `0123456789`): {fig2.title}." in text
+    assert "machine files `0123456789`" in text.split(f"## {table2.title}")[1]

@@ -79,7 +79,9 @@ def test_virtual_node_mode_gains_about_70_percent_on_a_cpu_bound_machine(bgl, bg
 def test_one_shared_receive_bucket_deadlocks_and_is_reported_naming_the_waiting_ranks(capsys):
     """Per-dimension receive buckets order the waits (an update only moves to a higher dimension);
     one shared bucket does not, and with one-packet FIFOs the machine locks up.  The same machine with
-    per-dimension buckets finishes (the negative control that shows the deadlock is the shared bucket's)."""
+    per-dimension buckets finishes (the negative control that shows the deadlock is the shared bucket's).
+    Both have FIFOs per dimension, so the shared FIFO's own deadlock (the test below) is not in play; 100
+    updates per bucket locks up at any per-hop cost from 100 to 130 cycles, 60 only at some."""
     import pytest
 
     from gupsim.cli import main
@@ -87,9 +89,9 @@ def test_one_shared_receive_bucket_deadlocks_and_is_reported_naming_the_waiting_
     from gupsim.runner import make_run_config, simulate
 
     tiny = {"network.injection_fifo_chunks": 8, "network.reception_fifo_chunks": 8,
-            "network.link_buffer_chunks": 8, "network.topology": "mesh"}
+            "network.link_buffer_chunks": 8, "network.topology": "mesh", "network.fifos": "per-dimension"}
     argv = ["run", "--shape", "4x4x1", "--algorithm", "routed", "--updates", "1024",
-            "--option", "bucket_capacity=60", "--option", "receive_buckets=shared"]
+            "--option", "bucket_capacity=100", "--option", "receive_buckets=shared"]
     argv += [f"--set={k}={v}" for k, v in tiny.items()]
     with pytest.raises(SystemExit) as exc:
         main(argv)
@@ -98,7 +100,7 @@ def test_one_shared_receive_bucket_deadlocks_and_is_reported_naming_the_waiting_
     assert len(err.strip().splitlines()) == 1
     assert err.startswith("gupsim: error: deadlock at t=") and "wait on each other (ranks 0, 1" in err
     _, record = simulate(make_run_config(machine=load_machine("bgl", tiny), shape="4x4x1", algorithm="routed",
-                                         updates_per_process=1024, algorithm_options={"bucket_capacity": 60}))
+                                         updates_per_process=1024, algorithm_options={"bucket_capacity": 100}))
     assert record["updates_applied"] == 16 * 1024
 
 
@@ -134,3 +136,11 @@ def test_shared_fifos_deadlock_routed_once_the_network_binds_and_fifos_per_dimen
     record = run("per-dimension")
     assert record["updates_applied"] == 64 * 1024
     assert record["send_blocking_factor"] > 0.5  # the network does bind
+
+
+def test_machine_file_holds_the_fitted_route_hop_cycles(bgl):
+    """bgl.yaml's cpu.route_hop_cycles is what the documented fit on Table 4's N = 32 row gives."""
+    from gupsim.validation import load_experiment
+
+    table4 = load_experiment("bgl-table4")
+    assert table4.fit_route_hop_cycles(360.0) == pytest.approx(bgl.cpu.route_hop_cycles, abs=0.1)

@@ -280,9 +280,7 @@ class Routed(Algorithm):
         net = sim.net
         cpu, stream, inbox = sim.cpus[rank], sim.streams[rank], net.inbox[rank]
         st = _Rank(self.ndims, self._rank_coords(rank))
-        # "can send a packet on dim": the injection FIFO each dimension's packets enter
-        g = net.fifo_groups
-        fifos = [net.injection[rank * g + (d if g > 1 else 0)] for d in range(self.ndims)]
+        fifos = net.dimension_fifos(rank, self.ndims)  # "can send a packet on dim"
         while True:
             progressed = self._send_logic(rank, st, cpu)
             progressed |= self._receive_logic(rank, st, cpu)
@@ -298,13 +296,15 @@ class Routed(Algorithm):
                 yield cpu.flush()
             if not progressed:
                 # Nothing to do until a packet arrives or the injection FIFO drains.
-                events = [inbox.wait()]
-                waits = []  # distinct FIFOs (shared FIFOs: one for every dimension)
-                for d in range(self.ndims):
-                    if st.full[d] is not None and fifos[d] not in waits:
-                        waits.append(fifos[d])
-                events += [fifo.when_free(net.cfg.max_chunks_per_packet) for fifo in waits]
-                yield env.any_of(events)
+                yield env.any_of([inbox.wait()] + self._full_fifo_waits(st, fifos))
+
+    def _full_fifo_waits(self, st, fifos) -> list:
+        """Room events on the FIFOs of the dimensions whose bucket is full (each FIFO once)."""
+        waits = []  # distinct FIFOs (shared FIFOs: one for every dimension)
+        for d in range(self.ndims):
+            if st.full[d] is not None and fifos[d] not in waits:
+                waits.append(fifos[d])
+        return [fifo.when_free(self.sim.net.cfg.max_chunks_per_packet) for fifo in waits]
 
     def deadlock_hint(self) -> str:
         net = self.sim.machine.network

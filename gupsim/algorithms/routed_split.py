@@ -138,7 +138,8 @@ class RoutedSplit(Routed):
     def _router_process(self, rank: int):
         sim, env = self.sim, self.sim.env
         net = sim.net
-        cpu, inbox, fifo = sim.cpus[rank], net.inbox[rank], net.injection[rank]
+        cpu, inbox = sim.cpus[rank], net.inbox[rank]
+        fifos = net.dimension_fifos(rank, self.ndims)
         st = self._routers[rank]
         node = rank // sim.ppn
         while True:
@@ -158,10 +159,7 @@ class RoutedSplit(Routed):
             if cpu.debt:
                 yield cpu.flush()
             if not progressed:
-                events = [inbox.wait(), self._sleep(rank)]
-                if any(f is not None for f in st.full):
-                    events.append(fifo.when_free(net.cfg.max_chunks_per_packet))
-                yield env.any_of(events)
+                yield env.any_of([inbox.wait(), self._sleep(rank)] + self._full_fifo_waits(st, fifos))
 
     # ------------------------------------------------------------------ worker side
 
