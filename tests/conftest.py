@@ -6,8 +6,14 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from hypothesis import settings
 
 from gupsim.config import load_machine
+
+# No wall-clock deadline on any property test: speed lives in benchmarks/, and a deadline made a
+# property test fail on a loaded 2-core box (test_cache's lookup-miss property, 2026-11-23).
+settings.register_profile("gupsim", deadline=None)
+settings.load_profile("gupsim")
 
 REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference"
 
