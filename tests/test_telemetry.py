@@ -74,7 +74,7 @@ def test_a_deadlock_is_still_reported_while_sampling():
             "network.link_buffer_chunks": 8, "network.topology": "mesh"}
     cfg = make_run_config(machine=load_machine("bgl", tiny), shape="4x4x1", algorithm="routed",
                           updates_per_process=1024,
-                          algorithm_options={"bucket_capacity": 60, "receive_buckets": "shared"})
+                          algorithm_options={"bucket_capacity": 100, "receive_buckets": "shared"})
     with pytest.raises(DeadlockError, match="wait on each other"):
         simulate(cfg, Telemetry(sample_interval_s=1e-6))
 
