@@ -322,10 +322,10 @@ def write_markdown(comparisons: list[Comparison], path: Path, command: str, refr
             old[title] = text  # in place if the page had it, else appended
         note = f"Refreshed by `{command}`: " + "; ".join(sections) + "."
         head = [line for line in head if not line.startswith((f"Refreshed by `{command}`", STALE))]
-        current = f"machine files `{machine_files_digest()}`"
-        stale = [title for title, text in old.items() if current not in text]
+        today = machine_files_digest()
+        stale = [title for title, text in old.items() if f"machine files `{today}`" not in text]
         if stale:  # older sections stay on the page, but not as if today's machine files made them
-            note += f"\n{STALE} (today's: `{machine_files_digest()}`): " + "; ".join(stale) + "."
+            note += f"\n{STALE} (today's: `{today}`): " + "; ".join(stale) + "."
         while head and not head[-1].strip():
             head.pop()
         path.write_text("\n".join(head + [note, "", ""]) + "\n\n".join(t.strip("\n") for t in old.values()) + "\n")
