@@ -41,9 +41,8 @@ import pandas as pd
 from gupsim.bucketing import mean_bucket_size
 from gupsim.config import load_machine
 from gupsim.runner import make_run_config, simulate
+from gupsim.runpool import SERIAL, RunPool
 from gupsim.validation import Comparison, bgl_partition_shapes, compare, reference_table
-
-WALL_MINUTES = 60  # rough full-run minutes here (from timed rows); only orders `reproduce --jobs`
 
 FULL_MAX_NODES, QUICK_MAX_NODES = 16384, 256
 UPDATES = 4096
@@ -148,19 +147,22 @@ def row_notes(frame: pd.DataFrame, targets: dict[str, float]) -> dict:
     return notes
 
 
-def reproduce(quick: bool = False, inputs: dict | None = None) -> Comparison:
+def reproduce(quick: bool = False, inputs: dict | None = None, pool: RunPool = SERIAL) -> Comparison:
     t0 = time.perf_counter()
     ref = reference_table("bgl_table3_baseline.csv")
     shapes = bgl_partition_shapes()
     machine = load_machine("bgl")
     limit = QUICK_MAX_NODES if quick else FULL_MAX_NODES
+    simulated = [n for n in ref["nodes"] if n <= limit and n in shapes]
+    records = dict(zip(simulated, pool.records([
+        make_run_config(machine=machine, shape=shapes[n], algorithm="baseline", updates_per_process=UPDATES)
+        for n in simulated])))
     rows = []
     for n in ref["nodes"]:
         bucket = mean_bucket_size(int(n), updates=2**15 if quick else 2**17)
         row = {"nodes": n, "sim_mean_bucket_size": bucket} | _model(machine, int(n), bucket)
-        if n <= limit and n in shapes:
-            rec = simulate(make_run_config(machine=machine, shape=shapes[n], algorithm="baseline",
-                                           updates_per_process=UPDATES))[1]
+        if n in records:
+            rec = records[n]
             row |= {"sim_gups": rec["gups"], "sim_cycles_per_update": rec["cycles_per_update"],
                     "sim_send_blocking_factor": rec["send_blocking_factor"],
                     "sim_updates_per_message": rec["updates_per_message"], "shape": shapes[n]}

@@ -29,11 +29,10 @@ import pandas as pd
 from gupsim.bounds import machine_topology, network_bound_gups
 from gupsim.config import load_machine
 from gupsim.runner import make_run_config, simulate
+from gupsim.runpool import SERIAL, RunPool
 from gupsim.validation import Comparison, bgl_partition_shapes, compare, reference_table
 
 SECTION62 = Path(__file__).resolve().parent / "reference" / "bgl_section62.csv"
-
-WALL_MINUTES = 35  # rough full-run minutes here (from timed rows); only orders `reproduce --jobs`
 
 FULL_MAX_NODES, QUICK_MAX_NODES = 65536, 128
 # Per process; 2048 is still 3% off the steady rate at 2,048 nodes, and a process can hold
@@ -54,9 +53,13 @@ def _hops(shape) -> float:
     return sum((length - 1) / length for length in shape)
 
 
-def _run(machine, shape: str, updates: int = UPDATES) -> dict:
+def _config(machine, shape: str, updates: int = UPDATES):
     # ``updates`` per process; the steady-state window makes 2048 and 4096 agree within 2%
-    return simulate(make_run_config(machine=machine, shape=shape, algorithm="routed", updates_per_process=updates))[1]
+    return make_run_config(machine=machine, shape=shape, algorithm="routed", updates_per_process=updates)
+
+
+def _run(machine, shape: str, updates: int = UPDATES) -> dict:
+    return simulate(_config(machine, shape, updates))[1]
 
 
 def fit_route_hop_cycles(target_cycles: float, shape: str = "4x4x2", grid=tuple(range(100, 132, 2))) -> float:
@@ -119,18 +122,21 @@ def row_notes(frame: pd.DataFrame) -> dict:
     return notes
 
 
-def reproduce(quick: bool = False, inputs: dict | None = None) -> Comparison:
+def reproduce(quick: bool = False, inputs: dict | None = None, pool: RunPool = SERIAL) -> Comparison:
     t0 = time.perf_counter()
     ref = reference_table("bgl_table4_routed.csv")
     shapes = bgl_partition_shapes()
     machine = load_machine("bgl")
     limit = QUICK_MAX_NODES if quick else FULL_MAX_NODES
+    simulated = [n for n in ref["nodes"] if n <= limit]
+    records = dict(zip(simulated, pool.records([_config(machine, shapes[n], QUICK_UPDATES if quick else UPDATES)
+                                                for n in simulated])))
     rows, h = [], None
     for n in ref["nodes"]:
         topo = machine_topology(machine, shapes[n])
         row = {"nodes": n, "shape": shapes[n]}
-        if n <= limit:
-            rec = _run(machine, shapes[n], QUICK_UPDATES if quick else UPDATES)
+        if n in records:
+            rec = records[n]
             hops = rec["alg_software_hops_per_update"]
             b = rec["bytes_per_update"] / hops
             if n == FIT_ROW:

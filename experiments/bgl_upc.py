@@ -40,6 +40,7 @@ import pandas as pd
 from gupsim.bounds import machine_topology, network_bound_gups
 from gupsim.config import load_machine
 from gupsim.runner import make_run_config, simulate
+from gupsim.runpool import SERIAL, RunPool
 from gupsim.validation import Comparison, compare, reference_table
 
 PACKET = {"payload_bytes": 64, "wire_bytes": 75}  # seed 001 backup slide
@@ -106,7 +107,7 @@ def _updates(processors: int, quick: bool) -> int:
     return LARGE_UPDATES if processors >= LARGE_FROM else UPDATES
 
 
-def reproduce(quick: bool = False, inputs: dict | None = None) -> Comparison:
+def reproduce(quick: bool = False, inputs: dict | None = None, pool: RunPool = SERIAL) -> Comparison:
     t0 = time.perf_counter()
     ref = reference_table("bgl_upc_one_packet.csv")
     bgl = load_machine("bgl")
@@ -114,8 +115,13 @@ def reproduce(quick: bool = False, inputs: dict | None = None) -> Comparison:
     options = PACKET | {"local_overhead_cycles": local, "remote_overhead_cycles": remote}
     vn = load_machine("bgl", {"cpu.processes_per_node": 2})
     limit = QUICK_MAX if quick else FULL_MAX
+    simulated = [(p, int(size)) for p, size in zip(ref["processors"], ref["log2_table_size"])
+                 if SHAPES.get(p) and p <= limit]
+    records = dict(zip([p for p, _ in simulated], pool.records([
+        make_run_config(machine=vn, shape=SHAPES[p], algorithm="one-packet", updates_per_process=_updates(p, quick),
+                        log2_table_size=size, algorithm_options=options) for p, size in simulated])))
     rows = []
-    for p, log2_size in zip(ref["processors"], ref["log2_table_size"]):
+    for p in ref["processors"]:
         row = {"processors": p}
         shape = SHAPES.get(p)
         if shape:
@@ -123,10 +129,8 @@ def reproduce(quick: bool = False, inputs: dict | None = None) -> Comparison:
             row["sim_network_bound_gups"] = network_bound_gups(topo.num_nodes, float(topo.edge_expansion()),
                                                                vn.network.link_bytes_per_s, PACKET["wire_bytes"])
             row["shape"] = shape
-        if shape and p <= limit:
-            rec = simulate(make_run_config(machine=vn, shape=shape, algorithm="one-packet",
-                                           updates_per_process=_updates(p, quick),
-                                           log2_table_size=int(log2_size), algorithm_options=options))[1]
+        if p in records:
+            rec = records[p]
             row |= {"sim_gups": rec["gups"], "sim_send_blocking_factor": rec["send_blocking_factor"],
                     "sim_updates_per_process": rec["updates_per_process"],
                     "sim_link_utilisation_max": rec["link_utilisation_max"]}

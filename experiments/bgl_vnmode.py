@@ -30,10 +30,9 @@ from pathlib import Path
 import pandas as pd
 
 from gupsim.config import load_machine
-from gupsim.runner import make_run_config, simulate
+from gupsim.runner import make_run_config
+from gupsim.runpool import SERIAL, RunPool
 from gupsim.validation import Comparison, bgl_partition_shapes
-
-WALL_MINUTES = 40  # rough full-run minutes here (from timed rows); only orders `reproduce --jobs`
 
 REFERENCE = Path(__file__).resolve().parent / "reference" / "bgl_section62.csv"
 FULL_SIZES, QUICK_SIZES = (512, 2048, 8192, 16384), (32, 128)
@@ -45,29 +44,35 @@ UPDATES, QUICK_UPDATES = 4096, 2048
 NEEDS = ("bgl-table4",)
 
 
-def _run(shape: str, updates: int, **sets) -> dict:
-    machine = load_machine("bgl", sets)
-    return simulate(make_run_config(machine=machine, shape=shape, algorithm="routed", updates_per_process=updates))[1]
+def _config(shape: str, updates: int, **sets):
+    return make_run_config(machine=load_machine("bgl", sets), shape=shape, algorithm="routed",
+                           updates_per_process=updates)
 
 
-def reproduce(quick: bool = False, inputs: dict | None = None) -> Comparison:
+def reproduce(quick: bool = False, inputs: dict | None = None, pool: RunPool = SERIAL) -> Comparison:
     t0 = time.perf_counter()
     ref = pd.read_csv(REFERENCE)
     shapes = bgl_partition_shapes()
     updates = QUICK_UPDATES if quick else UPDATES
     sizes = QUICK_SIZES if quick else FULL_SIZES
     table4 = inputs["bgl-table4"].frame.set_index("nodes")
+    for n in sizes:
+        if pd.isna(table4.loc[n, "sim_gups"]):
+            raise ValueError(f"bgl-table4 did not simulate N = {n}; bgl-vnmode needs its co-processor run")
+    routing_sizes = QUICK_ROUTING_SIZES if quick else ROUTING_SIZES
+    runs = [(n, "deterministic") for n in sizes] + [(n, "adaptive") for n in routing_sizes]
+    records = dict(zip(runs, pool.records([
+        _config(shapes[n], updates, **{"cpu.processes_per_node": 2}
+                | ({"network.routing": "adaptive"} if routing == "adaptive" else {})) for n, routing in runs])))
     rows = []
     for n in sizes:
         co_gups, co_sbf = table4.loc[n, "sim_gups"], table4.loc[n, "sim_send_blocking_factor"]
-        if pd.isna(co_gups):
-            raise ValueError(f"bgl-table4 did not simulate N = {n}; bgl-vnmode needs its co-processor run")
-        vn = _run(shapes[n], updates, **{"cpu.processes_per_node": 2})
+        vn = records[(n, "deterministic")]
         row = {"nodes": n, "shape": shapes[n], "sim_gups_co": co_gups, "sim_gups_vn": vn["gups"],
                "sim_vn_over_co_gups": vn["gups"] / co_gups, "sim_sbf_co": co_sbf,
                "sim_sbf_vn": vn["send_blocking_factor"], "engine": vn.get("engine", "simpy")}
-        if n in (QUICK_ROUTING_SIZES if quick else ROUTING_SIZES):
-            ad = _run(shapes[n], updates, **{"cpu.processes_per_node": 2, "network.routing": "adaptive"})
+        if n in routing_sizes:
+            ad = records[(n, "adaptive")]
             row |= {"sim_gups_vn_adaptive": ad["gups"], "sim_sbf_vn_adaptive": ad["send_blocking_factor"],
                     "sim_adaptive_over_deterministic": ad["gups"] / vn["gups"],
                     "sim_link_utilisation_vn": vn["link_utilisation_mean"],

@@ -51,10 +51,9 @@ import pandas as pd
 
 from gupsim import bgp
 from gupsim.bounds import bounds, cpu_bound_gups, machine_topology, network_bound_gups
-from gupsim.runner import make_run_config, simulate
+from gupsim.runner import make_run_config, run
+from gupsim.runpool import SERIAL, RunPool
 from gupsim.validation import Comparison
-
-WALL_MINUTES = 27  # rough full-run minutes here (from timed rows); only orders `reproduce --jobs`
 
 NODES = (512, 1024, 2048, 4096, 8192, 16384, 32768, 40960)
 MODES = {"SMP": 1, "dual": 2, "VN": 4}
@@ -122,19 +121,25 @@ def row_bounds(shape: str, mode: str, alg: str) -> dict:
             "bound_gups": min(cpu, net), "bottleneck": "network" if net < cpu else "cpu"}
 
 
+def row_config(shape: str, mode: str, alg: str, updates: int):
+    return make_run_config(machine=bgp.machine(MODES[mode]), shape=shape, algorithm=alg, updates_per_process=updates)
+
+
 def simulate_row(shape: str, mode: str, alg: str, updates: int) -> dict:
-    sim, rec = simulate(make_run_config(machine=bgp.machine(MODES[mode]), shape=shape, algorithm=alg,
-                                        updates_per_process=updates))
+    return row_columns(run(row_config(shape, mode, alg, updates)), updates)
+
+
+def row_columns(rec: dict, updates: int) -> dict:
     # The whole run's average rate obeys both bounds by construction (every update's cycles and bytes
     # are spent inside the run); the runner's windowed rate of a short, start-up dominated run need not.
-    return {"simulated": True, "sim_gups": rec["gups"], "sim_gups_run": sim.total_updates / rec["sim_time_s"] / 1e9,
+    return {"simulated": True, "sim_gups": rec["gups"], "sim_gups_run": rec["updates_applied"] / rec["sim_time_s"] / 1e9,
             "sim_updates_per_process": updates,
             "sim_wall_s": rec["wall_s"], "sim_steady_state": rec["steady_state"]}
 
 
-def reproduce(quick: bool = False, inputs: dict | None = None) -> Comparison:
+def reproduce(quick: bool = False, inputs: dict | None = None, pool: RunPool = SERIAL) -> Comparison:
     t0 = time.perf_counter()
-    rows = []
+    rows, runs = [], []
     for nodes in NODES:
         for mode, ppn in MODES.items():
             for alg in ALGORITHMS:
@@ -144,8 +149,10 @@ def reproduce(quick: bool = False, inputs: dict | None = None) -> Comparison:
                        "mode": mode, "algorithm": alg, "processes": nodes * ppn} | row_bounds(bgp.PARTITIONS[nodes], mode, alg)
                 row["simulated"] = False
                 if not quick and nodes in SIMULATED_NODES:
-                    row |= simulate_row(row["shape"], mode, alg, UPDATES_PER_RUN // (nodes * ppn))
+                    runs.append((len(rows), row_config(row["shape"], mode, alg, UPDATES_PER_RUN // (nodes * ppn))))
                 rows.append(row)
+    for (i, config), rec in zip(runs, pool.records([config for _, config in runs])):
+        rows[i] |= row_columns(rec, config.updates_per_process)
     frame = pd.DataFrame(rows)
     for column in ("sim_gups", "sim_gups_run", "sim_updates_per_process", "sim_wall_s", "sim_steady_state"):
         if column not in frame:

@@ -94,7 +94,7 @@ def bounds(machine, shape, bytes_per_update, sets, as_json) -> None:
 @click.option("--docs", "docs_path", default=None, type=click.Path(dir_okay=False),
               help="write the validation page here (default: docs/validation.md unless --quick)")
 @click.option("--jobs", default=1, show_default=True, type=click.IntRange(min=1),
-              help="experiments run at once (Dask worker processes)")
+              help="Dask worker processes; the tables' runs share them, largest first")
 def reproduce(names, out_dir, quick, docs_path, jobs) -> None:
     """Reproduce published tables: bgl-table2, bgl-table3, ... or all."""
     from pathlib import Path

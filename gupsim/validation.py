@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import inspect
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -155,6 +156,16 @@ def _reproduce_one(name: str, quick: bool, inputs: dict) -> "Comparison":
     return load_experiment(name).reproduce(quick=quick, inputs=inputs)
 
 
+#: :func:`gupsim.runpool.run_cost` units one CPU second covers here (seed 000 Table 4's whole machine:
+#: 8.6e9 in about an hour); puts an experiment's WALL_MINUTES on the runs' scale.
+RUN_COST_PER_S = 2.4e6
+
+
+def takes_pool(module) -> bool:
+    """Whether an experiment hands its runs to a pool (``reproduce(..., pool=...)``; :mod:`gupsim.runpool`)."""
+    return "pool" in inspect.signature(module.reproduce).parameters
+
+
 def run_experiments(names: list[str], quick: bool, jobs: int = 1,
                     on_done: Callable[[Comparison], None] | None = None) -> list[Comparison]:
     """Run experiments in dependency order (``NEEDS``); each runs once, dependencies first.
@@ -162,10 +173,13 @@ def run_experiments(names: list[str], quick: bool, jobs: int = 1,
     ``on_done`` is called with each comparison as soon as it is finished, so a caller can keep the
     finished results of a long run that is stopped before the end.
 
-    With ``jobs > 1`` independent experiments run at the same time on a Dask
-    LocalCluster of that many single-threaded worker processes (the sweep's
-    client, :func:`gupsim.sweep.open_client`); results are the same, only the
-    wall time changes.
+    With ``jobs > 1`` the runs go to a Dask LocalCluster of that many single-threaded worker
+    processes (the sweep's client, :func:`gupsim.sweep.open_client`).  An experiment that takes a
+    pool (:func:`takes_pool`) runs in a thread here and sends each of its rows to the cluster as a
+    task of its own (:class:`gupsim.runpool.DaskPool`), so a table's long rows and another table's
+    short ones share the cores; one that does not is a single task.  Every experiment whose
+    dependencies are done starts at once; the pool orders the runs, largest first.  Results are
+    the same as with ``jobs = 1``, only the wall time changes.
     """
     modules = {}
     needs: dict[str, tuple[str, ...]] = {}
@@ -200,42 +214,45 @@ def run_experiments(names: list[str], quick: bool, jobs: int = 1,
                 on_done(done[name])
         return [done[n] for n in order]
 
-    from dask.distributed import as_completed
+    from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
+    from gupsim.runpool import DaskPool
     from gupsim.sweep import open_client
 
     client = open_client(None, jobs, processes=True)
-    try:
-        running: dict = {}
-        pending = list(order)
+    pool = DaskPool(client, jobs)
 
-        def hint(name: str) -> float:
-            return 0 if quick else getattr(modules[name], "WALL_MINUTES", 0)
+    def one(name: str, inputs: dict) -> Comparison:
+        if takes_pool(modules[name]):
+            return modules[name].reproduce(quick=quick, inputs=inputs, pool=pool)
+        # A whole experiment as one task, ahead of runs of its size (its optional WALL_MINUTES hint).
+        hint = 0 if quick else getattr(modules[name], "WALL_MINUTES", 0)
+        return pool.call(hint * 60 * RUN_COST_PER_S, _reproduce_one, name, quick, inputs).result()
 
-        def launch_ready() -> None:
-            # At most one experiment per worker: Dask would queue the rest on busy workers (behind a long
-            # one) while another worker sits idle.  Longest first (an experiment's optional WALL_MINUTES
-            # hint), so the cores finish together.
-            ready = sorted((n for n in pending if all(d in done for d in needs[n])), key=hint, reverse=True)
-            for name in ready[:max(0, jobs - len(running))]:
-                pending.remove(name)
-                inputs = {n: done[n] for n in needs[name]}
-                running[client.submit(_reproduce_one, name, quick, inputs, pure=False, key=f"exp-{name}",
-                                      priority=hint(name))] = name
+    # The client closes before the threads are joined: if one experiment fails, the others' waits
+    # end with it instead of running their tables to the end.
+    with ThreadPoolExecutor(max_workers=len(order)) as threads:
+        try:
+            running: dict = {}
+            pending = list(order)
 
-        launch_ready()
-        futures = as_completed(list(running))
-        for future in futures:
-            name = running.pop(future)
-            done[name] = future.result()
-            if on_done:
-                on_done(done[name])
-            before = set(running)
+            def launch_ready() -> None:
+                for name in [n for n in pending if all(d in done for d in needs[n])]:
+                    pending.remove(name)
+                    running[threads.submit(one, name, {n: done[n] for n in needs[name]})] = name
+
             launch_ready()
-            for new in set(running) - before:
-                futures.add(new)
-    finally:
-        client.close()
+            while running:
+                finished, _ = wait(list(running), return_when=FIRST_COMPLETED)
+                for future in finished:
+                    name = running.pop(future)
+                    done[name] = future.result()
+                    if on_done:
+                        on_done(done[name])
+                launch_ready()
+        finally:
+            pool.close()
+            client.close()
     return [done[n] for n in order]
 
 

@@ -1,0 +1,110 @@
+"""Independent runs of one reproduced table, one after another or side by side on a Dask cluster.
+
+A reproduced table (``experiments/``) is a handful of independent
+simulations, one per row, and its rows differ in cost by orders of magnitude
+(seed 000 Table 4: 32 nodes in seconds, the whole 65,536-node machine in most of
+an hour).  Running a table as one task leaves a core idle while another
+finishes the big row; running its rows as tasks keeps both cores busy until the
+end.  So an experiment builds the :class:`~gupsim.simulation.RunConfig` of every
+row first and hands the list to a pool, which returns their records in the same
+order:
+
+* :class:`SerialPool` runs them here, in order (``gupsim reproduce`` without
+  ``--jobs``, and the tests);
+* :class:`DaskPool` sends each run to a Dask worker as its own task, largest
+  first (:func:`run_cost`) and only when a worker is free, so the whole-machine
+  rows start before the small ones and the cores finish together.
+
+A run is a pure function of its configuration, so the records do not depend on
+the pool (``tests/test_runpool.py``).  Only records travel back (the simulation
+objects stay in the worker).
+"""
+
+from __future__ import annotations
+
+import itertools
+import queue
+import threading
+from concurrent.futures import Future
+from typing import Any, Protocol
+
+from gupsim.errors import GupsimError
+from gupsim.runner import run
+from gupsim.simulation import RunConfig
+
+
+class RunPool(Protocol):
+    def records(self, configs: list[RunConfig]) -> list[dict[str, Any]]:
+        """The record of every run, in the order given."""
+
+
+def run_cost(config: RunConfig) -> int:
+    """A rough cost: processes x updates x the partition's mean distance (only orders the queue)."""
+    dims = [int(d) for d in config.shape.lower().split("x")]
+    nodes = 1
+    for d in dims:
+        nodes *= d
+    ppn = getattr(getattr(config.machine, "cpu", None), "processes_per_node", 1)
+    return nodes * ppn * config.updates_per_process * max(1, sum(dims) // 4)
+
+
+class SerialPool:
+    """Run every configuration in this process, in order."""
+
+    def records(self, configs: list[RunConfig]) -> list[dict[str, Any]]:
+        return [run(c) for c in configs]
+
+
+class DaskPool:
+    """Run every configuration as its own task on a Dask client, largest first, one per worker at a time.
+
+    Several experiments call :meth:`records` from their own threads at once; their runs wait in one
+    queue ordered by :func:`run_cost` and go to the cluster only when a worker is free.  (Submitting
+    everything to Dask at once let it queue a small task behind an hour-long one on a busy worker while
+    the other worker sat idle: docs/performance.md.)  A whole task that is not a list of runs (an
+    experiment without a pool) takes its place in the same queue (:meth:`call`).
+    """
+
+    def __init__(self, client: Any, workers: int) -> None:
+        self.client = client
+        self._queue: queue.PriorityQueue = queue.PriorityQueue()
+        self._order = itertools.count()  # ties: first come, first served
+        self._threads = [threading.Thread(target=self._serve, daemon=True) for _ in range(workers)]
+        for t in self._threads:
+            t.start()
+
+    def _serve(self) -> None:
+        while True:
+            _, _, fn, args, result = self._queue.get()
+            if fn is None:
+                return
+            try:
+                result.set_result(self.client.submit(fn, *args, pure=False).result())
+            except BaseException as exc:  # handed to the caller waiting on it
+                result.set_exception(exc)
+
+    def call(self, cost: float, fn: Any, *args: Any) -> Future:
+        """Queue ``fn(*args)`` for a worker; larger ``cost`` goes first."""
+        result: Future = Future()
+        self._queue.put((-cost, next(self._order), fn, args, result))
+        return result
+
+    def records(self, configs: list[RunConfig]) -> list[dict[str, Any]]:
+        futures = [self.call(run_cost(c), run, c) for c in configs]
+        return [f.result() for f in futures]
+
+    def close(self) -> None:
+        """Stop serving: runs still queued fail (so nobody waits on them), running ones end with the client."""
+        while True:
+            try:
+                *_, result = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if result is not None:
+                result.set_exception(GupsimError("the run pool was closed before this run started"))
+        for _ in self._threads:
+            self._queue.put((float("inf"), next(self._order), None, (), None))
+
+
+#: The default pool of an experiment's ``reproduce``: stateless, so one shared instance is safe.
+SERIAL = SerialPool()

@@ -1,0 +1,56 @@
+"""The run pools of gupsim.runpool: the same records whether runs go one by one or to Dask workers."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from gupsim.config import load_machine
+from gupsim.runner import make_run_config
+from gupsim.runpool import DaskPool, SerialPool, run_cost
+
+#: What differs between two runs of one configuration: how long it took (and so its speed) and its memory.
+MEASURED = {"wall_s", "events_per_s", "peak_rss_mb"}
+
+
+def _configs():
+    bgl = load_machine("bgl")
+    return [make_run_config(machine=bgl, shape="4x4x2", algorithm="routed", updates_per_process=256),
+            make_run_config(machine=bgl, shape="2x2x2", algorithm="baseline", updates_per_process=128),
+            make_run_config(machine=bgl, shape="4x2x2", algorithm="one-packet", updates_per_process=64, seed=3)]
+
+
+def _fails():
+    raise ValueError("boom")
+
+
+def _model(records: list[dict]) -> pd.DataFrame:
+    return pd.DataFrame(records).drop(columns=sorted(MEASURED))
+
+
+def test_dask_pool_returns_the_serial_records_in_order_and_hands_errors_back():
+    from gupsim.sweep import open_client
+
+    configs = _configs()
+    serial = SerialPool().records(configs)
+    client = open_client(None, 2, processes=False)
+    try:
+        pool = DaskPool(client, 2)
+        parallel = pool.records(configs)
+        with pytest.raises(ValueError, match="boom"):
+            pool.call(1, _fails).result()
+        pool.close()
+    finally:
+        client.close()
+    assert [r["algorithm"] for r in parallel] == ["routed", "baseline", "one-packet"]
+    pd.testing.assert_frame_equal(_model(parallel), _model(serial))
+
+
+def test_run_cost_orders_by_processes_updates_and_distance():
+    bgl, vn = load_machine("bgl"), load_machine("bgl", {"cpu.processes_per_node": 2})
+
+    def cost(machine, shape, updates):
+        return run_cost(make_run_config(machine=machine, shape=shape, algorithm="routed", updates_per_process=updates))
+
+    assert cost(bgl, "8x8x8", 64) < cost(bgl, "16x8x8", 64) < cost(vn, "16x8x8", 64) < cost(vn, "16x8x8", 128)
+    assert cost(bgl, "64x32x32", 4096) == pytest.approx(65536 * 4096 * 32)
