@@ -45,10 +45,9 @@ import pandas as pd
 
 from gupsim.config import load_machine
 from gupsim.dram import fit_outstanding_misses, update_rate
-from gupsim.runner import make_run_config, simulate
+from gupsim.runner import make_run_config
+from gupsim.runpool import SERIAL, RunPool
 from gupsim.validation import Comparison, compare, reference_table
-
-WALL_MINUTES = 13  # rough full-run minutes here (from timed rows); only orders `reproduce --jobs`
 
 FIG6_RATIO_BAND = (250.0, 400.0)  # seed 003 text on Fig. 6: "Data Vortex is 250 to 400 times faster" (a target only)
 CORES = {False: (16, 32, 64, 256), True: (16, 32)}
@@ -68,34 +67,28 @@ def _table(machine, processors: int) -> int:
     return int(math.log2(machine.cpu.memory_bytes_per_processor / 2 / 8 * processors))
 
 
-_RUNS: dict = {}
+def _dv_config(machine, endpoints: int, updates: int, options=None):
+    return make_run_config(machine=machine, shape=f"{endpoints}x1x1", algorithm="dv", updates_per_process=updates,
+                           log2_table_size=_table(machine, endpoints), algorithm_options=options or DV_OPTIONS)
 
 
-def _dv(machine, endpoints: int, updates: int, options=None) -> dict:
-    key = (machine.model_dump_json(), endpoints, updates, repr(options))
-    if key not in _RUNS:
-        _RUNS[key] = _dv_run(machine, endpoints, updates, options)
-    return _RUNS[key]
-
-
-def _dv_run(machine, endpoints: int, updates: int, options=None) -> dict:
-    return simulate(make_run_config(machine=machine, shape=f"{endpoints}x1x1", algorithm="dv",
-                                    updates_per_process=updates, log2_table_size=_table(machine, endpoints),
-                                    algorithm_options=options or DV_OPTIONS))[1]
-
-
-def _ib(machine, servers: int) -> dict:
+def _ib_config(machine, servers: int):
     procs = servers * machine.cpu.processors_per_endpoint
-    return simulate(make_run_config(machine=machine, shape=f"{servers}x1x1", algorithm="baseline",
-                                    updates_per_process=IB_UPDATES, log2_table_size=_table(machine, procs)))[1]
+    return make_run_config(machine=machine, shape=f"{servers}x1x1", algorithm="baseline",
+                           updates_per_process=IB_UPDATES, log2_table_size=_table(machine, procs))
 
 
-def fit_test_cycles(target_gups: float, servers: int) -> float:
+def _run_all(pool: RunPool, configs: list) -> dict:
+    """Records by configuration (its JSON): every distinct run once, all of them on the pool together."""
+    unique = {c.model_dump_json(): c for c in configs}
+    return dict(zip(unique, pool.records(list(unique.values()))))
+
+
+def fit_test_cycles(target_gups: float, servers: int, pool: RunPool = SERIAL) -> float:
     """``mpi.test_cycles`` that makes the IB baseline reach ``target_gups`` (two runs, linear in cycles)."""
-    cycles = []
-    for t in IB_FIT_POINTS:
-        rec = _ib(load_machine("hypatia-ib", {"mpi.test_cycles": t}), servers)
-        cycles.append(rec["cycles_per_update"])
+    recs = pool.records([_ib_config(load_machine("hypatia-ib", {"mpi.test_cycles": t}), servers)
+                         for t in IB_FIT_POINTS])
+    cycles = [rec["cycles_per_update"] for rec in recs]
     m = load_machine("hypatia-ib")
     target = servers * m.cpu.processes_per_node * m.cpu.clock_hz / (target_gups * 1e9)
     slope = (cycles[1] - cycles[0]) / (IB_FIT_POINTS[1] - IB_FIT_POINTS[0])
@@ -130,7 +123,7 @@ def _band_error(ratio: float) -> float:
     return ratio / lo - 1 if ratio < lo else (ratio / hi - 1 if ratio > hi else 0.0)
 
 
-def reproduce(quick: bool = False, inputs: dict | None = None) -> Comparison:
+def reproduce(quick: bool = False, inputs: dict | None = None, pool: RunPool = SERIAL) -> Comparison:
     t0 = time.perf_counter()
     ref = reference_table("dv_hypatia.csv")
     ref.insert(0, "row", ref["system"] + " / " + ref["network"])
@@ -151,22 +144,38 @@ def reproduce(quick: bool = False, inputs: dict | None = None) -> Comparison:
     v3 = load_machine("dv-v3", {"memory.outstanding_misses_per_processor": cap_v3})
     ib_servers = int(ib_row["processors"]) // load_machine("hypatia-ib").cpu.processors_per_endpoint
     ib_yaml = load_machine("hypatia-ib").mpi.test_cycles
-    test_cycles = ib_yaml if quick else fit_test_cycles(float(ib_row["gups"]), ib_servers)
+    test_cycles = ib_yaml if quick else fit_test_cycles(float(ib_row["gups"]), ib_servers, pool)
     ib = load_machine("hypatia-ib", {"mpi.test_cycles": float(test_cycles)})
     updates = DV_UPDATES[quick]
 
+    # --- every run of the table, then the rows from their records ------------------------------
+    small = SMALL[quick]
+    ib_servers_at = {cores: cores // (ib.cpu.cores_per_processor * ib.cpu.processors_per_endpoint)
+                     for cores in CORES[quick]}
+    fast_opts = {"send_threads": 2, "update_threads": 2}
+    what_if = {k: load_machine("hypatia-dv", {"memory.outstanding_misses_per_processor": cap,
+                                              "memory.dram_latency_ns": dv.memory.dram_latency_ns / k})
+               for k in SPEEDUPS[quick]}
+    cfg = {
+        "hyp": _dv_config(dv, hyp_procs, updates), "v3": _dv_config(v3, v3_nodes, updates, V3_OPTIONS),
+        **{("ib", cores): _ib_config(ib, servers) for cores, servers in ib_servers_at.items()},
+        **{("fig6", cores): _dv_config(dv, cores // dv.cpu.cores_per_processor, updates) for cores in CORES[quick]},
+        **{("threads", t): _dv_config(dv, small, updates, {"send_threads": 1, "update_threads": t}) for t in (1, 2, 3)},
+        **{("sweep", e): _dv_config(dv, e, SWEEP_UPDATES.get(e, updates)) for e in SWEEP[quick]},
+        **{("what-if", k): _dv_config(m, small, updates, fast_opts) for k, m in what_if.items()},
+    }
+    by_json = _run_all(pool, list(cfg.values()))
+    recs = {name: by_json[c.model_dump_json()] for name, c in cfg.items()}
+
     # --- the published rows ------------------------------------------------------------------
     sims = {}
-    rec = _dv(dv, hyp_procs, updates)
+    rec = recs["hyp"]
     sims[hyp_dv_row["row"]] = {"sim_gups": rec["gups"], **_limits(dv, hyp_procs, DV_OPTIONS),
                                "sim_deflections_per_packet": rec["alg_deflections_per_packet"]}
-    rec = _dv(v3, v3_nodes, updates, V3_OPTIONS)
+    rec = recs["v3"]
     sims[v3_row["row"]] = {"sim_gups": rec["gups"], **_limits(v3, v3_nodes, V3_OPTIONS),
                            "sim_deflections_per_packet": rec["alg_deflections_per_packet"]}
-    ib_sims = {}
-    for cores in CORES[quick]:
-        servers = cores // (ib.cpu.cores_per_processor * ib.cpu.processors_per_endpoint)
-        ib_sims[cores] = _ib(ib, servers)["gups"]
+    ib_sims = {cores: recs[("ib", cores)]["gups"] for cores in CORES[quick]}
     if not quick or ib_servers * 8 in ib_sims:
         full_cores = ib_servers * ib.cpu.cores_per_processor * ib.cpu.processors_per_endpoint
         sims[ib_row["row"]] = {"sim_gups": ib_sims[full_cores]}
@@ -176,27 +185,23 @@ def reproduce(quick: bool = False, inputs: dict | None = None) -> Comparison:
     extra = []
     for cores, ib_gups in ib_sims.items():
         procs = cores // dv.cpu.cores_per_processor
-        dv_gups = sims[hyp_dv_row["row"]]["sim_gups"] if procs == hyp_procs else _dv(dv, procs, updates)["gups"]
+        dv_gups = recs[("fig6", cores)]["gups"]
         extra.append({"row": f"Fig. 6 ratio, {cores} cores", "cores": cores, "processors": procs,
                       "dv_over_ib": "250-400", "sim_dv_gups": dv_gups, "sim_ib_gups": ib_gups,
                       "sim_dv_over_ib": dv_gups / ib_gups, "rel_err_dv_over_ib": _band_error(dv_gups / ib_gups)})
     # --- threads, sweep, what-if ---------------------------------------------------------------
-    small = SMALL[quick]
     for threads in (1, 2, 3):
         opts = {"send_threads": 1, "update_threads": threads}
-        rec = _dv(dv, small, updates, opts)
+        rec = recs[("threads", threads)]
         extra.append({"row": f"DV, {threads} update thread(s), {small} processors", "processors": small,
                       "sim_gups": rec["gups"], **_limits(dv, small, opts)})
     for endpoints in SWEEP[quick]:
-        rec = _dv(dv, endpoints, SWEEP_UPDATES.get(endpoints, updates))
+        rec = recs[("sweep", endpoints)]
         extra.append({"row": f"DV sweep, {endpoints} endpoints", "processors": endpoints, "sim_gups": rec["gups"],
                       "sim_deflections_per_packet": rec["alg_deflections_per_packet"],
                       **_limits(dv, endpoints, DV_OPTIONS)})
-    fast_opts = {"send_threads": 2, "update_threads": 2}
-    for k in SPEEDUPS[quick]:
-        m = load_machine("hypatia-dv", {"memory.outstanding_misses_per_processor": cap,
-                                        "memory.dram_latency_ns": dv.memory.dram_latency_ns / k})
-        rec = _dv(m, small, updates, fast_opts)
+    for k, m in what_if.items():
+        rec = recs[("what-if", k)]
         extra.append({"row": f"what-if: DRAM latency / {k}, {small} processors", "processors": small,
                       "sim_gups": rec["gups"], **_limits(m, small, fast_opts)})
     frame = pd.concat([frame, pd.DataFrame(extra)], ignore_index=True)
