@@ -95,7 +95,9 @@ def bounds(machine, shape, bytes_per_update, sets, as_json) -> None:
               help="write the validation page here (default: docs/validation.md unless --quick)")
 @click.option("--jobs", default=1, show_default=True, type=click.IntRange(min=1),
               help="Dask worker processes; the tables' runs share them, largest first")
-def reproduce(names, out_dir, quick, docs_path, jobs) -> None:
+@click.option("--keep-runs/--fresh", default=True, show_default=True,
+              help="keep each finished run in OUT/runs and reuse those this code already made (resume a stopped run)")
+def reproduce(names, out_dir, quick, docs_path, jobs, keep_runs) -> None:
     """Reproduce published tables: bgl-table2, bgl-table3, ... or all."""
     from pathlib import Path
 
@@ -121,7 +123,8 @@ def reproduce(names, out_dir, quick, docs_path, jobs) -> None:
         if docs_path:
             write_markdown(finished, Path(docs_path), command, refresh=True)
 
-    comparisons = run_experiments(wanted, quick, jobs, on_done=keep)
+    cache_dir = Path(out_dir) / "runs" if keep_runs else None
+    comparisons = run_experiments(wanted, quick, jobs, on_done=keep, cache_dir=cache_dir)
     if docs_path:
         # One table reproduced refreshes its own section; `all` rewrites the page once everything is in.
         write_markdown(comparisons, Path(docs_path), command, refresh="all" not in names)

@@ -18,6 +18,13 @@ order:
 A run is a pure function of its configuration, so the records do not depend on
 the pool (``tests/test_runpool.py``).  Only records travel back (the simulation
 objects stay in the worker).
+
+**Keeping finished runs.**  With a ``cache_dir`` every record is written there
+(by joblib's ``Memory``) the moment its run ends, keyed by the configuration
+and by a digest of gupsim's source code (:func:`code_digest`).  A reproduction
+that is stopped and started again reuses the runs it finished, and only those
+made by the same code with the same configuration: editing a machine file or
+any module of ``gupsim/`` starts afresh.
 """
 
 from __future__ import annotations
@@ -28,9 +35,37 @@ import threading
 from concurrent.futures import Future
 from typing import Any, Protocol
 
+import hashlib
+from pathlib import Path
+
 from gupsim.errors import GupsimError
 from gupsim.runner import run
 from gupsim.simulation import RunConfig
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+
+
+def code_digest() -> str:
+    """A hash of gupsim's source files: a kept record is reused only by the code that made it."""
+    h = hashlib.sha256()
+    for path in sorted(PACKAGE_DIR.rglob("*.py")):
+        h.update(str(path.relative_to(PACKAGE_DIR)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
+
+
+def _run_keyed(config: RunConfig, key: str, code: str) -> dict[str, Any]:
+    """``run(config)``; joblib keys the kept record by ``key`` (the configuration's JSON) and ``code``."""
+    return run(config)
+
+
+def cached_run(config: RunConfig, cache_dir: str | None, code: str) -> dict[str, Any]:
+    """The record of ``config``: from ``cache_dir`` if this code already ran it, else run and keep it."""
+    if cache_dir is None:
+        return run(config)
+    import joblib
+
+    keyed = joblib.Memory(cache_dir, verbose=0).cache(_run_keyed, ignore=["config"])
+    return keyed(config, config.model_dump_json(), code)
 
 
 class RunPool(Protocol):
@@ -49,10 +84,14 @@ def run_cost(config: RunConfig) -> int:
 
 
 class SerialPool:
-    """Run every configuration in this process, in order."""
+    """Run every configuration in this process, in order (kept in ``cache_dir`` if given)."""
+
+    def __init__(self, cache_dir: Path | None = None) -> None:
+        self.cache_dir = None if cache_dir is None else str(cache_dir)
+        self.code = code_digest() if cache_dir is not None else ""
 
     def records(self, configs: list[RunConfig]) -> list[dict[str, Any]]:
-        return [run(c) for c in configs]
+        return [cached_run(c, self.cache_dir, self.code) for c in configs]
 
 
 class DaskPool:
@@ -62,11 +101,14 @@ class DaskPool:
     queue ordered by :func:`run_cost` and go to the cluster only when a worker is free.  (Submitting
     everything to Dask at once let it queue a small task behind an hour-long one on a busy worker while
     the other worker sat idle: docs/performance.md.)  A whole task that is not a list of runs (an
-    experiment without a pool) takes its place in the same queue (:meth:`call`).
+    experiment without a pool) takes its place in the same queue (:meth:`call`).  Workers keep
+    each record in ``cache_dir`` as their run ends (see the module docstring).
     """
 
-    def __init__(self, client: Any, workers: int) -> None:
+    def __init__(self, client: Any, workers: int, cache_dir: Path | None = None) -> None:
         self.client = client
+        self.cache_dir = None if cache_dir is None else str(cache_dir)
+        self.code = code_digest() if cache_dir is not None else ""
         self._queue: queue.PriorityQueue = queue.PriorityQueue()
         self._order = itertools.count()  # ties: first come, first served
         self._threads = [threading.Thread(target=self._serve, daemon=True) for _ in range(workers)]
@@ -90,7 +132,7 @@ class DaskPool:
         return result
 
     def records(self, configs: list[RunConfig]) -> list[dict[str, Any]]:
-        futures = [self.call(run_cost(c), run, c) for c in configs]
+        futures = [self.call(run_cost(c), cached_run, c, self.cache_dir, self.code) for c in configs]
         return [f.result() for f in futures]
 
     def close(self) -> None:

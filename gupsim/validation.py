@@ -167,11 +167,14 @@ def takes_pool(module) -> bool:
 
 
 def run_experiments(names: list[str], quick: bool, jobs: int = 1,
-                    on_done: Callable[[Comparison], None] | None = None) -> list[Comparison]:
+                    on_done: Callable[[Comparison], None] | None = None,
+                    cache_dir: Path | None = None) -> list[Comparison]:
     """Run experiments in dependency order (``NEEDS``); each runs once, dependencies first.
 
     ``on_done`` is called with each comparison as soon as it is finished, so a caller can keep the
-    finished results of a long run that is stopped before the end.
+    finished results of a long run that is stopped before the end.  With ``cache_dir`` every run of
+    an experiment that takes a pool is kept there as it ends, and a later call reuses it
+    (:mod:`gupsim.runpool`): a stopped reproduction resumes row by row.
 
     With ``jobs > 1`` the runs go to a Dask LocalCluster of that many single-threaded worker
     processes (the sweep's client, :func:`gupsim.sweep.open_client`).  An experiment that takes a
@@ -208,8 +211,13 @@ def run_experiments(names: list[str], quick: bool, jobs: int = 1,
         visit(name)
     done: dict[str, Comparison] = {}
     if jobs <= 1:
+        from gupsim.runpool import SerialPool
+
+        serial = SerialPool(cache_dir)
         for name in order:
-            done[name] = modules[name].reproduce(quick=quick, inputs=done)
+            inputs = {n: done[n] for n in needs[name]}
+            done[name] = (modules[name].reproduce(quick=quick, inputs=inputs, pool=serial)
+                          if takes_pool(modules[name]) else modules[name].reproduce(quick=quick, inputs=inputs))
             if on_done:
                 on_done(done[name])
         return [done[n] for n in order]
@@ -220,7 +228,7 @@ def run_experiments(names: list[str], quick: bool, jobs: int = 1,
     from gupsim.sweep import open_client
 
     client = open_client(None, jobs, processes=True)
-    pool = DaskPool(client, jobs)
+    pool = DaskPool(client, jobs, cache_dir)
 
     def one(name: str, inputs: dict) -> Comparison:
         if takes_pool(modules[name]):

@@ -54,3 +54,26 @@ def test_run_cost_orders_by_processes_updates_and_distance():
 
     assert cost(bgl, "8x8x8", 64) < cost(bgl, "16x8x8", 64) < cost(vn, "16x8x8", 64) < cost(vn, "16x8x8", 128)
     assert cost(bgl, "64x32x32", 4096) == pytest.approx(65536 * 4096 * 32)
+
+
+def test_kept_runs_are_reused_only_for_the_same_configuration_and_code(tmp_path, monkeypatch):
+    import gupsim.runpool as runpool
+
+    bgl = load_machine("bgl")
+    config = make_run_config(machine=bgl, shape="2x2x2", algorithm="baseline", updates_per_process=64)
+    first = SerialPool(tmp_path).records([config])[0]
+    calls = []
+    monkeypatch.setattr(runpool, "run", lambda c: calls.append(c) or {"gups": -1.0})
+    assert SerialPool(tmp_path).records([config]) == [first]  # kept: not run again, the same record
+    assert calls == []
+    other = make_run_config(machine=bgl, shape="2x2x2", algorithm="baseline", updates_per_process=64, seed=1)
+    assert SerialPool(tmp_path).records([other]) == [{"gups": -1.0}]  # another configuration runs
+    monkeypatch.setattr(runpool, "code_digest", lambda: "edited")
+    assert SerialPool(tmp_path).records([config]) == [{"gups": -1.0}]  # other code runs again
+    assert len(calls) == 2
+
+
+def test_code_digest_follows_the_source():
+    from gupsim.runpool import code_digest
+
+    assert code_digest() == code_digest() and len(code_digest()) == 16
