@@ -39,7 +39,7 @@ import pandas as pd
 
 from gupsim.bounds import machine_topology, network_bound_gups
 from gupsim.config import load_machine
-from gupsim.runner import make_run_config, simulate
+from gupsim.runner import make_run_config
 from gupsim.runpool import SERIAL, RunPool
 from gupsim.validation import Comparison, compare, reference_table
 

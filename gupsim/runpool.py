@@ -30,27 +30,25 @@ any module of ``gupsim/`` starts afresh.
 from __future__ import annotations
 
 import itertools
+import math
 import queue
 import threading
 from concurrent.futures import Future
-from typing import Any, Protocol
-
-import hashlib
 from pathlib import Path
+from typing import Any, Protocol
 
 from gupsim.errors import GupsimError
 from gupsim.runner import run
 from gupsim.simulation import RunConfig
+from gupsim.topology import parse_shape
+from gupsim.validation import files_digest
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 
 
 def code_digest() -> str:
     """A hash of gupsim's source files: a kept record is reused only by the code that made it."""
-    h = hashlib.sha256()
-    for path in sorted(PACKAGE_DIR.rglob("*.py")):
-        h.update(str(path.relative_to(PACKAGE_DIR)).encode() + b"\0" + path.read_bytes() + b"\0")
-    return h.hexdigest()[:16]
+    return files_digest(PACKAGE_DIR.rglob("*.py"), PACKAGE_DIR, 16)
 
 
 def _run_keyed(config: RunConfig, key: str, code: str) -> dict[str, Any]:
@@ -75,12 +73,8 @@ class RunPool(Protocol):
 
 def run_cost(config: RunConfig) -> int:
     """A rough cost: processes x updates x the partition's mean distance (only orders the queue)."""
-    dims = [int(d) for d in config.shape.lower().split("x")]
-    nodes = 1
-    for d in dims:
-        nodes *= d
-    ppn = getattr(getattr(config.machine, "cpu", None), "processes_per_node", 1)
-    return nodes * ppn * config.updates_per_process * max(1, sum(dims) // 4)
+    dims = parse_shape(config.shape)
+    return math.prod(dims) * config.machine.cpu.processes_per_node * config.updates_per_process * max(1, sum(dims) // 4)
 
 
 class SerialPool:

@@ -46,12 +46,17 @@ def bgl_partition_shapes() -> dict[int, str]:
     return dict(zip(table["nodes"].tolist(), table["shape"].tolist()))
 
 
+def files_digest(paths, root: Path, chars: int) -> str:
+    """A short sha256 of files (their paths below ``root`` and their bytes), in sorted order."""
+    h = hashlib.sha256()
+    for path in sorted(paths):
+        h.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()[:chars]
+
+
 def machine_files_digest() -> str:
     """A short hash of every machine file: the page marks sections made with other machine files."""
-    h = hashlib.sha256()
-    for path in sorted(MACHINES_DIR.glob("*.yaml")):
-        h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
-    return h.hexdigest()[:10]
+    return files_digest(MACHINES_DIR.glob("*.yaml"), MACHINES_DIR, 10)
 
 
 @dataclass
@@ -156,11 +161,6 @@ def _reproduce_one(name: str, quick: bool, inputs: dict) -> "Comparison":
     return load_experiment(name).reproduce(quick=quick, inputs=inputs)
 
 
-#: :func:`gupsim.runpool.run_cost` units one CPU second covers here (seed 000 Table 4's whole machine:
-#: 8.6e9 in about an hour); puts an experiment's WALL_MINUTES on the runs' scale.
-RUN_COST_PER_S = 2.4e6
-
-
 def takes_pool(module) -> bool:
     """Whether an experiment hands its runs to a pool (``reproduce(..., pool=...)``; :mod:`gupsim.runpool`)."""
     return "pool" in inspect.signature(module.reproduce).parameters
@@ -217,7 +217,7 @@ def run_experiments(names: list[str], quick: bool, jobs: int = 1,
         for name in order:
             inputs = {n: done[n] for n in needs[name]}
             done[name] = (modules[name].reproduce(quick=quick, inputs=inputs, pool=serial)
-                          if takes_pool(modules[name]) else modules[name].reproduce(quick=quick, inputs=inputs))
+                          if takes_pool(modules[name]) else _reproduce_one(name, quick, inputs))
             if on_done:
                 on_done(done[name])
         return [done[n] for n in order]
@@ -233,9 +233,8 @@ def run_experiments(names: list[str], quick: bool, jobs: int = 1,
     def one(name: str, inputs: dict) -> Comparison:
         if takes_pool(modules[name]):
             return modules[name].reproduce(quick=quick, inputs=inputs, pool=pool)
-        # A whole experiment as one task, ahead of runs of its size (its optional WALL_MINUTES hint).
-        hint = 0 if quick else getattr(modules[name], "WALL_MINUTES", 0)
-        return pool.call(hint * 60 * RUN_COST_PER_S, _reproduce_one, name, quick, inputs).result()
+        # The experiments without rows are short (bounds, figures of seconds): one task, after the runs.
+        return pool.call(0, _reproduce_one, name, quick, inputs).result()
 
     # The client closes before the threads are joined: if one experiment fails, the others' waits
     # end with it instead of running their tables to the end.
