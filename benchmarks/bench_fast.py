@@ -31,6 +31,8 @@ Table 3's run length in experiments/bgl_table3.py); it sends a message per
 one to five updates, so it is far costlier per update than the slope cases.
 ``memory``: longer runs on 8x8x8 to 32x32x16 (both kernels, co-processor and
 virtual-node mode), the peaks the memory estimate must cover.
+``vn`` (not in the default series): ``routed`` in virtual-node mode on 8x8x8 to
+32x32x16 (§6.2's 16,384-node row at two run lengths), its cost per event and per update.
 
 Run::
 
@@ -71,6 +73,12 @@ MEMORY = [
     ("memory", "16x16x16", "routed", 1024, {}, {}),
     ("memory", "32x32x16", "one-packet", 64, {"cpu.processes_per_node": 2}, UPC_PACKET),
 ]
+
+#: §6.2's virtual-node row at 16,384 nodes (32,768 processes) against smaller VN partitions: does a run
+#: there cost more per event than its size predicts (docs/performance.md)?  Two lengths of the big one
+#: separate the start and drain from the steady cost per update.
+VN = [("vn", shape, "routed", 4096, {"cpu.processes_per_node": 2}, {}) for shape in ("8x8x8", "16x8x8", "16x16x8")]
+VN += [("vn", "32x32x16", "routed", updates, {"cpu.processes_per_node": 2}, {}) for updates in (256, 1024)]
 
 
 def _cpu_s() -> float:
@@ -172,7 +180,7 @@ def slope_plot(rows: list[dict]) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--child", help=argparse.SUPPRESS)
-    ap.add_argument("--series", nargs="*", default=["slope", "full"], choices=["slope", "full", "baseline", "memory"])
+    ap.add_argument("--series", nargs="*", default=["slope", "full"], choices=["slope", "full", "baseline", "memory", "vn"])
     ap.add_argument("--compile", action="store_true", help="measure compile time only")
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
     ap.add_argument("--resume", action="store_true", help="keep the rows already in --out, run the others")
@@ -196,6 +204,8 @@ def main() -> None:
         cases += [(label, *rest) for label, *rest in FULL]
     if "baseline" in args.series:
         cases += BASELINE
+    if "vn" in args.series:
+        cases += VN
     if "slope" in args.series:
         cases += [("slope", shape, algorithm, updates, {}, {})
                   for algorithm, updates in SLOPE_UPDATES.items() for shape in SLOPE_SHAPES]
@@ -209,7 +219,8 @@ def main() -> None:
             continue
         rows.append(spawn(label, shape, algorithm, updates, sets, options))
         pd.DataFrame(rows).to_csv(args.out, index=False)
-    fits = slope_plot(rows)
+    # Only a slope series redraws the slope figure (another series would overwrite it with empty axes).
+    fits = slope_plot(rows) if any(r["label"] == "slope" for r in rows) else {}
     meta = {"load_average": os.getloadavg(), "slopes": fits, "date": time.strftime("%Y-%m-%dT%H:%M:%S")}
     args.out.with_suffix(".meta.json").write_text(json.dumps(meta, indent=1))
     print(json.dumps(meta))
