@@ -70,6 +70,10 @@ class NetworkConfig(BaseModel):
     fifos: Literal["shared", "per-dimension"] = Field(
         description="shared: one injection and one reception FIFO per process; per-dimension: one of each per "
         "torus dimension plus one for node-local packets, each of the depth above")
+    buffer_order: Literal["fifo", "pool"] = Field(
+        description="fifo: packets leave every link buffer and injection FIFO in the order they entered it, "
+        "as hardware FIFOs do (head-of-line blocking); pool: a buffer is room only, and any packet whose next "
+        "room is free may leave")
     cut_through_bytes: int | None = Field(
         default=None, ge=1,
         description="bytes a router must have before it forwards a packet's head (default: one chunk)")

@@ -32,9 +32,10 @@ ROUTE_CACHE_BYTES = 110 * 2**20
 #: table's fixed margins (about 8 MB: heap and far table, the calendar's 256 KB of slots).
 FAST_BASE_BYTES = 512 * 2**20
 #: Fast engine, per node: six links' times, counters and credit pools, and the topology tables (1,200 B),
-#: and the slots of the credit returns kept beside its twelve link and dynamic-channel pools
-#: (12 x ``DEFER_SLOTS`` x 16 B = 1,536 B, about half of it touched without adaptive routing).
-FAST_NODE_BYTES = 2_800
+#: and the slots of its twelve link and dynamic-channel pools: the credit returns kept beside them and the
+#: time their oldest packet may leave (12 x (``DEFER_SLOTS`` + 1) x 16 B = 1,728 B, about half of it touched
+#: without adaptive routing).
+FAST_NODE_BYTES = 3_000
 #: Refuse when the estimate exceeds this share of the memory available now.
 HEADROOM = 0.9
 

@@ -47,6 +47,17 @@ the readable SimPy reference model of that network:
   that would drain it (``routed`` then deadlocks once the network is the
   bottleneck, e.g. with slow links).
 
+* **Buffer order** (``network.buffer_order``).  ``pool``: a buffer or an
+  injection FIFO is room only, and any packet in it whose next room is free
+  may go on.  ``fifo``: packets leave each link buffer (each virtual
+  channel) and each injection FIFO in the order they entered it, as the
+  hardware's FIFOs deliver them: a packet asks for its next room only once
+  every packet ahead of it in its buffer has got its own and started, so a
+  packet waiting for a busy link also holds up the packets behind it bound
+  for free ones (head-of-line blocking).  Seed 000 §6.2 suspects
+  "instantaneous congestion and blocking at individual nodes" behind the
+  65,536-node result; this is one such mechanism.
+
 Counters per directed link: wire bytes, busy seconds and blocked seconds
 (packet-seconds spent waiting for room downstream before using the link).
 """
@@ -70,7 +81,7 @@ ROUTE_CACHE_LIMIT = 1 << 18
 class Packet:
     """One hardware packet; ``message`` ties it to the software message it is part of."""
 
-    __slots__ = ("src", "dst", "chunks", "wire_bytes", "payload", "message", "updates", "rx_fifo")
+    __slots__ = ("src", "dst", "chunks", "wire_bytes", "payload", "message", "updates", "rx_fifo", "at_front")
 
     def __init__(self, src: int, dst: int, chunks: int, wire_bytes: int, payload: int,
                  updates: Any = None, message: Any = None):
@@ -78,6 +89,7 @@ class Packet:
         self.chunks, self.wire_bytes, self.payload = chunks, wire_bytes, payload
         self.updates, self.message = updates, message
         self.rx_fifo: Credits | None = None  # the reception FIFO it holds room in, once it has arrived
+        self.at_front: simpy.Event | None = None  # buffer_order fifo: fires when it heads its buffer
 
 
 class Mailbox:
@@ -117,10 +129,13 @@ class Credits:
     never stuck behind one that is waiting to get on.
     """
 
-    __slots__ = ("env", "capacity", "free", "_cont", "_enter", "_watchers")
+    __slots__ = ("env", "capacity", "free", "_cont", "_enter", "_watchers", "order", "head_free_at")
 
     def __init__(self, env: simpy.Environment, capacity: int):
         self.env, self.capacity, self.free = env, capacity, capacity
+        # buffer_order fifo: the packets holding room here, oldest first, and when the oldest may leave
+        self.order: deque = deque()
+        self.head_free_at = 0.0
         self._cont: deque = deque()
         self._enter: deque = deque()
         self._watchers: list[tuple[int, simpy.Event]] = []
@@ -239,6 +254,7 @@ class Network(FifoInjection):
         self._rate = rate
         self._bubble = net.max_chunks_per_packet if topology.wraps and net.flow_control == "bubble" else 0
         self._adaptive = net.routing == "adaptive"
+        self._ordered = net.buffer_order == "fifo"
         self._dynamic: list[Credits | None] = [None] * (topology.num_nodes * topology.ports)
         self._link_dst = [int(v) for v in topology.neighbor_array().ravel()]
         slots = topology.num_nodes * topology.ports
@@ -333,7 +349,11 @@ class Network(FifoInjection):
         route = None if self._adaptive else self.route(node, dst)
         hop, dim = 0, -1  # dim: the escape ring the packet is in, -1 for none
         arrived_on = self.fifo_groups - 1  # the reception FIFO group: node-local unless a link is used
+        if self._ordered:
+            held.order.append(pkt)
         while node != dst:
+            if self._ordered:
+                yield from self._wait_front(held, pkt)
             asked = env.now
             link, buf = self._dynamic_choice(node, dst, pkt.chunks) if self._adaptive else (-1, None)
             if buf is not None:
@@ -356,20 +376,47 @@ class Network(FifoInjection):
             self.link_busy_s[link] += serial
             self.link_bytes[link] += pkt.wire_bytes
             self.release_later(start + serial - env.now, held, pkt.chunks)
+            if self._ordered:
+                self._leave(held, start)
+                buf.order.append(pkt)
             held = buf
             yield env.timeout(start + head_s - env.now)
         # Destination: wait for room in the reception FIFO, then for the tail.
         rec = self.reception[pkt.dst * self.fifo_groups + arrived_on] if self.fifo_groups > 1 \
             else self.reception[pkt.dst]
         pkt.rx_fifo = rec
+        if self._ordered:
+            yield from self._wait_front(held, pkt)
         if not rec.take(pkt.chunks):
             yield rec.wait(pkt.chunks)
+        if self._ordered:
+            self._leave(held, env.now)
         tail = start + serial + self._router_s - env.now
         if tail > 0:
             yield env.timeout(tail)
         held.give(pkt.chunks)
         self.packets_delivered += 1
         self.inbox[pkt.dst].put(pkt)
+
+    def _wait_front(self, held: Credits, pkt: Packet):
+        """Generator (``buffer_order: fifo``): until ``pkt`` heads ``held`` and the packet before it has left."""
+        if held.order[0] is not pkt:
+            pkt.at_front = self.env.event()
+            yield pkt.at_front
+        wait = held.head_free_at - self.env.now
+        if wait > 0:
+            yield self.env.timeout(wait)
+
+    @staticmethod
+    def _leave(held: Credits, at: float) -> None:
+        """The head of ``held`` leaves it at ``at`` (it has its next room); the next packet heads it then."""
+        held.order.popleft()
+        held.head_free_at = at
+        if held.order:
+            nxt = held.order[0]
+            if nxt.at_front is not None:
+                event, nxt.at_front = nxt.at_front, None
+                event.succeed()
 
     def _dynamic_choice(self, node: int, dst: int, chunks: int) -> tuple[int, Credits | None]:
         """Take room on the least busy minimal link's dynamic channel, if any has room now."""

@@ -19,6 +19,7 @@ ROUNDED = {"alg_cpu_blocked_s"}
 UPC = {"payload_bytes": 64, "wire_bytes": 75, "local_overhead_cycles": 40.0, "remote_overhead_cycles": 60.0}
 
 PER_DIM = {"network.fifos": "per-dimension", "network.link_bytes_per_s": 1e7}
+IN_ORDER = {"network.buffer_order": "fifo", "network.link_bytes_per_s": 1e7}
 
 CASES = [
     # (algorithm, shape, updates per process, machine overrides, algorithm options)
@@ -37,6 +38,13 @@ CASES = [
     ("routed", "4x4x2", 600, {**PER_DIM, "network.topology": "torus"}, {}),
     ("routed", "4x2x2", 600, {**PER_DIM, "cpu.processes_per_node": 2}, {}),
     ("routed", "4x2x2", 600, {**PER_DIM, "network.topology": "torus", "network.routing": "adaptive"}, {}),
+    # buffers and injection FIFOs in hardware order (head-of-line blocking), slow links so that packets queue
+    ("one-packet", "4x4x2", 300, {**IN_ORDER, "network.topology": "torus"}, {}),
+    ("one-packet", "4x2x2", 300, {**IN_ORDER, **PER_DIM, "cpu.processes_per_node": 2}, {}),
+    ("one-packet", "4x4x2", 300, {**IN_ORDER, "network.topology": "torus", "network.routing": "adaptive"}, {}),
+    ("routed", "4x4x2", 600, {**IN_ORDER, **PER_DIM, "network.topology": "torus"}, {}),
+    ("routed", "4x2x2", 600, {**IN_ORDER, **PER_DIM, "cpu.processes_per_node": 2}, {}),
+    ("routed", "4x4x2", 600, {**IN_ORDER, **PER_DIM, "network.topology": "torus", "network.routing": "adaptive"}, {}),
 ]
 
 

@@ -34,6 +34,10 @@ CASES = [
     # FIFOs per dimension (and node-local)
     ("4x4x2", 600, {**SLOW, "network.topology": "torus", "network.fifos": "per-dimension"}, {}),
     ("4x2x2", 400, {**SLOW, "cpu.processes_per_node": 2, "network.fifos": "per-dimension"}, {"max_pending": 32}),
+    # buffers and FIFOs in hardware order (head-of-line blocking)
+    ("4x4x2", 600, {**SLOW, "network.topology": "torus", "network.buffer_order": "fifo"}, {}),
+    ("4x2x2", 400, {**SLOW, "cpu.processes_per_node": 2, "network.buffer_order": "fifo",
+                    "network.routing": "adaptive", "network.topology": "torus"}, {"max_pending": 32}),
 ]
 
 

@@ -186,6 +186,7 @@ class FastSimulation:
         groups = topo.ports // 2 + 1 if net.fifos == "per-dimension" else 1
         F = R * groups  # injection (and reception) FIFOs: rank * groups + group, as network.Network
         ip[c.I_FIFO_GROUPS] = groups
+        ip[c.I_ORDERED] = int(net.buffer_order == "fifo")
         ip[c.I_POOL_DYN], ip[c.I_POOL_INJ], ip[c.I_POOL_REC] = nlinks, 2 * nlinks, 2 * nlinks + F
         ip[c.I_TOTAL] = self.total_updates
         ip[c.I_MARK0], ip[c.I_MARK1] = (math.ceil(f * self.total_updates) for f in WINDOW)
@@ -202,6 +203,9 @@ class FastSimulation:
         pq[:2 * nlinks, c.PQ_FREE] = net.link_buffer_chunks
         pq[2 * nlinks:2 * nlinks + F, c.PQ_FREE] = net.injection_fifo_chunks
         pq[2 * nlinks + F:, c.PQ_FREE] = net.reception_fifo_chunks
+        # DEFER_SLOTS kept credit returns per pool, then (the last slot) the pool's front time (buffer_order)
+        dq = np.empty((npools, c.DEFER_SLOTS + 1, 2), dtype=np.int64)
+        dq[:, -1, :] = 0  # float bits of 0.0: nothing has left yet
         rk = np.zeros((R, c.RK_NET_COLS), dtype=np.int32)
         rk[:, c.RK_IN_HEAD] = -1
         packets = 4 * R + 2 * c.PACKET_MARGIN
@@ -217,7 +221,7 @@ class FastSimulation:
         lay = self.layout
         return {
             "pk": pk, "pf": np.zeros((packets, c.PF_COLS)),
-            "pq": pq, "dq": np.empty((npools, c.DEFER_SLOTS, 2), dtype=np.int64), "rk": rk,
+            "pq": pq, "dq": dq, "rk": rk,
             "lf": np.zeros((nlinks, 3)), "lb": np.zeros(nlinks, dtype=np.int64),
             "ip": ip, "fp": fp, "nbr": np.ascontiguousarray(topo.neighbor_array().ravel()),
             "coords": np.ascontiguousarray(topo.coords_array()),

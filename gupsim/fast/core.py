@@ -88,6 +88,8 @@ EV_HOP = 1      # a = packet: its head reached the next router (or it was just l
 EV_RESUME = 2   # a = packet: it was granted the room it waited for
 EV_TAIL = 3     # a = packet: its tail reached the destination
 EV_GIVE = 4     # a = pool, chunks in bits 3..7: credits return to a pool
+# 5 and 6 are the baseline kernel's own kinds
+EV_FRONT = 7    # a = packet: buffer_order fifo, it may head its buffer now (its state says which wait ended)
 
 URGENT, NORMAL = 0, 1  # SimPy's priorities: process initialisation before ordinary events
 # heap keys: priority in bit 62, the sequence number above the payload
@@ -104,13 +106,18 @@ _SEQ_FIELD = ((1 << _PRIO_BIT) - 1) ^ _PAYLOAD_MASK
 # ------------------------------------------------------------------ packet table columns
 PK_SRC, PK_DST, PK_CHUNKS, PK_WIRE, PK_PAYLOAD, PK_MSG, PK_N, PK_NODE = 0, 1, 2, 3, 4, 5, 6, 7
 PK_DIM, PK_HELD, PK_STATE, PK_NEXT, PK_LINK, PK_BUBBLE = 8, 9, 10, 11, 12, 13
-PK_COLS = 14
+# buffer_order fifo: the next packet in the order of the buffer this one holds room in
+PK_ONEXT = 14
+PK_COLS = 15
 PF_START, PF_ASKED = 0, 1
 PF_COLS = 2
 # pool table ``pq``, one 32-byte row per credit pool (what a request reads, in one cache line): heads and
 # tails of the continuing (0, 1) and entering (2, 3) waiters, how many credit returns are kept beside the
 # pool (deferred, in ``dq``), and its free chunks
 PQ_DEFERRED, PQ_FREE = 4, 5
+# buffer_order fifo: the packets holding room in the pool, oldest first (a list through PK_ONEXT); the time
+# its oldest packet may leave, the last departure, is kept as float bits in the pool's last ``dq`` slot
+PQ_OHEAD, PQ_OTAIL = 6, 7
 PQ_COLS = 8
 #: Deferred returns kept per pool (``dq[pool, :, :]``, its second axis); a return that finds them full goes
 #: into the heap.  0 defers nothing: every return is a heap event, as before deferring (tests compare the two).
@@ -119,6 +126,8 @@ PQ_COLS = 8
 DEFER_SLOTS = 8
 # packet states while waiting in a pool's queue
 W_NONE, W_LINK, W_REC, W_INJ = 0, 1, 2, 3
+# buffer_order fifo: waits to head its buffer (a departure wakes it), or for the departure time itself
+W_FRONT, W_FRONT_TIME = 4, 5
 
 # ------------------------------------------------------------------ rank table columns (network side)
 RK_IN_HEAD, RK_IN_TAIL, RK_IN_COUNT, RK_WAIT, RK_GRANTED = 0, 1, 2, 3, 4
@@ -146,8 +155,8 @@ N_COUNTERS = 32
 
 # ------------------------------------------------------------------ integer parameters
 I_PPN, I_X, I_Y, I_Z, I_WRAPS, I_BUBBLE, I_ADAPTIVE, I_NLINKS, I_NRANKS, I_MAXCH = range(10)
-I_POOL_DYN, I_POOL_INJ, I_POOL_REC, I_TOTAL, I_MARK0, I_MARK1, I_FIFO_GROUPS = range(10, 17)
-N_IPARAMS = 17
+I_POOL_DYN, I_POOL_INJ, I_POOL_REC, I_TOTAL, I_MARK0, I_MARK1, I_FIFO_GROUPS, I_ORDERED = range(10, 18)
+N_IPARAMS = 18
 F_RATE, F_CHUNK_S, F_ROUTER_S, F_CYCLE_S = range(4)
 N_FPARAMS = 4
 
@@ -736,10 +745,10 @@ def give_later(pk, pq, dq, rk, ip, hh, ctr, pool, chunks, now, delay):
         push(hh, ctr, now + delay, NORMAL, payload)
         return
     n = pq[pool, PQ_DEFERRED]
-    if n == dq.shape[1]:
+    if n == dq.shape[1] - 1:  # the last slot is the pool's front time (PQ_OHEAD)
         settle(pq, dq, ctr, pool)
         n = pq[pool, PQ_DEFERRED]
-        if n == dq.shape[1]:  # still full: this one goes into the heap, which is exact too
+        if n == dq.shape[1] - 1:  # still full: this one goes into the heap, which is exact too
             ctr[C_DEFER_FULL] += 1
             push(hh, ctr, now + delay, NORMAL, payload)
             return
@@ -893,6 +902,9 @@ def _go(pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, hh, ctr, p, link, pool, now):
     lf[link, 1] += serial
     lb[link] += pk[p, PK_WIRE]
     give_later(pk, pq, dq, rk, ip, hh, ctr, pk[p, PK_HELD], pk[p, PK_CHUNKS], now, start + serial - now)
+    if ip[I_ORDERED]:
+        leave(pk, pq, dq, hh, ctr, pk[p, PK_HELD], start, now)
+        order_append(pk, pq, pool, p)
     pk[p, PK_HELD] = pool
     pk[p, PK_LINK] = link  # the last link, once it has arrived: its reception FIFO group
     pf[p, PF_START] = start
@@ -901,8 +913,10 @@ def _go(pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, hh, ctr, p, link, pool, now):
 
 
 @njit(cache=True, _nrt=False)
-def _arrive(pk, pf, pq, rk, ip, fp, hh, ctr, p, now):
+def _arrive(pk, pf, pq, dq, rk, ip, fp, hh, ctr, p, now):
     """Room taken in the reception FIFO: wait for the tail."""
+    if ip[I_ORDERED]:
+        leave(pk, pq, dq, hh, ctr, pk[p, PK_HELD], now, now)
     serial = pk[p, PK_WIRE] / fp[F_RATE]
     tail = pf[p, PF_START] + serial + fp[F_ROUTER_S] - now
     if tail > 0:
@@ -939,6 +953,17 @@ def inbox_pop(pk, rk, r):
 @njit(cache=True, _nrt=False)
 def hop(pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, p, now):
     """One step of :meth:`Network._transit`: the head is at ``PK_NODE``."""
+    if ip[I_ORDERED]:
+        if pk[p, PK_LINK] < 0 and pk[p, PK_DIM] < 0 and pk[p, PK_HELD] >= ip[I_POOL_INJ]:
+            order_append(pk, pq, pk[p, PK_HELD], p)  # just launched: it enters its injection FIFO's order
+        if not front_ready(pk, pq, dq, hh, ctr, p, now):
+            return
+    hop_on(pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, p, now)
+
+
+@njit(cache=True, _nrt=False)
+def hop_on(pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, p, now):
+    """:func:`hop` once the packet may leave its buffer."""
     node = pk[p, PK_NODE]
     dst = pk[p, PK_DST] // ip[I_PPN]
     chunks = pk[p, PK_CHUNKS]
@@ -970,11 +995,65 @@ def hop(pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, p, now):
         return
     rec = rec_pool(pk, ip, p)
     if take(pq, dq, ctr, rec, chunks, 0):
-        _arrive(pk, pf, pq, rk, ip, fp, hh, ctr, p, now)
+        _arrive(pk, pf, pq, dq, rk, ip, fp, hh, ctr, p, now)
     else:
         pk[p, PK_STATE] = W_REC
         pk[p, PK_BUBBLE] = 0
         enqueue(pk, pq, dq, hh, ctr, rec, p, 0)
+
+
+# ------------------------------------------------------------------ buffer_order fifo
+# Network._wait_front and Network._leave: a packet may ask for its next room only once it heads the buffer
+# it holds room in (the injection FIFO first, then each link's buffer) and the packet before it has left.
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def order_append(pk, pq, pool, p):
+    pk[p, PK_ONEXT] = -1
+    if pq[pool, PQ_OHEAD] < 0:
+        pq[pool, PQ_OHEAD] = p
+    else:
+        pk[pq[pool, PQ_OTAIL], PK_ONEXT] = p
+    pq[pool, PQ_OTAIL] = p
+
+
+@njit(cache=True, _nrt=False)
+def leave(pk, pq, dq, hh, ctr, pool, at, now):
+    """The oldest packet of ``pool`` has its next room and leaves at ``at``; wake the next if it waits."""
+    nxt = pk[pq[pool, PQ_OHEAD], PK_ONEXT]
+    pq[pool, PQ_OHEAD] = nxt
+    dq[pool, dq.shape[1] - 1, 0] = _f2i(at)
+    if nxt >= 0 and pk[nxt, PK_STATE] == W_FRONT:
+        push(hh, ctr, now, NORMAL, nxt << 3 | EV_FRONT)
+
+
+@njit(cache=True, _nrt=False)
+def _front_time(pk, dq, hh, ctr, p, now):
+    """At the head of its buffer: go on now, or (False) wait for the departure of the packet before it."""
+    wait = _i2f(dq[pk[p, PK_HELD], dq.shape[1] - 1, 0]) - now
+    if wait > 0:
+        pk[p, PK_STATE] = W_FRONT_TIME
+        push(hh, ctr, now + wait, NORMAL, p << 3 | EV_FRONT)
+        return False
+    pk[p, PK_STATE] = W_NONE
+    return True
+
+
+@njit(cache=True, _nrt=False)
+def front_ready(pk, pq, dq, hh, ctr, p, now):
+    if pq[pk[p, PK_HELD], PQ_OHEAD] != p:
+        pk[p, PK_STATE] = W_FRONT
+        return False
+    return _front_time(pk, dq, hh, ctr, p, now)
+
+
+@njit(cache=True, _nrt=False)
+def front_event(pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, p, now):
+    """EV_FRONT: the packet before it left (check when), or that departure time has come (go on)."""
+    if pk[p, PK_STATE] == W_FRONT and not _front_time(pk, dq, hh, ctr, p, now):
+        return
+    pk[p, PK_STATE] = W_NONE
+    hop_on(pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, p, now)
 
 
 @njit(cache=True, _nrt=False)
@@ -987,7 +1066,7 @@ def resume(pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, hh, ctr, p, now):
         lf[link, 2] += now - pf[p, PF_ASKED]
         _go(pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, hh, ctr, p, link, link, now)
     else:
-        _arrive(pk, pf, pq, rk, ip, fp, hh, ctr, p, now)
+        _arrive(pk, pf, pq, dq, rk, ip, fp, hh, ctr, p, now)
 
 
 @njit(cache=True, _nrt=False)
@@ -999,6 +1078,8 @@ def network_event(kind, a, pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, 
         resume(pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, hh, ctr, a, now)
     elif kind == EV_TAIL:
         deliver(pk, pq, rk, ip, hh, ctr, a, now)
+    elif kind == EV_FRONT:
+        front_event(pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, a, now)
     else:
         give(pk, pq, rk, ip, hh, ctr, a >> 5, (a & 31), now)
 

@@ -23,7 +23,7 @@ from numba import njit
 
 from gupsim.fast import core as c
 
-PH_TOP, PH_SEND, PH_BLK_CHECK, PH_BLK_WOKE, PH_DRAIN, PH_DRAIN_RECV = range(6)
+PH_TOP, PH_SEND, PH_BLK_CHECK, PH_BLK_WOKE, PH_DRAIN, PH_DRAIN_RECV, PH_BLK_COND = range(7)
 # per-rank integer and float state
 CI_PHASE, CI_LEFT, CI_DEST, CI_BLK_PKT, CI_SENDS, CI_BLOCKED = range(6)
 CI_COLS = 6
@@ -114,11 +114,17 @@ def _cpu(r, now, ci, cf, ran, cost, ai, lay, pk, pf, pq, dq, rk, ip, fp, hh, ctr
                 cf[r, CF_BLOCKED_S] += now - cf[r, CF_BLK_START]
                 phase = PH_TOP
                 continue
-            ci[r, CI_PHASE] = PH_BLK_WOKE
+            ci[r, CI_PHASE] = PH_BLK_COND
             if rk[r, c.RK_IN_HEAD] >= 0:
                 c.push(hh, ctr, now, c.NORMAL, r << 3 | c.EV_CPU)
             else:
                 rk[r, c.RK_WAIT] = c.WAKE_INBOX | c.WAKE_GRANT
+            return
+        elif phase == PH_BLK_COND:
+            # SimPy's any_of([room, inbox]): the event that woke the CPU, then the condition's own event,
+            # which resumes it; events scheduled for this instant in between run before it does
+            ci[r, CI_PHASE] = PH_BLK_WOKE
+            c.push(hh, ctr, now, c.NORMAL, r << 3 | c.EV_CPU)
             return
         elif phase == PH_BLK_WOKE:
             _receive(r, now, ci, cf, cost, pk, pq, dq, rk, ip, fp, hh, ctr, wt)

@@ -23,7 +23,7 @@ from numba import njit
 
 from gupsim.fast import core as c
 
-PH_LOOP, PH_AFTER_FLUSH = 0, 1
+PH_LOOP, PH_AFTER_FLUSH, PH_COND = 0, 1, 2
 CI_PHASE, CI_LEFT, CI_PROGRESSED, CI_PENDING = range(4)
 CI_COLS = 4
 # per rank and dimension
@@ -133,6 +133,12 @@ def _cpu(r, now, ci, cf, rd, bv, bl, pv, rc, ran, ai, cost, tabs, lay, ac, wc,
          pk, pf, pq, dq, rk, ip, fp, hh, ctr, wt):
     nd = ai[A_NDIMS]
     cycle_s = fp[c.F_CYCLE_S]
+    if ci[r, CI_PHASE] == PH_COND:
+        # SimPy's any_of([inbox, room...]): the event that woke the CPU, then the condition's own event, which
+        # resumes it; events scheduled for this instant in between run before it does
+        ci[r, CI_PHASE] = PH_LOOP
+        c.push(hh, ctr, now, c.NORMAL, r << 3 | c.EV_CPU)
+        return
     resumed = ci[r, CI_PHASE] == PH_AFTER_FLUSH
     while True:
         if resumed:
@@ -220,7 +226,7 @@ def _cpu(r, now, ci, cf, rd, bv, bl, pv, rc, ran, ai, cost, tabs, lay, ac, wc,
                 return
         if not progressed:
             # Nothing to do until a packet arrives or (with a full bucket) the injection FIFO drains.
-            ci[r, CI_PHASE] = PH_LOOP
+            ci[r, CI_PHASE] = PH_COND
             # "can send a packet on dim": the injection FIFOs of the dimensions with a full bucket
             room = False
             groups = ip[c.I_FIFO_GROUPS]
