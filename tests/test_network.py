@@ -172,3 +172,24 @@ def test_adaptive_routing_on_the_one_way_ring_that_deadlocks_without_the_bubble(
         env.process(_sender(env, net, [net.make_packet(r, (r + 3) % 6, 256) for _ in range(80)]))
     env.run(until=1.0)
     assert net.packets_delivered == 480
+
+
+@pytest.mark.parametrize("order", ["pool", "fifo"])
+def test_in_fifo_order_a_packet_waits_behind_one_bound_for_a_busy_link(order):
+    """Head-of-line blocking: B (+y, a free link) is behind A (+x, busy with a long packet) in one FIFO."""
+    env, net, cfg = _net("mesh", (3, 2, 1), buffer_order=order, fifos="shared")  # one injection FIFO
+    log = []
+    for rank in (2, 3):
+        env.process(_consumer(env, net, rank, log))
+    long_ = net.make_packet(0, 2, 256)   # 8 chunks along +x
+    a = net.make_packet(0, 2, 8)         # +x: waits for the link until the long packet has left
+    b = net.make_packet(0, 3, 8)         # +y: its link is free
+    for pkt in (long_, a, b):
+        assert net.try_inject(pkt)
+    env.run(until=1e-3)
+    rate, router_s = cfg.link_bytes_per_s, cfg.router_delay_ns * 1e-9
+    arrived = {pkt: t for t, pkt in log}
+    one_hop = 44 / rate + router_s  # zero-load: the whole packet on one link, then the router
+    held_up = (256 + 12) / rate if order == "fifo" else 0.0  # A starts only once the long packet is through
+    assert arrived[b] == pytest.approx(held_up + one_hop, rel=1e-12)
+    assert arrived[a] > arrived[long_]
