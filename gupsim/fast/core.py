@@ -831,6 +831,12 @@ def fifo_group(ip, src, dst):
 
 
 @njit(cache=True, inline="always", _nrt=False)
+def dim_group(ip, d):
+    """:meth:`Network.dimension_fifos`: the injection FIFO group of a packet leaving along dimension ``d``."""
+    return d if ip[I_FIFO_GROUPS] > 1 else 0
+
+
+@njit(cache=True, inline="always", _nrt=False)
 def inj_pool(ip, src, dst):
     """:meth:`Network.injection_fifo`."""
     return ip[I_POOL_INJ] + src * ip[I_FIFO_GROUPS] + fifo_group(ip, src, dst)

@@ -232,8 +232,7 @@ def _cpu(r, now, ci, cf, rd, bv, bl, pv, rc, ran, ai, cost, tabs, lay, ac, wc,
             groups = ip[c.I_FIFO_GROUPS]
             for d in range(nd):
                 if rd[r, d, RD_FULL] >= 0:
-                    g = d if groups > 1 else 0
-                    if c.room(pq, dq, ctr, ip[c.I_POOL_INJ] + r * groups + g) >= ip[c.I_MAXCH]:
+                    if c.room(pq, dq, ctr, ip[c.I_POOL_INJ] + r * groups + c.dim_group(ip, d)) >= ip[c.I_MAXCH]:
                         room = True
             if rk[r, c.RK_IN_HEAD] >= 0 or room:
                 c.push(hh, ctr, now, c.NORMAL, r << 3 | c.EV_CPU)
@@ -242,7 +241,7 @@ def _cpu(r, now, ci, cf, rd, bv, bl, pv, rc, ran, ai, cost, tabs, lay, ac, wc,
                 # the FIFOs' returns must now wake this CPU: they become events again
                 for d in range(nd):
                     if rd[r, d, RD_FULL] >= 0:
-                        c.watch_room(pq, dq, rk, hh, ctr, ip, r, d if groups > 1 else 0)
+                        c.watch_room(pq, dq, rk, hh, ctr, ip, r, c.dim_group(ip, d))
             return
 
 
