@@ -31,8 +31,9 @@ CONTENDED = [
     ("routed", "4x2x2", 600, {**SLOW, "network.topology": "torus", "network.routing": "adaptive",
                               "cpu.processes_per_node": 2}, {}),
     ("routed", "4x4x2", 600, {**SLOW, "network.topology": "torus", "network.injection_fifo_chunks": 16}, {}),
+    # pool order: with fifo (bgl.yaml) this case's packets queue behind one another, never on a pool with returns kept
     ("baseline", "4x2x2", 400, {**SLOW, "network.topology": "torus", "network.routing": "adaptive",
-                                "cpu.processes_per_node": 2}, {}),
+                                "cpu.processes_per_node": 2, "network.buffer_order": "pool"}, {}),
     # FIFOs per dimension: a routed CPU watches several injection FIFOs at once
     ("routed", "4x4x2", 600, {**SLOW, "network.topology": "torus", "network.fifos": "per-dimension",
                               "cpu.processes_per_node": 2}, {}),
