@@ -117,7 +117,7 @@ PF_COLS = 2
 PQ_DEFERRED, PQ_FREE = 4, 5
 # buffer_order fifo: the packets holding room in the pool, oldest first (a list through PK_ONEXT); the time
 # its oldest packet may leave, the last departure, is kept as float bits in the pool's last ``dq`` slot
-PQ_OHEAD, PQ_OTAIL = 6, 7
+PQ_OHEAD, PQ_OTAIL = 6, 7  # the tail column must follow the head's (_append)
 PQ_COLS = 8
 #: Deferred returns kept per pool (``dq[pool, :, :]``, its second axis); a return that finds them full goes
 #: into the heap.  0 defers nothing: every return is a heap event, as before deferring (tests compare the two).
@@ -665,13 +665,19 @@ def take(pq, dq, ctr, pool, chunks, bubble):
 def enqueue(pk, pq, dq, hh, ctr, pool, p, cls):
     """Append packet ``p`` to the pool's continuing (0) or entering (1) queue."""
     reschedule(pq, dq, hh, ctr, pool)
-    pk[p, PK_NEXT] = -1
-    h, tl = 2 * cls, 2 * cls + 1
-    if pq[pool, h] < 0:
-        pq[pool, h] = p
+    _append(pk, pq, pool, p, 2 * cls, PK_NEXT)
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _append(pk, pq, pool, p, head, link):
+    """Append ``p`` to the pool's list whose head and tail are columns ``head`` and ``head + 1`` of its row,
+    linked through packet column ``link``."""
+    pk[p, link] = -1
+    if pq[pool, head] < 0:
+        pq[pool, head] = p
     else:
-        pk[pq[pool, tl], PK_NEXT] = p
-    pq[pool, tl] = p
+        pk[pq[pool, head + 1], link] = p
+    pq[pool, head + 1] = p
 
 
 @njit(cache=True, _nrt=False)
@@ -1015,12 +1021,7 @@ def hop_on(pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, p, now):
 
 @njit(cache=True, inline="always", _nrt=False)
 def order_append(pk, pq, pool, p):
-    pk[p, PK_ONEXT] = -1
-    if pq[pool, PQ_OHEAD] < 0:
-        pq[pool, PQ_OHEAD] = p
-    else:
-        pk[pq[pool, PQ_OTAIL], PK_ONEXT] = p
-    pq[pool, PQ_OTAIL] = p
+    _append(pk, pq, pool, p, PQ_OHEAD, PK_ONEXT)
 
 
 @njit(cache=True, _nrt=False)
