@@ -966,8 +966,10 @@ def inbox_pop(pk, rk, r):
 def hop(pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, p, now):
     """One step of :meth:`Network._transit`: the head is at ``PK_NODE``."""
     if ip[I_ORDERED]:
-        if pk[p, PK_LINK] < 0 and pk[p, PK_DIM] < 0 and pk[p, PK_HELD] >= ip[I_POOL_INJ]:
-            order_append(pk, pq, pk[p, PK_HELD], p)  # just launched: it enters its injection FIFO's order
+        # Still holding injection room means just launched (later hops hold link pools, and a packet that
+        # waits goes on in hop_on): it enters its injection FIFO's order, as Network._transit starts.
+        if pk[p, PK_HELD] >= ip[I_POOL_INJ]:
+            order_append(pk, pq, pk[p, PK_HELD], p)
         if not front_ready(pk, pq, dq, hh, ctr, p, now):
             return
     hop_on(pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, p, now)
