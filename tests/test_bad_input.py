@@ -87,7 +87,7 @@ def test_broken_machine_files_are_rejected_in_one_line(tmp_path, capsys, mutatio
         ["run", "--seed", "-1"], ["run", "--set", "clock_hz"], ["run", "--set", "=5"], ["run", "--set", "nosuch=1"],
         ["run", "--set", "clock_hz=zero"], ["run", "--set", "clock_hz=0"], ["run", "--set", "link_bytes_per_s=-1e6"],
         ["run", "--set", "chunk_bytes=0"], ["run", "--set", "max_chunks_per_packet=0"],
-        ["run", "--set", "link_buffer_chunks=1"], ["run", "--set", "topology=ring"], ["run", "--set", "routing=magic"],
+        ["run", "--set", "link_buffer_chunks=1"], ["run", "--set", "topology=ring"], ["run", "--set", "routing=magic"], ["run", "--set", "buffer_order=lifo"],
         ["run", "--set", "processes_per_node=9"], ["run", "--set", "network=3"], ["run", "--option", "foo=1"],
         ["run", "--option", "max_pending=2000"], ["run", "--option", "max_pending=0"], ["run", "--option", "noequals"],
         ["run", "--algorithm", "one-packet", "--option", "payload_bytes=4096"],
