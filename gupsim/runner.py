@@ -59,11 +59,13 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
-def simulate(run: RunConfig, observer: Any = None) -> tuple[Simulation, dict[str, Any]]:
+def simulate(run: RunConfig, observer: Any = None, checkpoint: Any = None) -> tuple[Simulation, dict[str, Any]]:
     """Build and run one simulation; return it (for inspection) and its record.
 
     ``observer`` (optional, e.g. :class:`gupsim.telemetry.Telemetry`) is attached
     to the built simulation before it runs and adds its results to the record.
+    ``checkpoint`` (a :class:`gupsim.fast.driver.Checkpoint`) keeps a fast run's state on disk as it goes
+    and resumes from it; the record's ``wall_s`` then counts the earlier pieces too.  SimPy runs ignore it.
     """
     from gupsim.fast import choose_engine, simulate_fast
 
@@ -72,9 +74,9 @@ def simulate(run: RunConfig, observer: Any = None) -> tuple[Simulation, dict[str
         raise GupsimError("telemetry (--links, --histograms, --sample-interval-s) needs the SimPy engine: "
                           "use --engine simpy or auto")
     if observer is None and choose_engine(run) == "fast":
-        fast = simulate_fast(run)
+        fast = simulate_fast(run, checkpoint)
         _check_counts(fast)
-        return fast, make_record(fast, time.perf_counter() - wall0) | {"engine": "fast"}
+        return fast, make_record(fast, time.perf_counter() - wall0 + fast.earlier_wall_s) | {"engine": "fast"}
     sim = Simulation(run)
     if observer is not None:
         observer.attach(sim)
@@ -101,8 +103,8 @@ def _check_counts(sim) -> None:
         )
 
 
-def run(run_config: RunConfig) -> dict[str, Any]:
-    return simulate(run_config)[1]
+def run(run_config: RunConfig, checkpoint: Any = None) -> dict[str, Any]:
+    return simulate(run_config, checkpoint=checkpoint)[1]
 
 
 def make_run_config(**fields: Any) -> RunConfig:

@@ -25,10 +25,18 @@ and by a digest of gupsim's source code (:func:`code_digest`).  A reproduction
 that is stopped and started again reuses the runs it finished, and only those
 made by the same code with the same configuration: editing a machine file or
 any module of ``gupsim/`` starts afresh.
+
+**Keeping unfinished runs.**  A fast run also saves its whole state to
+``cache_dir/checkpoints`` every ten minutes of wall time
+(:mod:`gupsim.fast.driver`), under the same key, and a restarted reproduction
+resumes it from there: a whole-machine row stopped near its end loses minutes,
+not the hour and a half it had run.  The file is deleted when the run ends;
+files left by other code are deleted when a pool starts.
 """
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import math
 import queue
@@ -51,19 +59,50 @@ def code_digest() -> str:
     return files_digest(PACKAGE_DIR.rglob("*.py"), PACKAGE_DIR, 16)
 
 
-def _run_keyed(config: RunConfig, key: str, code: str) -> dict[str, Any]:
+#: Wall seconds between two saves of an unfinished fast run's state.
+CHECKPOINT_EVERY_S = 600.0
+
+
+def _run_keyed(config: RunConfig, key: str, code: str, checkpoint: Any = None) -> dict[str, Any]:
     """``run(config)``; joblib keys the kept record by ``key`` (the configuration's JSON) and ``code``."""
-    return run(config)
+    return run(config, checkpoint=checkpoint)
+
+
+def checkpoint_for(config: RunConfig, cache_dir: str, code: str) -> Any:
+    """Where the unfinished state of ``config``'s fast run is kept: named by ``code`` and the configuration."""
+    from gupsim.fast.driver import Checkpoint
+
+    digest = hashlib.sha256(config.model_dump_json().encode()).hexdigest()[:20]
+    return Checkpoint(Path(cache_dir) / "checkpoints" / f"{code}-{digest}.npz", key=f"{code}-{digest}",
+                      every_s=CHECKPOINT_EVERY_S)
+
+
+def drop_stale_checkpoints(cache_dir: str, code: str) -> None:
+    """Delete the unfinished runs other code left: they can never be resumed, and can be gigabytes."""
+    for path in (Path(cache_dir) / "checkpoints").glob("*.npz*"):
+        if not path.name.startswith(f"{code}-"):
+            path.unlink(missing_ok=True)
+
+
+def _keeping(cache_dir: Path | None) -> tuple[str | None, str]:
+    """A pool's folder of kept runs (as text) and the code digest that keys them; other code's checkpoints
+    are dropped."""
+    if cache_dir is None:
+        return None, ""
+    code = code_digest()
+    drop_stale_checkpoints(str(cache_dir), code)
+    return str(cache_dir), code
 
 
 def cached_run(config: RunConfig, cache_dir: str | None, code: str) -> dict[str, Any]:
-    """The record of ``config``: from ``cache_dir`` if this code already ran it, else run and keep it."""
+    """The record of ``config``: from ``cache_dir`` if this code already ran it, else run (resuming its
+    checkpoint if one was kept) and keep it."""
     if cache_dir is None:
         return run(config)
     import joblib
 
-    keyed = joblib.Memory(cache_dir, verbose=0).cache(_run_keyed, ignore=["config"])
-    return keyed(config, config.model_dump_json(), code)
+    keyed = joblib.Memory(cache_dir, verbose=0).cache(_run_keyed, ignore=["config", "checkpoint"])
+    return keyed(config, config.model_dump_json(), code, checkpoint_for(config, cache_dir, code))
 
 
 class RunPool(Protocol):
@@ -81,8 +120,7 @@ class SerialPool:
     """Run every configuration in this process, in order (kept in ``cache_dir`` if given)."""
 
     def __init__(self, cache_dir: Path | None = None) -> None:
-        self.cache_dir = None if cache_dir is None else str(cache_dir)
-        self.code = code_digest() if cache_dir is not None else ""
+        self.cache_dir, self.code = _keeping(cache_dir)
 
     def records(self, configs: list[RunConfig]) -> list[dict[str, Any]]:
         return [cached_run(c, self.cache_dir, self.code) for c in configs]
@@ -101,8 +139,7 @@ class DaskPool:
 
     def __init__(self, client: Any, workers: int, cache_dir: Path | None = None) -> None:
         self.client = client
-        self.cache_dir = None if cache_dir is None else str(cache_dir)
-        self.code = code_digest() if cache_dir is not None else ""
+        self.cache_dir, self.code = _keeping(cache_dir)
         self._queue: queue.PriorityQueue = queue.PriorityQueue()
         self._order = itertools.count()  # ties: first come, first served
         self._threads = [threading.Thread(target=self._serve, daemon=True) for _ in range(workers)]

@@ -63,7 +63,7 @@ def test_kept_runs_are_reused_only_for_the_same_configuration_and_code(tmp_path,
     config = make_run_config(machine=bgl, shape="2x2x2", algorithm="baseline", updates_per_process=64)
     first = SerialPool(tmp_path).records([config])[0]
     calls = []
-    monkeypatch.setattr(runpool, "run", lambda c: calls.append(c) or {"gups": -1.0})
+    monkeypatch.setattr(runpool, "run", lambda c, checkpoint=None: calls.append(c) or {"gups": -1.0})
     assert SerialPool(tmp_path).records([config]) == [first]  # kept: not run again, the same record
     assert calls == []
     other = make_run_config(machine=bgl, shape="2x2x2", algorithm="baseline", updates_per_process=64, seed=1)
@@ -77,3 +77,44 @@ def test_code_digest_follows_the_source():
     from gupsim.runpool import code_digest
 
     assert code_digest() == code_digest() and len(code_digest()) == 16
+
+
+def test_a_pool_resumes_the_checkpoint_of_a_stopped_run_and_drops_other_codes(tmp_path, monkeypatch):
+    import gupsim.runpool as runpool
+    from gupsim.fast import driver
+
+    stale = tmp_path / "checkpoints" / "0123456789abcdef-0123.npz"  # left by other code
+    stale.parent.mkdir(parents=True)
+    stale.write_bytes(b"old state")
+    config = make_run_config(machine=load_machine("bgl"), shape="4x4x2", algorithm="routed",
+                             updates_per_process=256, engine="fast")
+    uncut = SerialPool().records([config])
+    SerialPool(tmp_path)  # a pool that keeps runs drops what other code left
+    assert not stale.exists()
+
+    class Stopped(Exception):
+        pass
+
+    real_save = driver.save
+    saves = []
+
+    def save_then_stop(*args):
+        real_save(*args)
+        saves.append(1)
+        if len(saves) == 3:
+            raise Stopped
+
+    monkeypatch.setattr(runpool, "CHECKPOINT_EVERY_S", 0.0)
+    monkeypatch.setattr(driver, "BATCH_EVENTS", 2000)
+    monkeypatch.setattr(driver, "save", save_then_stop)
+    with pytest.raises(Stopped):
+        SerialPool(tmp_path).records([config])
+    checkpoint = runpool.checkpoint_for(config, str(tmp_path), runpool.code_digest())
+    assert checkpoint.path.exists()
+    monkeypatch.setattr(driver, "save", real_save)
+    loads = []
+    real_load = driver.load
+    monkeypatch.setattr(driver, "load", lambda *a: loads.append(1) or real_load(*a))
+    resumed = SerialPool(tmp_path).records([config])
+    assert loads == [1] and not checkpoint.path.exists()
+    pd.testing.assert_frame_equal(_model(resumed), _model(uncut))

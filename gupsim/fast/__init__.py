@@ -11,7 +11,9 @@ the same model as compiled event loops over NumPy arrays (issue 4):
   bubble flow control, deterministic and adaptive routing, FIFOs), the event
   queue, and the HPCC generator and owner function bit for bit;
 * one module per algorithm with a kernel (:data:`KERNELS`), each a state
-  machine of the reference process, spending cycles in the same order.
+  machine of the reference process, spending cycles in the same order;
+* :mod:`gupsim.fast.driver`: runs a kernel batch by batch, and saves and
+  resumes a long run (checkpoints).
 
 **Engines.**  ``RunConfig.engine`` (``gupsim run --engine``) is ``simpy``,
 ``fast`` or ``auto`` (the default): the fast engine where a kernel exists
@@ -214,6 +216,7 @@ class FastSimulation:
         ctr[c.C_FREE_HEAD] = -1
         ctr[c.C_SEQ_LIMIT] = c.SEQ_CAP  # the bare heap's limit (heap_push), unused by the kernels' queue:
         ctr[c.C_RENUMBER_AT] = min(c.SEQ_LIMIT, c.SEQ_CAP - c.HEAP_MARGIN)  # they renumber between batches
+        ctr[c.C_PAUSE_AT] = np.iinfo(np.int64).max  # gupsim.fast.driver sets it before every batch
         c.link_free_list(pk, 0, packets, ctr)
         heap = 4 * R + 2 * c.HEAP_MARGIN
         hh = c.new_queue(heap, ctr, c.bucket_seconds(fp[c.F_CHUNK_S] + fp[c.F_ROUTER_S], R))
@@ -233,16 +236,17 @@ class FastSimulation:
 
     # ------------------------------------------------------------------ run
 
-    def execute(self) -> None:
+    def execute(self, checkpoint: Any = None, batch_events: int | None = None) -> None:
+        """Run to the end (resuming from ``checkpoint``, a :class:`gupsim.fast.driver.Checkpoint`, if saved)."""
+        from gupsim.fast import driver
+
         mod = self._module
-        arrays = self._arrays()
-        state = mod.prepare(self, self.algorithm.options)
-        args = {**arrays, **state}
-        names = mod.run.py_func.__code__.co_varnames[:mod.run.py_func.__code__.co_argcount]
-        now = mod.run(*(args[k] for k in names))
-        ctr, c = arrays["ctr"], self._c
+        a = self._arrays() | mod.prepare(self, self.algorithm.options)
+        now, self.earlier_wall_s = driver.drive(
+            mod, a, checkpoint, driver.BATCH_EVENTS if batch_events is None else batch_events)
+        ctr, c = a["ctr"], self._c
         if ctr[c.C_ERROR]:
-            raise SimulationError(mod.error_message(ctr[c.C_ERROR], state))
+            raise SimulationError(mod.error_message(ctr[c.C_ERROR], a))
         if not ctr[c.C_DONE]:
             raise SimulationError(f"fast engine: the event queue emptied at t={now:.6g} s with "
                                   f"{int(ctr[c.C_APPLIED]):,} of {self.total_updates:,} updates applied (deadlock)"
@@ -257,23 +261,24 @@ class FastSimulation:
                             "renumbered_deferred": int(ctr[c.C_RENUMBER_KEPT]),
                             "buckets_moved": int(ctr[c.C_MOVED])}
         self.applied = int(ctr[c.C_APPLIED])
-        self.generated = self.total_updates - mod.remaining(state)
-        self.window_times = [float(t) for t in arrays["wt"]]
-        self.window_counters = mod.window_counters(state)
-        lf, nlinks = arrays["lf"], arrays["ip"][c.I_NLINKS]
+        self.generated = self.total_updates - mod.remaining(a)
+        self.window_times = [float(t) for t in a["wt"]]
+        self.window_counters = mod.window_counters(a)
+        lf, nlinks = a["lf"], a["ip"][c.I_NLINKS]
         self.net = SimpleNamespace(
             cfg=self.net_cfg, topology=self.topology,
             packets_injected=int(ctr[c.C_INJECTED]), wire_bytes_injected=int(ctr[c.C_WIRE]),
             packets_delivered=int(ctr[c.C_DELIVERED]), packet_hops=int(ctr[c.C_HOPS]),
-            link_bytes=arrays["lb"][:nlinks], link_busy_s=lf[:, 1], link_blocked_s=lf[:, 2])
+            link_bytes=a["lb"][:nlinks], link_busy_s=lf[:, 1], link_blocked_s=lf[:, 2])
         self.net.link_stats = lambda: Network.link_stats(self.net)
-        for key, value in mod.counters(state).items():
+        for key, value in mod.counters(a).items():
             setattr(self.algorithm, key, value)
 
 
-def simulate_fast(run: RunConfig) -> FastSimulation:
+def simulate_fast(run: RunConfig, checkpoint: Any = None) -> FastSimulation:
+    """Run ``run`` on the fast engine (saving and resuming through ``checkpoint``: :mod:`gupsim.fast.driver`)."""
     sim = FastSimulation(run)
-    sim.execute()
+    sim.execute(checkpoint)
     return sim
 
 

@@ -418,10 +418,11 @@ def _send_done_event(r, now, ci, rk, hh, ctr):
     c.push(hh, ctr, now, c.NORMAL, r << 3 | c.EV_CPU)
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, nogil=True, _nrt=False)
 def _loop(ci, cf, ran, cost, ktab, tabs, ai, lay, ac, wc, ms, hk, hkey, hpos,
           pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, wt, now):
-    """Process events until done (True) or until a table needs to grow or the sequence to be renumbered (False)."""
+    """Process events until done (True), or until the batch ends (a table must grow, the sequence be
+    renumbered, or the driver pauses: False)."""
     while ctr[c.C_HEAP_N] > 0 and ctr[c.C_DONE] == 0:
         if c.needs_room(hh, ctr) or ac[AC_MSG_NFREE] < MSG_MARGIN:
             return now, False
@@ -452,30 +453,21 @@ def _loop(ci, cf, ran, cost, ktab, tabs, ai, lay, ac, wc, ms, hk, hkey, hpos,
             _isend(m, now, ci, ac, ms, tabs, ai, pk, pf, pq, dq, ip, hh, ctr)
         else:
             c.network_event(kind, a, pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, now)
-        if c.renumber_due(ctr):
+        if c.batch_over(ctr):
             return now, False
     return now, True
 
 
-@njit(cache=True, nogil=True)
-def run(ci, cf, ran, cost, ktab, tabs, ai, lay, ac, wc, ms, hk, hkey, hpos,
-        pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, wt):
-    """The event loop; returns the final time.  Renumbers, grows the heap, packet and message tables between batches."""
-    now = 0.0
-    while True:
-        now, finished = _loop(ci, cf, ran, cost, ktab, tabs, ai, lay, ac, wc, ms, hk, hkey, hpos,
-                              pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, wt, now)
-        if finished:
-            return c.settle_all(hh, ctr, pq, dq, now)
-        hh = c.between_batches(hh, ctr, pq, dq)
-        if ctr[c.C_NFREE] < c.PACKET_MARGIN:
-            old = pk.shape[0]
-            pk, pf = c.grow(pk, 2 * old), c.grow(pf, 2 * old)
-            c.link_free_list(pk, old, 2 * old, ctr)
-        if ac[AC_MSG_NFREE] < MSG_MARGIN:
-            old = ms.shape[0]
-            ms = c.grow(ms, 2 * old)
-            _link_messages(ms, ac, old, 2 * old)
+#: The per-packet tables (rows indexed by packet number): gupsim.fast.driver grows them together.
+PACKET_ARRAYS = ("pk", "pf")
+
+
+def grow_tables(a: dict) -> None:
+    """Between batches (gupsim.fast.driver): double the message table when fewer than MSG_MARGIN rows are free."""
+    if a["ac"][AC_MSG_NFREE] < MSG_MARGIN:
+        old = a["ms"].shape[0]
+        a["ms"] = c.grow(a["ms"], 2 * old)
+        _link_messages(a["ms"], a["ac"], old, 2 * old)
 
 
 def prepare(sim, options) -> dict:

@@ -151,6 +151,8 @@ C_LAZY, C_RESCHEDULED, C_DEFER_FULL, C_RENUMBERED, C_RENUMBER_KEPT = 16, 17, 18,
 # outside the heap, of them those in the calendar's slots (the rest overflow), the overflow's smallest bucket,
 # the far table's free list and high-water mark; statistics: buckets moved into the heap
 C_CUR, C_INV_W, C_FAR_N, C_CAL_N, C_OV_MIN, C_FAR_FREE, C_FAR_TOP, C_MOVED = 21, 22, 23, 24, 25, 26, 27, 28
+# a batch of events ends once C_EVENTS reaches this (gupsim.fast.driver: the points where a run can be saved)
+C_PAUSE_AT = 29
 N_COUNTERS = 32
 
 # ------------------------------------------------------------------ integer parameters
@@ -535,12 +537,13 @@ def needs_room(q, ctr):
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def renumber_due(ctr):
-    """True when the sequence number reached the kernels' renumbering point (checked after each event).
+def batch_over(ctr):
+    """True when the batch of events ends: the sequence number reached the kernels' renumbering point, or
+    the event count the driver's pause point (checked after each event).
 
     Checked after an event, not before, so that a loop always makes progress even when a test's limit is
     below the number of pending events."""
-    return ctr[C_SEQ] >= ctr[C_RENUMBER_AT]
+    return ctr[C_SEQ] >= ctr[C_RENUMBER_AT] or ctr[C_EVENTS] >= ctr[C_PAUSE_AT]
 
 
 @njit(cache=True)

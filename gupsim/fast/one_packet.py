@@ -143,9 +143,10 @@ def _cpu(r, now, ci, cf, ran, cost, ai, lay, pk, pf, pq, dq, rk, ip, fp, hh, ctr
             return
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, nogil=True, _nrt=False)
 def _loop(ci, cf, ran, cost, ai, lay, pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, wt, now):
-    """Process events until done (True) or until a table needs to grow (False)."""
+    """Process events until done (True), or until the batch ends (a table must grow, the sequence be
+    renumbered, or the driver pauses: False)."""
     while ctr[c.C_HEAP_N] > 0 and ctr[c.C_DONE] == 0:
         if c.needs_room(hh, ctr):
             return now, False
@@ -158,25 +159,13 @@ def _loop(ci, cf, ran, cost, ai, lay, pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, c
             _cpu(a, now, ci, cf, ran, cost, ai, lay, pk, pf, pq, dq, rk, ip, fp, hh, ctr, wt)
         else:
             c.network_event(kind, a, pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, now)
-        if c.renumber_due(ctr):
+        if c.batch_over(ctr):
             return now, False
     return now, True
 
 
-@njit(cache=True, nogil=True)
-def run(ci, cf, ran, cost, ai, lay, pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, wt):
-    """The event loop; returns the final time.  Renumbers, grows the heap and packet tables between batches."""
-    now = 0.0
-    while True:
-        now, finished = _loop(ci, cf, ran, cost, ai, lay, pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr,
-                              wt, now)
-        if finished:
-            return c.settle_all(hh, ctr, pq, dq, now)
-        hh = c.between_batches(hh, ctr, pq, dq)
-        if ctr[c.C_NFREE] < c.PACKET_MARGIN:
-            old = pk.shape[0]
-            pk, pf = c.grow(pk, 2 * old), c.grow(pf, 2 * old)
-            c.link_free_list(pk, old, 2 * old, ctr)
+#: The per-packet tables (rows indexed by packet number): gupsim.fast.driver grows them together.
+PACKET_ARRAYS = ("pk", "pf")
 
 
 def prepare(sim, options) -> dict:

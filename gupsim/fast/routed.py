@@ -265,10 +265,11 @@ def _flush_partial(r, now, ci, cf, rd, bv, bl, pv, rc, ai, tabs, ac, pk, pf, pq,
     return True
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, nogil=True, _nrt=False)
 def _loop(ci, cf, rd, bv, bl, pv, rc, ran, ai, cost, tabs, lay, ac, wc,
         pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, wt, now):
-    """Process events until done (True) or until a table needs to grow or the sequence to be renumbered (False)."""
+    """Process events until done (True), or until the batch ends (a table must grow, the sequence be
+    renumbered, or the driver pauses: False)."""
     while ctr[c.C_HEAP_N] > 0 and ctr[c.C_DONE] == 0 and ctr[c.C_ERROR] == 0:
         if c.needs_room(hh, ctr):
             return now, False
@@ -282,26 +283,14 @@ def _loop(ci, cf, rd, bv, bl, pv, rc, ran, ai, cost, tabs, lay, ac, wc,
                  pk, pf, pq, dq, rk, ip, fp, hh, ctr, wt)
         else:
             c.network_event(kind, a, pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, now)
-        if c.renumber_due(ctr):
+        if c.batch_over(ctr):
             return now, False
     return now, True
 
 
-@njit(cache=True, nogil=True)
-def run(ci, cf, rd, bv, bl, pv, rc, ran, ai, cost, tabs, lay, ac, wc,
-        pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, wt):
-    """The event loop; returns the final time.  Renumbers, grows the heap and packet tables between batches."""
-    now = 0.0
-    while True:
-        now, finished = _loop(ci, cf, rd, bv, bl, pv, rc, ran, ai, cost, tabs, lay, ac, wc,
-                              pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, wt, now)
-        if finished:
-            return c.settle_all(hh, ctr, pq, dq, now)
-        hh = c.between_batches(hh, ctr, pq, dq)
-        if ctr[c.C_NFREE] < c.PACKET_MARGIN:
-            old = pk.shape[0]
-            pk, pf, pv = c.grow(pk, 2 * old), c.grow(pf, 2 * old), c.grow(pv, 2 * old)
-            c.link_free_list(pk, old, 2 * old, ctr)
+#: The per-packet tables (rows indexed by packet number; ``pv`` holds each packet's updates):
+#: gupsim.fast.driver grows them together.
+PACKET_ARRAYS = ("pk", "pf", "pv")
 
 
 def prepare(sim, options) -> dict:

@@ -1,0 +1,125 @@
+"""Run a compiled kernel batch by batch; keep a long run's state on disk and resume it (issue 4).
+
+Every kernel of :data:`gupsim.fast.KERNELS` is a compiled loop, ``_loop``,
+that processes events until its batch ends: a table must grow, the sequence
+numbers must be renumbered, or the event count reached the driver's pause
+point (``core.C_PAUSE_AT``, every :data:`BATCH_EVENTS` events).  Between
+batches this driver, in Python, renumbers when due, grows the tables that are
+short of room, and, once every ``Checkpoint.every_s`` seconds of wall time,
+writes the whole state of the run (its arrays and the simulated time) to one
+``.npz`` file.  Started again with the same checkpoint, the run resumes from
+that file instead of from the beginning, and the file is deleted when the run
+ends.
+
+Why it is safe: a batch ends between two events, and what happens between
+batches is what the kernel's own batch ends do (renumbering and growing are
+done only when due), so a run cut into any number of batches, or stopped and
+resumed from a file, gives the uncut run's record bit for bit
+(``tests/test_fast_checkpoint.py``).  Why it is needed: seed 000 Table 4's
+65,536-node row is about an hour and a half of CPU, at the length of a working
+session on a shared box; a run lost near its end was lost whole.
+
+A saved state belongs to one run made by one version of the code: the file
+carries the caller's key (:attr:`Checkpoint.key`) and a file with another key,
+or other tables, is refused in one line.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+
+from gupsim.errors import GupsimError
+from gupsim.fast import core as c
+
+#: Events per batch: the driver gets control back every few seconds of a whole-machine run.
+BATCH_EVENTS = 1 << 24
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """Where a run's state is kept, the key that names the run and its code, and how often it is saved."""
+
+    path: Path
+    key: str
+    every_s: float = 600.0
+
+
+def drive(mod: ModuleType, a: dict, checkpoint: Checkpoint | None = None,
+          batch_events: int = BATCH_EVENTS) -> tuple[float, float]:
+    """Run kernel module ``mod`` on state ``a`` (updated in place) to its end.
+
+    Returns the final simulated time and the wall seconds spent on this run before this call (by the
+    processes whose checkpoint it resumed; 0 for a fresh run)."""
+    if batch_events < 1:
+        raise GupsimError(f"batch_events must be at least 1 (got {batch_events})")
+    code = mod._loop.py_func.__code__
+    names = code.co_varnames[:code.co_argcount - 1]  # the last argument is the time
+    now, earlier_s = 0.0, 0.0
+    if checkpoint is not None and checkpoint.path.exists():
+        now, earlier_s = load(checkpoint, a)
+    started = saved = time.monotonic()
+    while True:
+        ctr = a["ctr"]
+        ctr[c.C_PAUSE_AT] = ctr[c.C_EVENTS] + batch_events
+        now, finished = mod._loop(*(a[k] for k in names), now)
+        if finished:
+            now = c.settle_all(a["hh"], ctr, a["pq"], a["dq"], now)
+            break
+        _between_batches(mod, a)
+        if checkpoint is not None and time.monotonic() - saved >= checkpoint.every_s:
+            save(checkpoint, a, now, earlier_s + time.monotonic() - started)
+            saved = time.monotonic()
+    if checkpoint is not None:
+        checkpoint.path.unlink(missing_ok=True)
+    return now, earlier_s
+
+
+def _between_batches(mod: ModuleType, a: dict) -> None:
+    """Renumber when due, keep the queue's margin, and double the per-packet tables when short of rows."""
+    ctr = a["ctr"]
+    a["hh"] = c.between_batches(a["hh"], ctr, a["pq"], a["dq"])
+    if ctr[c.C_NFREE] < c.PACKET_MARGIN:
+        old = a["pk"].shape[0]
+        for name in mod.PACKET_ARRAYS:
+            a[name] = c.grow(a[name], 2 * old)
+        c.link_free_list(a["pk"], old, 2 * old, ctr)
+    grow_tables = getattr(mod, "grow_tables", None)  # a kernel's own tables (baseline: its messages)
+    if grow_tables is not None:
+        grow_tables(a)
+
+
+def save(checkpoint: Checkpoint, a: dict, now: float, wall_s: float) -> None:
+    """Write the state to ``checkpoint.path`` atomically (a stopped save leaves the previous file whole)."""
+    arrays = {f"hh{i}" if name == "hh" else name: x
+              for name, value in a.items() for i, x in (enumerate(value) if name == "hh" else [(0, value)])}
+    path = Path(checkpoint.path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".part")
+    with open(tmp, "wb") as f:
+        np.savez(f, _key=np.array(checkpoint.key), _now=np.array(now), _wall_s=np.array(wall_s), **arrays)
+    os.replace(tmp, path)
+
+
+def load(checkpoint: Checkpoint, a: dict) -> tuple[float, float]:
+    """Replace the arrays of ``a`` by the saved ones; return the saved time and wall seconds."""
+    path = checkpoint.path
+    with np.load(path, allow_pickle=False) as z:
+        saved = {name: z[name] for name in z.files}
+    key = str(saved.pop("_key"))
+    if key != checkpoint.key:
+        raise GupsimError(f"checkpoint {path} belongs to another run or another gupsim "
+                          f"(key {key[:12]}, this run's {checkpoint.key[:12]}): delete it to start afresh")
+    now, wall_s = float(saved.pop("_now")), float(saved.pop("_wall_s"))
+    queue = sorted(k for k in saved if k.startswith("hh"))
+    expected = set(a) - {"hh"}
+    if set(saved) - set(queue) != expected or len(queue) != len(a["hh"]):
+        raise GupsimError(f"checkpoint {path} does not hold this kernel's tables: delete it to start afresh")
+    a.update({k: saved[k] for k in expected})
+    a["hh"] = tuple(saved[k] for k in queue)
+    return now, wall_s

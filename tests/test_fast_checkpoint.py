@@ -1,0 +1,99 @@
+"""A fast run cut into batches, or stopped and resumed from a checkpoint, is the uncut run bit for bit.
+
+gupsim.fast.driver runs a kernel batch by batch and can keep its state in a
+file; these tests cut small runs of every kernel into many short batches, and
+stop a run after it saved its state (as a killed process would), then resume
+it from the file.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from gupsim.config import load_machine
+from gupsim.errors import GupsimError
+from gupsim.fast import KERNELS, FastSimulation, driver
+from gupsim.runner import make_record, make_run_config
+
+VOLATILE = {"wall_s", "peak_rss_mb", "events_per_s"}
+
+
+class Stopped(Exception):
+    """Stands for the process being killed after a save."""
+
+
+def _config(algorithm, updates=200):
+    machine = load_machine("bgl", {"network.topology": "torus"})
+    return make_run_config(machine=machine, shape="4x4x2", algorithm=algorithm, updates_per_process=updates,
+                           engine="fast")
+
+
+def _record(config, checkpoint=None, batch_events=None):
+    sim = FastSimulation(config)
+    sim.execute(checkpoint, batch_events)
+    record = make_record(sim, 0.0)
+    return {k: v for k, v in record.items() if k not in VOLATILE}, sim
+
+
+@pytest.mark.parametrize("algorithm", sorted(KERNELS))
+def test_a_run_cut_into_short_batches_is_the_uncut_run(algorithm):
+    config = _config(algorithm)
+    uncut, sim = _record(config)
+    assert uncut["events"] > 50 * 97  # many pauses below
+    assert _record(config, batch_events=97)[0] == uncut
+
+
+@pytest.mark.parametrize("algorithm", sorted(KERNELS))
+def test_a_run_stopped_after_a_save_resumes_from_it_to_the_same_record(algorithm, tmp_path, monkeypatch):
+    config = _config(algorithm)
+    uncut, _ = _record(config)
+    checkpoint = driver.Checkpoint(tmp_path / "run.npz", key="this run", every_s=0.0)  # saved every batch
+    saves = []
+    real_save = driver.save
+
+    def save_then_stop(*args):
+        real_save(*args)
+        saves.append(args[2])  # the simulated time saved
+        if len(saves) == 5:
+            raise Stopped
+
+    monkeypatch.setattr(driver, "save", save_then_stop)
+    with pytest.raises(Stopped):
+        _record(config, checkpoint, batch_events=311)
+    assert checkpoint.path.exists()
+    monkeypatch.setattr(driver, "save", real_save)
+
+    loaded = []
+    real_load = driver.load
+    monkeypatch.setattr(driver, "load", lambda *a: loaded.append(1) or real_load(*a))
+    resumed, sim = _record(config, checkpoint, batch_events=311)
+    assert loaded == [1] and saves[-1] > 0
+    assert sim.earlier_wall_s > 0  # the record's wall time counts the stopped piece
+    assert resumed == uncut
+    assert not checkpoint.path.exists()  # a finished run leaves no state behind
+
+
+def test_a_checkpoint_of_another_run_is_refused_in_one_line(tmp_path, monkeypatch):
+    config = _config("one-packet", updates=64)
+    checkpoint = driver.Checkpoint(tmp_path / "run.npz", key="run A", every_s=0.0)
+
+    def save_then_stop(*args):
+        real_save(*args)
+        raise Stopped
+
+    real_save = driver.save
+    monkeypatch.setattr(driver, "save", save_then_stop)
+    with pytest.raises(Stopped):
+        _record(config, checkpoint, batch_events=101)
+    other = driver.Checkpoint(checkpoint.path, key="run B")
+    with pytest.raises(GupsimError, match="belongs to another run") as info:
+        _record(config, other)
+    assert "\n" not in str(info.value)
+    # the same key, but another kernel's tables (a file made by other code under a stale key)
+    with pytest.raises(GupsimError, match="does not hold this kernel's tables"):
+        _record(_config("routed", updates=64), checkpoint)
+
+
+def test_a_batch_must_hold_an_event():
+    with pytest.raises(GupsimError, match="batch_events"):
+        _record(_config("one-packet", updates=16), batch_events=0)
