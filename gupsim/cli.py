@@ -46,8 +46,12 @@ def cli() -> None:
 @click.option("--histograms", is_flag=True, help="add updates-per-packet/-message histograms to the record")
 @click.option("--sample-interval-s", type=click.FloatRange(min=0, min_open=True), default=None,
               help="sample throttling and SBF this often (simulated seconds)")
+@click.option("--checkpoint", "checkpoint_path", default=None, type=click.Path(dir_okay=False),
+              help="keep the fast run's state in this file as it goes; the same command resumes from it")
+@click.option("--checkpoint-every-s", default=600.0, show_default=True, type=click.FloatRange(min=0),
+              help="wall seconds between two saves of --checkpoint")
 def run(machine, shape, algorithm, updates, seed, sets, options, log2_table_size, verify, engine, as_json,
-        links, histograms, sample_interval_s) -> None:
+        links, histograms, sample_interval_s, checkpoint_path, checkpoint_every_s) -> None:
     """Simulate one run and print its record."""
     from gupsim.config import load_machine, parse_set_options
     from gupsim.reporting import format_record, to_json
@@ -59,7 +63,8 @@ def run(machine, shape, algorithm, updates, seed, sets, options, log2_table_size
                           verify=verify, log2_table_size=log2_table_size,
                           algorithm_options=_key_values(options, "--option"), engine=engine)
     telemetry = Telemetry(links=links, histograms=histograms, sample_interval_s=sample_interval_s)
-    sim, record = simulate(cfg, telemetry if telemetry.wanted else None)
+    checkpoint = _checkpoint(cfg, checkpoint_path, checkpoint_every_s, telemetry.wanted)
+    sim, record = simulate(cfg, telemetry if telemetry.wanted else None, checkpoint)
     if verify:
         result = sim.verify()
         record |= {"verify_errors": result.errors, "verify_table_size": result.table_size,
@@ -67,6 +72,22 @@ def run(machine, shape, algorithm, updates, seed, sets, options, log2_table_size
     click.echo(to_json(record) if as_json else format_record(record))
     if verify and not record["verify_passed"]:
         sys.exit(1)
+
+
+def _checkpoint(cfg: Any, path: str | None, every_s: float, telemetry: bool) -> Any:
+    """``gupsim run --checkpoint``: where and how often the fast engine keeps the run's state."""
+    if path is None:
+        return None
+    from pathlib import Path
+
+    from gupsim.fast import choose_engine
+    from gupsim.fast.driver import Checkpoint
+    from gupsim.runpool import code_digest, run_key
+
+    if telemetry or choose_engine(cfg) != "fast":
+        raise GupsimError("--checkpoint needs the fast engine (this run would use SimPy: "
+                          "no telemetry options, and an algorithm with a fast kernel)")
+    return Checkpoint(Path(path), key=run_key(cfg, code_digest()), every_s=every_s)
 
 
 @cli.command()

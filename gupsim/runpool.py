@@ -68,13 +68,17 @@ def _run_keyed(config: RunConfig, key: str, code: str, checkpoint: Any = None) -
     return run(config, checkpoint=checkpoint)
 
 
+def run_key(config: RunConfig, code: str) -> str:
+    """The name of one run made by one version of the code: ``code`` and a hash of the configuration."""
+    return f"{code}-{hashlib.sha256(config.model_dump_json().encode()).hexdigest()[:20]}"
+
+
 def checkpoint_for(config: RunConfig, cache_dir: str, code: str) -> Any:
-    """Where the unfinished state of ``config``'s fast run is kept: named by ``code`` and the configuration."""
+    """Where the unfinished state of ``config``'s fast run is kept, under ``cache_dir``."""
     from gupsim.fast.driver import Checkpoint
 
-    digest = hashlib.sha256(config.model_dump_json().encode()).hexdigest()[:20]
-    return Checkpoint(Path(cache_dir) / "checkpoints" / f"{code}-{digest}.npz", key=f"{code}-{digest}",
-                      every_s=CHECKPOINT_EVERY_S)
+    key = run_key(config, code)
+    return Checkpoint(Path(cache_dir) / "checkpoints" / f"{key}.npz", key=key, every_s=CHECKPOINT_EVERY_S)
 
 
 def drop_stale_checkpoints(cache_dir: str, code: str) -> None:

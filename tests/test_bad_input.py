@@ -99,6 +99,8 @@ def test_broken_machine_files_are_rejected_in_one_line(tmp_path, capsys, mutatio
         ["reproduce"], ["reproduce", "bgl-nope"], ["nosuchcommand"], ["run", "--nosuchflag"],
         ["run", "--set", "mpi.latency_large_bytes=4"], ["run", "--set", "cpu.raw_device_cycle_table=missing.csv"],
         ["run", "--set", "send_share=1.5"],
+        ["run", "--engine", "simpy", "--checkpoint", "state.npz"], ["run", "--checkpoint-every-s", "-1"],
+        ["run", "--links", "--checkpoint", "state.npz"],
     ],
 )
 def test_broken_command_lines_are_rejected_in_one_line(capsys, argv):

@@ -94,6 +94,15 @@ def test_a_checkpoint_of_another_run_is_refused_in_one_line(tmp_path, monkeypatc
         _record(_config("routed", updates=64), checkpoint)
 
 
+@pytest.mark.parametrize("content", [b"", b"not a checkpoint", b"PK\x03\x04 truncated"])
+def test_an_unreadable_checkpoint_is_refused_in_one_line(tmp_path, content):
+    path = tmp_path / "run.npz"
+    path.write_bytes(content)
+    with pytest.raises(GupsimError, match="not a readable gupsim checkpoint") as info:
+        _record(_config("one-packet", updates=16), driver.Checkpoint(path, key="k"))
+    assert "\n" not in str(info.value)
+
+
 def test_a_batch_must_hold_an_event():
     with pytest.raises(GupsimError, match="batch_events"):
         _record(_config("one-packet", updates=16), batch_events=0)

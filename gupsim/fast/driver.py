@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import os
 import time
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -109,9 +110,13 @@ def save(checkpoint: Checkpoint, a: dict, now: float, wall_s: float) -> None:
 def load(checkpoint: Checkpoint, a: dict) -> tuple[float, float]:
     """Replace the arrays of ``a`` by the saved ones; return the saved time and wall seconds."""
     path = checkpoint.path
-    with np.load(path, allow_pickle=False) as z:
-        saved = {name: z[name] for name in z.files}
-    key = str(saved.pop("_key"))
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            saved = {name: z[name] for name in z.files}
+        key = str(saved.pop("_key"))
+    except (OSError, EOFError, ValueError, KeyError, zipfile.BadZipFile) as exc:
+        raise GupsimError(f"checkpoint {path} is not a readable gupsim checkpoint ({exc}): delete it to start "
+                          "afresh") from None
     if key != checkpoint.key:
         raise GupsimError(f"checkpoint {path} belongs to another run or another gupsim "
                           f"(key {key[:12]}, this run's {checkpoint.key[:12]}): delete it to start afresh")
