@@ -21,10 +21,12 @@ objects stay in the worker).
 
 **Keeping finished runs.**  With a ``cache_dir`` every record is written there
 (by joblib's ``Memory``) the moment its run ends, keyed by the configuration
-and by a digest of gupsim's source code (:func:`code_digest`).  A reproduction
-that is stopped and started again reuses the runs it finished, and only those
-made by the same code with the same configuration: editing a machine file or
-any module of ``gupsim/`` starts afresh.
+and by a digest of gupsim's model code (:func:`code_digest`: every module but
+those that only present, schedule or store results).  A reproduction that is
+stopped and started again reuses the runs it finished, and only those made by
+the same model code with the same configuration: editing a machine file or a
+model module starts afresh; editing the command line, the plots or this
+module does not.
 
 **Keeping unfinished runs.**  A fast run also saves its whole state to
 ``cache_dir/checkpoints`` every ten minutes of wall time
@@ -54,9 +56,17 @@ from gupsim.validation import files_digest
 PACKAGE_DIR = Path(__file__).resolve().parent
 
 
+#: Modules that only present, schedule or store results.  A run's record does not depend on them (a run
+#: never imports them: tests/test_runpool.py), so editing them keeps the kept runs and checkpoints.
+PRESENTATION_MODULES = frozenset({"cli.py", "plots.py", "reference_docs.py", "reporting.py", "runpool.py",
+                                  "store.py", "sweep.py", "validation.py"})
+
+
 def code_digest() -> str:
-    """A hash of gupsim's source files: a kept record is reused only by the code that made it."""
-    return files_digest(PACKAGE_DIR.rglob("*.py"), PACKAGE_DIR, 16)
+    """A hash of gupsim's source files but the presentation modules: a kept record is reused only by the
+    model code that made it."""
+    model = [p for p in PACKAGE_DIR.rglob("*.py") if p.relative_to(PACKAGE_DIR).as_posix() not in PRESENTATION_MODULES]
+    return files_digest(model, PACKAGE_DIR, 16)
 
 
 #: Wall seconds between two saves of an unfinished fast run's state.
