@@ -146,7 +146,8 @@ class DaskPool:
     Several experiments call :meth:`records` from their own threads at once; their runs wait in one
     queue ordered by :func:`run_cost` and go to the cluster only when a worker is free.  (Submitting
     everything to Dask at once let it queue a small task behind an hour-long one on a busy worker while
-    the other worker sat idle: docs/performance.md.)  A whole task that is not a list of runs (an
+    the other worker sat idle: docs/performance.md.)  A configuration asked for by several tables runs
+    once.  A whole task that is not a list of runs (an
     experiment without a pool) takes its place in the same queue (:meth:`call`).  Workers keep
     each record in ``cache_dir`` as their run ends (see the module docstring).
     """
@@ -156,6 +157,8 @@ class DaskPool:
         self.cache_dir, self.code = _keeping(cache_dir)
         self._queue: queue.PriorityQueue = queue.PriorityQueue()
         self._order = itertools.count()  # ties: first come, first served
+        self._runs: dict[str, Future] = {}  # every run asked for, by configuration: each is queued once
+        self._lock = threading.Lock()
         self._threads = [threading.Thread(target=self._serve, daemon=True) for _ in range(workers)]
         for t in self._threads:
             t.start()
@@ -177,8 +180,16 @@ class DaskPool:
         return result
 
     def records(self, configs: list[RunConfig]) -> list[dict[str, Any]]:
-        futures = [self.call(run_cost(c), cached_run, c, self.cache_dir, self.code) for c in configs]
-        return [f.result() for f in futures]
+        futures = [self._run(c) for c in configs]
+        return [dict(f.result()) for f in futures]  # a copy each: two tables may share one run
+
+    def _run(self, config: RunConfig) -> Future:
+        """The run of ``config``, queued once however many tables ask for it (they ask from their threads)."""
+        key = config.model_dump_json()
+        with self._lock:
+            if key not in self._runs:
+                self._runs[key] = self.call(run_cost(config), cached_run, config, self.cache_dir, self.code)
+            return self._runs[key]
 
     def close(self) -> None:
         """Stop serving: runs still queued fail (so nobody waits on them), running ones end with the client."""

@@ -99,15 +99,31 @@ def test_upc_simulated_rows_meet_their_target_and_the_limit_is_eq2(quick_results
     assert limit == pytest.approx(2 * 65536 / 75 * (1 / 16) * 175e6 / 1e9)
 
 
+def test_vnmode_co_processor_runs_are_table4s_rows():
+    """bgl-vnmode asks the pool for Table 4's co-processor runs itself: the same configurations, so that
+    kept runs and one pool serve both tables with one run each."""
+    from gupsim.config import load_machine
+    from gupsim.validation import bgl_partition_shapes, load_experiment
+
+    table4, vnmode = load_experiment("bgl-table4"), load_experiment("bgl-vnmode")
+    shapes = bgl_partition_shapes()
+    assert (table4.UPDATES, table4.QUICK_UPDATES) == (vnmode.UPDATES, vnmode.QUICK_UPDATES)
+    for n in vnmode.FULL_SIZES + vnmode.QUICK_SIZES:
+        assert vnmode.co_config(shapes[n], vnmode.UPDATES).model_dump_json() == \
+            table4._config(load_machine("bgl"), shapes[n], table4.UPDATES).model_dump_json()
+
+
 def test_experiments_run_in_parallel_give_the_same_tables(quick_results):
     """``gupsim reproduce --jobs 2`` runs rows (tables that take a pool) and whole tables (the others) on
     Dask workers, a dependent table after its input; the numbers do not change."""
     from gupsim.validation import load_experiment, takes_pool
 
-    names = ["bgl-vnmode", "bgl-table2", "bgp-fig2"]  # bgl-vnmode needs bgl-table4: both take a pool
+    names = ["bgl-figure3", "bgl-vnmode", "bgl-table2", "bgp-fig2"]  # figure 3 needs tables 3 and 4
     assert [takes_pool(load_experiment(n)) for n in ("bgl-table4", "bgl-vnmode", "bgl-table2")] == [True, True, False]
     parallel = run_experiments(names, quick=True, jobs=2)
-    assert [c.name for c in parallel] == ["bgl-table4", "bgl-vnmode", "bgl-table2", "bgp-fig2"]
+    done = [c.name for c in parallel]
+    assert sorted(done) == sorted(names + ["bgl-table3", "bgl-table4"])
+    assert done.index("bgl-table3") < done.index("bgl-figure3") and done.index("bgl-table4") < done.index("bgl-figure3")
     for c in parallel:
         pd.testing.assert_frame_equal(quick_results[c.name].frame, c.frame)
 

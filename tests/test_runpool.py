@@ -46,6 +46,35 @@ def test_dask_pool_returns_the_serial_records_in_order_and_hands_errors_back():
     pd.testing.assert_frame_equal(_model(parallel), _model(serial))
 
 
+def _counted_run(config, cache_dir, code):
+    with open(f"{cache_dir}/calls", "a") as f:  # Dask pickles the task: count in a file
+        f.write("run\n")
+    return {"gups": 1.0}
+
+
+def test_dask_pool_runs_a_configuration_asked_for_by_two_tables_once(monkeypatch, tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    import gupsim.runpool as runpool
+    from gupsim.sweep import open_client
+
+    monkeypatch.setattr(runpool, "cached_run", _counted_run)
+    config = _configs()[0]
+    client = open_client(None, 2, processes=False)
+    try:
+        pool = DaskPool(client, 2)
+        pool.cache_dir = str(tmp_path)  # where _counted_run counts (no kept runs: cached_run is replaced)
+        with ThreadPoolExecutor(2) as tables:
+            first, second = tables.map(pool.records, [[config, config], [config]])
+        pool.close()
+    finally:
+        client.close()
+    assert (tmp_path / "calls").read_text() == "run\n"
+    assert first == [{"gups": 1.0}] * 2 and second == [{"gups": 1.0}]
+    first[0]["gups"] = 2.0
+    assert second[0]["gups"] == 1.0  # each table gets its own copy
+
+
 def test_run_cost_orders_by_processes_updates_and_distance():
     bgl, vn = load_machine("bgl"), load_machine("bgl", {"cpu.processes_per_node": 2})
 
