@@ -145,6 +145,7 @@ def reproduce(names, out_dir, quick, docs_path, jobs, keep_runs) -> None:
             write_markdown(finished, Path(docs_path), command, refresh=True)
 
     cache_dir = Path(out_dir) / "runs" if keep_runs else None
+    _log_runs()
     comparisons = run_experiments(wanted, quick, jobs, on_done=keep, cache_dir=cache_dir)
     if docs_path:
         # One table reproduced refreshes its own section; `all` rewrites the page once everything is in.
@@ -155,6 +156,18 @@ def reproduce(names, out_dir, quick, docs_path, jobs, keep_runs) -> None:
         from gupsim.reporting import refresh_parameter_tables
 
         refresh_parameter_tables(REPO_ROOT / "docs" / "model.md", MACHINES_DIR)
+
+
+def _log_runs() -> None:
+    """Show gupsim.runpool's line per finished run on stderr, with the time of day."""
+    import logging
+
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", datefmt="%H:%M:%S"))
+    logger = logging.getLogger("gupsim.runpool")
+    if not logger.handlers:
+        logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
 
 
 @cli.command(name="list")

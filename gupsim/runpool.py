@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import logging
 import math
 import queue
 import threading
@@ -54,6 +55,8 @@ from gupsim.topology import parse_shape
 from gupsim.validation import files_digest
 
 PACKAGE_DIR = Path(__file__).resolve().parent
+#: One line per finished run (``gupsim reproduce`` shows them on stderr): hour-long rows are otherwise silent.
+log = logging.getLogger(__name__)
 
 
 #: Modules that only present, schedule or store results.  A run's record does not depend on them (a run
@@ -108,15 +111,39 @@ def _keeping(cache_dir: Path | None) -> tuple[str | None, str]:
     return str(cache_dir), code
 
 
+def _keyed(cache_dir: str) -> Any:
+    import joblib
+
+    return joblib.Memory(cache_dir, verbose=0).cache(_run_keyed, ignore=["config", "checkpoint"])
+
+
 def cached_run(config: RunConfig, cache_dir: str | None, code: str) -> dict[str, Any]:
     """The record of ``config``: from ``cache_dir`` if this code already ran it, else run (resuming its
     checkpoint if one was kept) and keep it."""
     if cache_dir is None:
         return run(config)
-    import joblib
+    return _keyed(cache_dir)(config, config.model_dump_json(), code, checkpoint_for(config, cache_dir, code))
 
-    keyed = joblib.Memory(cache_dir, verbose=0).cache(_run_keyed, ignore=["config", "checkpoint"])
-    return keyed(config, config.model_dump_json(), code, checkpoint_for(config, cache_dir, code))
+
+def describe(config: RunConfig) -> str:
+    """One run in a few words: algorithm, partition, processes per node, run length."""
+    ppn = config.machine.cpu.processes_per_node
+    return (f"{config.algorithm} on {config.shape}" + (f" ({ppn} per node)" if ppn > 1 else "")
+            + f", {config.updates_per_process:,} updates per process")
+
+
+def _origin(config: RunConfig, cache_dir: str | None, code: str) -> str:
+    """Where a run's record will come from, for the log: a kept record, a kept checkpoint, or a new run."""
+    if cache_dir is None:
+        return "run"
+    checkpoint = checkpoint_for(config, cache_dir, code)
+    if _keyed(cache_dir).check_call_in_cache(config, config.model_dump_json(), code, checkpoint):
+        return "kept, reused"
+    return "resumed from its checkpoint" if checkpoint.path.exists() else "run"
+
+
+def _log_done(config: RunConfig, origin: str, record: dict[str, Any]) -> None:
+    log.info("run done: %s: %s s of wall time (%s)", describe(config), f"{record.get('wall_s', float('nan')):,.1f}", origin)
 
 
 class RunPool(Protocol):
@@ -137,7 +164,12 @@ class SerialPool:
         self.cache_dir, self.code = _keeping(cache_dir)
 
     def records(self, configs: list[RunConfig]) -> list[dict[str, Any]]:
-        return [cached_run(c, self.cache_dir, self.code) for c in configs]
+        out = []
+        for config in configs:
+            origin = _origin(config, self.cache_dir, self.code)
+            out.append(cached_run(config, self.cache_dir, self.code))
+            _log_done(config, origin, out[-1])
+        return out
 
 
 class DaskPool:
@@ -188,7 +220,9 @@ class DaskPool:
         key = config.model_dump_json()
         with self._lock:
             if key not in self._runs:
-                self._runs[key] = self.call(run_cost(config), cached_run, config, self.cache_dir, self.code)
+                origin = _origin(config, self.cache_dir, self.code)
+                future = self._runs[key] = self.call(run_cost(config), cached_run, config, self.cache_dir, self.code)
+                future.add_done_callback(lambda f: f.exception() or _log_done(config, origin, f.result()))
             return self._runs[key]
 
     def close(self) -> None:

@@ -183,3 +183,15 @@ def test_a_pool_resumes_the_checkpoint_of_a_stopped_run_and_drops_other_codes(tm
     resumed = SerialPool(tmp_path).records([config])
     assert loads == [1] and not checkpoint.path.exists()
     pd.testing.assert_frame_equal(_model(resumed), _model(uncut))
+
+
+def test_every_finished_run_is_one_log_line_saying_where_its_record_came_from(tmp_path, caplog):
+    config = make_run_config(machine=load_machine("bgl", {"cpu.processes_per_node": 2}), shape="2x2x2",
+                             algorithm="routed", updates_per_process=64)
+    with caplog.at_level("INFO", logger="gupsim.runpool"):
+        SerialPool(tmp_path).records([config])
+        SerialPool(tmp_path).records([config])
+    lines = [r.getMessage() for r in caplog.records if r.name == "gupsim.runpool"]
+    assert len(lines) == 2
+    assert lines[0].startswith("run done: routed on 2x2x2 (2 per node), 64 updates per process: ")
+    assert lines[0].endswith("s of wall time (run)") and lines[1].endswith("(kept, reused)")
