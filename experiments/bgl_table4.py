@@ -96,8 +96,9 @@ def _gap_note(row) -> str:
         return (
             f"The simulated rate ({sim:.2f} GUPS) stays at this model's CPU bound ({cpu:.2f}: the paper's projection "
             f"plus the modelled lookup misses) with a send-blocking factor of {sbf:.3f} and mean link utilisation "
-            f"{row['sim_link_utilisation_mean']:.2f}: with the assumed buffers (32 chunks) and router delay, "
-            f"congestion in this model does not open the published gap. {said}. The modelled L1 misses on the "
+            f"{row['sim_link_utilisation_mean']:.2f}: with bgl.yaml's assumed buffers and router delay, and packets "
+            f"leaving every buffer in order (head-of-line blocking), congestion in this model does not open the "
+            f"published gap. {said}. The modelled L1 misses on the "
             f"next-hop lookup table (§4.3's working-set argument, gupsim.cache) add {misses:.0f} cycles per update "
             f"here, against the {extra:.0f} cycles between the published and simulated cost; nothing is re-tuned "
             "to close the rest."
