@@ -106,3 +106,33 @@ def test_an_unreadable_checkpoint_is_refused_in_one_line(tmp_path, content):
 def test_a_batch_must_hold_an_event():
     with pytest.raises(GupsimError, match="batch_events"):
         _record(_config("one-packet", updates=16), batch_events=0)
+
+
+def test_gupsim_run_with_checkpoint_resumes_a_stopped_run_to_the_same_record(tmp_path, monkeypatch, capsys):
+    import json
+
+    from gupsim.cli import main
+
+    argv = ["run", "--shape", "4x4x2", "--algorithm", "routed", "--updates", "200", "--json"]
+    main(argv)
+    uncut = json.loads(capsys.readouterr().out)
+    path = tmp_path / "state.npz"
+    real_save = driver.save
+
+    def save_then_stop(*args):
+        real_save(*args)
+        raise Stopped
+
+    monkeypatch.setattr(driver, "BATCH_EVENTS", 1000)
+    monkeypatch.setattr(driver, "save", save_then_stop)
+    with pytest.raises(Stopped):
+        main(argv + ["--checkpoint", str(path), "--checkpoint-every-s", "0"])
+    assert path.exists()
+    monkeypatch.setattr(driver, "save", real_save)
+    loaded = []
+    real_load = driver.load
+    monkeypatch.setattr(driver, "load", lambda *a: loaded.append(1) or real_load(*a))
+    main(argv + ["--checkpoint", str(path)])
+    resumed = json.loads(capsys.readouterr().out)
+    assert loaded == [1] and not path.exists()
+    assert {k: v for k, v in resumed.items() if k not in VOLATILE} == {k: v for k, v in uncut.items() if k not in VOLATILE}
