@@ -143,7 +143,8 @@ def _origin(config: RunConfig, cache_dir: str | None, code: str) -> str:
 
 
 def _log_done(config: RunConfig, origin: str, record: dict[str, Any]) -> None:
-    log.info("run done: %s: %s s of wall time (%s)", describe(config), f"{record.get('wall_s', float('nan')):,.1f}", origin)
+    wall_s = record.get("wall_s", float("nan"))
+    log.info("run done: %s: %s s of wall time (%s)", describe(config), f"{wall_s:,.1f}", origin)
 
 
 class RunPool(Protocol):
