@@ -113,6 +113,19 @@ def test_vnmode_co_processor_runs_are_table4s_rows():
             table4._config(load_machine("bgl"), shapes[n], table4.UPDATES).model_dump_json()
 
 
+def test_vnmode_explains_a_gain_above_a_network_bound_row_from_the_simulated_row():
+    from gupsim.validation import load_experiment
+
+    note = load_experiment("bgl-vnmode").gain_note
+    values = {"vn_over_co_gups": 1.1, "sim_vn_over_co_gups": 1.69, "published_sbf_vn": 0.42,
+              "sim_sbf_vn": 0.103, "sim_link_utilisation_vn": 0.516}
+    text = note(pd.Series(values))
+    assert "gains 1.69 with an SBF of 0.10 and mean link utilisation 0.52" in text
+    assert "not yet the limit" in text
+    assert "not yet the limit" not in note(pd.Series(values | {"sim_vn_over_co_gups": 0.9}))  # below the published
+    assert "round figure" in note(pd.Series(values | {"published_sbf_vn": float("nan")}))
+
+
 def test_experiments_run_in_parallel_give_the_same_tables(quick_results):
     """``gupsim reproduce --jobs 2`` runs rows (tables that take a pool) and whole tables (the others) on
     Dask workers, a dependent table after its input; the numbers do not change."""
