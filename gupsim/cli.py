@@ -162,10 +162,10 @@ def _log_runs() -> None:
     """Show gupsim.runpool's line per finished run on stderr, with the time of day."""
     import logging
 
-    handler = logging.StreamHandler()
-    handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", datefmt="%H:%M:%S"))
     logger = logging.getLogger("gupsim.runpool")
-    if not logger.handlers:
+    if not logger.handlers:  # once per process: `main` may run reproduce more than once (tests)
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", datefmt="%H:%M:%S"))
         logger.addHandler(handler)
     logger.setLevel(logging.INFO)
 

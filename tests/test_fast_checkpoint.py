@@ -28,6 +28,29 @@ def _config(algorithm, updates=200):
                            engine="fast")
 
 
+def stop_after_saves(monkeypatch, n):
+    """Make ``driver.save`` stop the run (raise :class:`Stopped`, as a killed process would) right after its
+    ``n``-th save, and save normally again from then on; return the simulated times saved."""
+    saves, real_save = [], driver.save
+
+    def save_then_stop(*args):
+        real_save(*args)
+        saves.append(args[2])
+        if len(saves) == n:
+            monkeypatch.setattr(driver, "save", real_save)
+            raise Stopped
+
+    monkeypatch.setattr(driver, "save", save_then_stop)
+    return saves
+
+
+def count_loads(monkeypatch):
+    """Count the checkpoints ``driver.load`` reads from now on (a resumed run reads one)."""
+    loaded, real_load = [], driver.load
+    monkeypatch.setattr(driver, "load", lambda *a: loaded.append(1) or real_load(*a))
+    return loaded
+
+
 def _record(config, checkpoint=None, batch_events=None):
     sim = FastSimulation(config)
     sim.execute(checkpoint, batch_events)
@@ -48,24 +71,11 @@ def test_a_run_stopped_after_a_save_resumes_from_it_to_the_same_record(algorithm
     config = _config(algorithm)
     uncut, _ = _record(config)
     checkpoint = driver.Checkpoint(tmp_path / "run.npz", key="this run", every_s=0.0)  # saved every batch
-    saves = []
-    real_save = driver.save
-
-    def save_then_stop(*args):
-        real_save(*args)
-        saves.append(args[2])  # the simulated time saved
-        if len(saves) == 5:
-            raise Stopped
-
-    monkeypatch.setattr(driver, "save", save_then_stop)
+    saves = stop_after_saves(monkeypatch, 5)
     with pytest.raises(Stopped):
         _record(config, checkpoint, batch_events=311)
     assert checkpoint.path.exists()
-    monkeypatch.setattr(driver, "save", real_save)
-
-    loaded = []
-    real_load = driver.load
-    monkeypatch.setattr(driver, "load", lambda *a: loaded.append(1) or real_load(*a))
+    loaded = count_loads(monkeypatch)
     resumed, sim = _record(config, checkpoint, batch_events=311)
     assert loaded == [1] and saves[-1] > 0
     assert sim.earlier_wall_s > 0  # the record's wall time counts the stopped piece
@@ -76,13 +86,7 @@ def test_a_run_stopped_after_a_save_resumes_from_it_to_the_same_record(algorithm
 def test_a_checkpoint_of_another_run_is_refused_in_one_line(tmp_path, monkeypatch):
     config = _config("one-packet", updates=64)
     checkpoint = driver.Checkpoint(tmp_path / "run.npz", key="run A", every_s=0.0)
-
-    def save_then_stop(*args):
-        real_save(*args)
-        raise Stopped
-
-    real_save = driver.save
-    monkeypatch.setattr(driver, "save", save_then_stop)
+    stop_after_saves(monkeypatch, 1)
     with pytest.raises(Stopped):
         _record(config, checkpoint, batch_events=101)
     other = driver.Checkpoint(checkpoint.path, key="run B")
@@ -117,24 +121,16 @@ def test_gupsim_run_with_checkpoint_resumes_a_stopped_run_to_the_same_record(tmp
     main(argv)
     uncut = json.loads(capsys.readouterr().out)
     path = tmp_path / "state.npz"
-    real_save = driver.save
-
-    def save_then_stop(*args):
-        real_save(*args)
-        raise Stopped
-
     monkeypatch.setattr(driver, "BATCH_EVENTS", 1000)
-    monkeypatch.setattr(driver, "save", save_then_stop)
+    stop_after_saves(monkeypatch, 1)
     with pytest.raises(Stopped):
         main(argv + ["--checkpoint", str(path), "--checkpoint-every-s", "0"])
     assert path.exists()
-    monkeypatch.setattr(driver, "save", real_save)
-    loaded = []
-    real_load = driver.load
-    monkeypatch.setattr(driver, "load", lambda *a: loaded.append(1) or real_load(*a))
+    loaded = count_loads(monkeypatch)
     main(argv + ["--checkpoint", str(path)])
     resumed = json.loads(capsys.readouterr().out)
     assert loaded == [1] and not path.exists()
+
     def model(record):
         return {k: v for k, v in record.items() if k not in VOLATILE}
 

@@ -147,6 +147,7 @@ print(" ".join(sorted(k for k in sys.modules if k.startswith("gupsim"))))
 def test_a_pool_resumes_the_checkpoint_of_a_stopped_run_and_drops_other_codes(tmp_path, monkeypatch):
     import gupsim.runpool as runpool
     from gupsim.fast import driver
+    from tests.test_fast_checkpoint import Stopped, count_loads, stop_after_saves
 
     stale = tmp_path / "checkpoints" / "0123456789abcdef-0123.npz"  # left by other code
     stale.parent.mkdir(parents=True)
@@ -157,29 +158,14 @@ def test_a_pool_resumes_the_checkpoint_of_a_stopped_run_and_drops_other_codes(tm
     SerialPool(tmp_path)  # a pool that keeps runs drops what other code left
     assert not stale.exists()
 
-    class Stopped(Exception):
-        pass
-
-    real_save = driver.save
-    saves = []
-
-    def save_then_stop(*args):
-        real_save(*args)
-        saves.append(1)
-        if len(saves) == 3:
-            raise Stopped
-
     monkeypatch.setattr(runpool, "CHECKPOINT_EVERY_S", 0.0)
     monkeypatch.setattr(driver, "BATCH_EVENTS", 2000)
-    monkeypatch.setattr(driver, "save", save_then_stop)
+    stop_after_saves(monkeypatch, 3)
     with pytest.raises(Stopped):
         SerialPool(tmp_path).records([config])
     checkpoint = runpool.checkpoint_for(config, str(tmp_path), runpool.code_digest())
     assert checkpoint.path.exists()
-    monkeypatch.setattr(driver, "save", real_save)
-    loads = []
-    real_load = driver.load
-    monkeypatch.setattr(driver, "load", lambda *a: loads.append(1) or real_load(*a))
+    loads = count_loads(monkeypatch)
     resumed = SerialPool(tmp_path).records([config])
     assert loads == [1] and not checkpoint.path.exists()
     pd.testing.assert_frame_equal(_model(resumed), _model(uncut))
