@@ -40,6 +40,10 @@ FULL_SIZES, QUICK_SIZES = (512, 2048, 8192, 16384), (32, 128)
 # (65,536 nodes in CO mode is the other; its adaptive run would cost the whole-machine run again.)
 ROUTING_SIZES, QUICK_ROUTING_SIZES = (16384,), (128,)
 UPDATES, QUICK_UPDATES = 4096, 2048
+#: The runs of each size, as machine settings: co-processor mode (Table 4's own configuration), and
+#: virtual-node mode with deterministic and with adaptive routing.
+MODES = {"co": {}, "deterministic": {"cpu.processes_per_node": 2},
+         "adaptive": {"cpu.processes_per_node": 2, "network.routing": "adaptive"}}
 # Co-processor mode is Table 4's own runs: the same configurations (tests/test_reproduce.py checks it), so a
 # pool that keeps runs, or runs one configuration once, gives both tables the same records.  Asking the pool
 # for them, rather than waiting for bgl-table4, lets this table go on while Table 4's whole machine runs.
@@ -52,7 +56,7 @@ def _config(shape: str, updates: int, **sets):
 
 def co_config(shape: str, updates: int):
     """Co-processor mode: a row of seed 000 Table 4 (bgl-table4 runs the same configuration)."""
-    return _config(shape, updates)
+    return _config(shape, updates, **MODES["co"])
 
 
 def gain_note(row) -> str:
@@ -79,10 +83,7 @@ def reproduce(quick: bool = False, inputs: dict | None = None, pool: RunPool = S
     sizes = QUICK_SIZES if quick else FULL_SIZES
     routing_sizes = QUICK_ROUTING_SIZES if quick else ROUTING_SIZES
     runs = [(n, "co") for n in sizes] + [(n, "deterministic") for n in sizes] + [(n, "adaptive") for n in routing_sizes]
-    records = dict(zip(runs, pool.records([co_config(shapes[n], updates) if mode == "co" else
-                                           _config(shapes[n], updates, **{"cpu.processes_per_node": 2}
-                                                   | ({"network.routing": "adaptive"} if mode == "adaptive" else {}))
-                                           for n, mode in runs])))
+    records = dict(zip(runs, pool.records([_config(shapes[n], updates, **MODES[mode]) for n, mode in runs])))
     rows = []
     for n in sizes:
         co = records[(n, "co")]
