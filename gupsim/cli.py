@@ -48,8 +48,8 @@ def cli() -> None:
               help="sample throttling and SBF this often (simulated seconds)")
 @click.option("--checkpoint", "checkpoint_path", default=None, type=click.Path(dir_okay=False),
               help="keep the fast run's state in this file as it goes; the same command resumes from it")
-@click.option("--checkpoint-every-s", default=600.0, show_default=True, type=click.FloatRange(min=0),
-              help="wall seconds between two saves of --checkpoint")
+@click.option("--checkpoint-every-s", default=None, type=click.FloatRange(min=0),
+              help="wall seconds between two saves of --checkpoint  [default: 600]")
 def run(machine, shape, algorithm, updates, seed, sets, options, log2_table_size, verify, engine, as_json,
         links, histograms, sample_interval_s, checkpoint_path, checkpoint_every_s) -> None:
     """Simulate one run and print its record."""
@@ -74,20 +74,23 @@ def run(machine, shape, algorithm, updates, seed, sets, options, log2_table_size
         sys.exit(1)
 
 
-def _checkpoint(cfg: Any, path: str | None, every_s: float, telemetry: bool) -> Any:
+def _checkpoint(cfg: Any, path: str | None, every_s: float | None, telemetry: bool) -> Any:
     """``gupsim run --checkpoint``: where and how often the fast engine keeps the run's state."""
     if path is None:
         return None
+    from dataclasses import replace
     from pathlib import Path
 
     from gupsim.fast import choose_engine
     from gupsim.fast.driver import Checkpoint
-    from gupsim.runpool import code_digest, run_key
+    from gupsim.runpool import code_digest, log_to_stderr, run_key
 
     if telemetry or choose_engine(cfg) != "fast":
         raise GupsimError("--checkpoint needs the fast engine (this run would use SimPy: "
                           "no telemetry options, and an algorithm with a fast kernel)")
-    return Checkpoint(Path(path), key=run_key(cfg, code_digest()), every_s=every_s)
+    log_to_stderr()  # a line per save: how far the run has got
+    checkpoint = Checkpoint(Path(path), key=run_key(cfg, code_digest()))
+    return checkpoint if every_s is None else replace(checkpoint, every_s=every_s)
 
 
 @cli.command()
@@ -123,6 +126,7 @@ def reproduce(names, out_dir, quick, docs_path, jobs, keep_runs) -> None:
     from pathlib import Path
 
     from gupsim.config import REPO_ROOT
+    from gupsim.runpool import log_to_stderr
     from gupsim.validation import available_experiments, run_experiments, write_markdown
 
     wanted = available_experiments() if "all" in names else list(dict.fromkeys(names))
@@ -145,7 +149,7 @@ def reproduce(names, out_dir, quick, docs_path, jobs, keep_runs) -> None:
             write_markdown(finished, Path(docs_path), command, refresh=True)
 
     cache_dir = Path(out_dir) / "runs" if keep_runs else None
-    _log_runs()
+    log_to_stderr()
     comparisons = run_experiments(wanted, quick, jobs, on_done=keep, cache_dir=cache_dir)
     if docs_path:
         # One table reproduced refreshes its own section; `all` rewrites the page once everything is in.
@@ -156,18 +160,6 @@ def reproduce(names, out_dir, quick, docs_path, jobs, keep_runs) -> None:
         from gupsim.reporting import refresh_parameter_tables
 
         refresh_parameter_tables(REPO_ROOT / "docs" / "model.md", MACHINES_DIR)
-
-
-def _log_runs() -> None:
-    """Show gupsim.runpool's line per finished run on stderr, with the time of day."""
-    import logging
-
-    logger = logging.getLogger("gupsim.runpool")
-    if not logger.handlers:  # once per process: `main` may run reproduce more than once (tests)
-        handler = logging.StreamHandler()
-        handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", datefmt="%H:%M:%S"))
-        logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
 
 
 @cli.command(name="list")

@@ -120,6 +120,9 @@ class CpuConfig(BaseModel):
     update_cycles: int = Field(ge=0, description="t_u: XOR into a table word that misses every cache")
     packet_overhead_cycles: float = Field(ge=0, description="t_o^p of eq. (1): per remote update, beyond send and receive")
     route_hop_cycles: float = Field(ge=0, description="software routing: per update per software hop, packets excluded")
+    poll_cycles_per_dimension: float = Field(
+        gt=0, description="software routing: one pass of the loop that finds nothing to do, per software dimension "
+        "(a status check of its injection and its reception FIFO); sets how often a waiting process re-tests a send")
     raw_device_cycle_table: str = Field(description="CSV of send/recv cycles by payload, relative to this file")
 
 

@@ -72,10 +72,6 @@ def code_digest() -> str:
     return files_digest(model, PACKAGE_DIR, 16)
 
 
-#: Wall seconds between two saves of an unfinished fast run's state.
-CHECKPOINT_EVERY_S = 600.0
-
-
 def _run_keyed(config: RunConfig, key: str, code: str, checkpoint: Any = None) -> dict[str, Any]:
     """``run(config)``; joblib keys the kept record by ``key`` (the configuration's JSON) and ``code``."""
     return run(config, checkpoint=checkpoint)
@@ -88,10 +84,11 @@ def run_key(config: RunConfig, code: str) -> str:
 
 def checkpoint_for(config: RunConfig, cache_dir: str, code: str) -> Any:
     """Where the unfinished state of ``config``'s fast run is kept, under ``cache_dir``."""
+    from gupsim.fast import driver
     from gupsim.fast.driver import Checkpoint
 
     key = run_key(config, code)
-    return Checkpoint(Path(cache_dir) / "checkpoints" / f"{key}.npz", key=key, every_s=CHECKPOINT_EVERY_S)
+    return Checkpoint(Path(cache_dir) / "checkpoints" / f"{key}.npz", key=key, every_s=driver.CHECKPOINT_EVERY_S)
 
 
 def drop_stale_checkpoints(cache_dir: str, code: str) -> None:
@@ -147,6 +144,17 @@ def _log_done(config: RunConfig, origin: str, record: dict[str, Any]) -> None:
     log.info("run done: %s: %s s of wall time (%s)", describe(config), f"{wall_s:,.1f}", origin)
 
 
+def log_to_stderr() -> None:
+    """Show gupsim's progress lines on stderr with the time of day: a finished run (here), a saved
+    checkpoint (:mod:`gupsim.fast.driver`).  :class:`DaskPool` does it in every worker too."""
+    logger = logging.getLogger("gupsim")
+    if not logger.handlers:  # once per process: `main` may run reproduce more than once (tests)
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", datefmt="%H:%M:%S"))
+        logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+
+
 class RunPool(Protocol):
     def records(self, configs: list[RunConfig]) -> list[dict[str, Any]]:
         """The record of every run, in the order given."""
@@ -188,6 +196,8 @@ class DaskPool:
     def __init__(self, client: Any, workers: int, cache_dir: Path | None = None) -> None:
         self.client = client
         self.cache_dir, self.code = _keeping(cache_dir)
+        if logging.getLogger("gupsim").handlers:  # the caller shows progress: so do the workers' runs
+            client.run(log_to_stderr)
         self._queue: queue.PriorityQueue = queue.PriorityQueue()
         self._order = itertools.count()  # ties: first come, first served
         self._runs: dict[str, Future] = {}  # every run asked for, by configuration: each is queued once

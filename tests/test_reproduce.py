@@ -119,9 +119,11 @@ def test_vnmode_explains_a_gain_above_a_network_bound_row_from_the_simulated_row
 
     note = load_experiment("bgl-vnmode").gain_note
     values = {"vn_over_co_gups": 1.1, "sim_vn_over_co_gups": 1.69, "published_sbf_vn": 0.42,
-              "sim_sbf_vn": 0.103, "sim_link_utilisation_vn": 0.516}
+              "sim_sbf_vn": 0.103, "sim_sbf_polled_vn": 0.31, "sim_sbf_co": 0.013, "sim_sbf_polled_co": 0.05,
+              "published_sbf_co": 0.01, "sim_link_utilisation_vn": 0.516}
     text = note(pd.Series(values))
-    assert "gains 1.69 with an SBF of 0.10 and mean link utilisation 0.52" in text
+    assert "gains 1.69 with an SBF of 0.10 (0.31 with the spinning passes counted; co-processor mode 0.013 " \
+           "and 0.05, published 0.01) and mean link utilisation 0.52" in text
     assert "not yet the limit" in text
     assert "not yet the limit" not in note(pd.Series(values | {"sim_vn_over_co_gups": 0.9}))  # below the published
     assert "round figure" in note(pd.Series(values | {"published_sbf_vn": float("nan")}))

@@ -144,3 +144,24 @@ def test_machine_file_holds_the_fitted_route_hop_cycles(bgl):
 
     table4 = load_experiment("bgl-table4")
     assert table4.fit_route_hop_cycles(360.0) == pytest.approx(bgl.cpu.route_hop_cycles, abs=0.1)
+
+
+@pytest.mark.parametrize("engine", ["fast", "simpy"])
+def test_spinning_passes_count_in_the_polled_sbf_and_change_no_timing(engine):
+    """A waiting process sleeps in the model; the passes a real loop spins meanwhile count as blocked send
+    tests in ``send_blocking_factor_polled`` only, in proportion to how cheap a pass is, and change nothing
+    else.  Links at 1/16 of BG/L's make the 4x4x2 mesh network-bound, so processes do wait."""
+    def record(poll_cycles):
+        machine = load_machine("bgl", {"network.link_bytes_per_s": 175e6 / 16,
+                                       "cpu.poll_cycles_per_dimension": poll_cycles})
+        _, rec = simulate(make_run_config(machine=machine, shape="4x4x2", algorithm="routed",
+                                          updates_per_process=256, engine=engine))
+        return rec
+
+    cheap, dear = record(40), record(400)
+    polled = {"alg_send_blocking_factor_polled", "alg_blocked_polls", "config", "wall_s", "peak_rss_mb",
+              "events_per_s"}  # the config differs in the poll cost itself
+    assert {k: v for k, v in cheap.items() if k not in polled} == {k: v for k, v in dear.items() if k not in polled}
+    assert cheap["alg_blocked_polls"] > 5 * dear["alg_blocked_polls"] > 0
+    assert cheap["alg_send_blocking_factor_polled"] > dear["alg_send_blocking_factor_polled"]
+    assert cheap["alg_send_blocking_factor_polled"] > cheap["send_blocking_factor"]

@@ -144,7 +144,7 @@ print(" ".join(sorted(k for k in sys.modules if k.startswith("gupsim"))))
     assert left_out.isdisjoint(out)
 
 
-def test_a_pool_resumes_the_checkpoint_of_a_stopped_run_and_drops_other_codes(tmp_path, monkeypatch):
+def test_a_pool_resumes_the_checkpoint_of_a_stopped_run_and_drops_other_codes(tmp_path, monkeypatch, caplog):
     import gupsim.runpool as runpool
     from gupsim.fast import driver
     from tests.test_fast_checkpoint import Stopped, count_loads, stop_after_saves
@@ -158,11 +158,14 @@ def test_a_pool_resumes_the_checkpoint_of_a_stopped_run_and_drops_other_codes(tm
     SerialPool(tmp_path)  # a pool that keeps runs drops what other code left
     assert not stale.exists()
 
-    monkeypatch.setattr(runpool, "CHECKPOINT_EVERY_S", 0.0)
+    monkeypatch.setattr(driver, "CHECKPOINT_EVERY_S", 0.0)
     monkeypatch.setattr(driver, "BATCH_EVENTS", 2000)
     stop_after_saves(monkeypatch, 3)
-    with pytest.raises(Stopped):
+    with pytest.raises(Stopped), caplog.at_level("INFO", logger="gupsim.fast.driver"):
         SerialPool(tmp_path).records([config])
+    progress = [r.getMessage() for r in caplog.records if r.name == "gupsim.fast.driver"]
+    # one line per save but the stopped one (its process died in the save)
+    assert len(progress) == 2 and all(" of 8,192 updates applied (" in line for line in progress)
     checkpoint = runpool.checkpoint_for(config, str(tmp_path), runpool.code_digest())
     assert checkpoint.path.exists()
     loads = count_loads(monkeypatch)

@@ -26,6 +26,7 @@ or other tables, is refused in one line.
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 import zipfile
@@ -40,6 +41,10 @@ from gupsim.fast import core as c
 
 #: Events per batch: the driver gets control back every few seconds of a whole-machine run.
 BATCH_EVENTS = 1 << 24
+#: Wall seconds between two saves: about 1% of the run for the whole machine's 1.6 GB (docs/performance.md).
+CHECKPOINT_EVERY_S = 600.0
+#: One line per save: how far an hour-long run has got (``gupsim reproduce`` and ``gupsim run`` show it).
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -48,14 +53,14 @@ class Checkpoint:
 
     path: Path
     key: str
-    every_s: float = 600.0
+    every_s: float = CHECKPOINT_EVERY_S
 
 
 def drive(mod: ModuleType, a: dict, checkpoint: Checkpoint | None = None,
-          batch_events: int = BATCH_EVENTS) -> tuple[float, float]:
+          batch_events: int = BATCH_EVENTS, total_updates: int = 0) -> tuple[float, float]:
     """Run kernel module ``mod`` on state ``a`` (updated in place) to its end.
 
-    Returns the final simulated time and the wall seconds spent on this run before this call (by the
+    Each save logs the updates applied so far out of ``total_updates``.  Returns the final simulated time and the wall seconds spent on this run before this call (by the
     processes whose checkpoint it resumed; 0 for a fresh run)."""
     if batch_events < 1:
         raise GupsimError(f"batch_events must be at least 1 (got {batch_events})")
@@ -74,8 +79,10 @@ def drive(mod: ModuleType, a: dict, checkpoint: Checkpoint | None = None,
             break
         _between_batches(mod, a)
         if checkpoint is not None and time.monotonic() - saved >= checkpoint.every_s:
-            save(checkpoint, a, now, earlier_s + time.monotonic() - started)
+            wall_s = earlier_s + time.monotonic() - started
+            save(checkpoint, a, now, wall_s)
             saved = time.monotonic()
+            _log_progress(checkpoint, a["ctr"], total_updates, wall_s)
     if checkpoint is not None:
         checkpoint.path.unlink(missing_ok=True)
     return now, earlier_s
@@ -95,10 +102,17 @@ def _between_batches(mod: ModuleType, a: dict) -> None:
         grow_tables(a)
 
 
+def _log_progress(checkpoint: Checkpoint, ctr: np.ndarray, total_updates: int, wall_s: float) -> None:
+    applied = int(ctr[c.C_APPLIED])
+    share = f" ({applied / total_updates:.1%})" if total_updates else ""
+    log.info("%s: %s of %s updates applied%s, %s events, %s s of wall time", checkpoint.path.name,
+             f"{applied:,}", f"{total_updates:,}", share, f"{int(ctr[c.C_EVENTS]):,}", f"{wall_s:,.0f}")
+
+
 def save(checkpoint: Checkpoint, a: dict, now: float, wall_s: float) -> None:
     """Write the state to ``checkpoint.path`` atomically (a stopped save leaves the previous file whole)."""
-    arrays = {f"hh{i}" if name == "hh" else name: x
-              for name, value in a.items() for i, x in (enumerate(value) if name == "hh" else [(0, value)])}
+    arrays = {name: value for name, value in a.items() if name != "hh"}
+    arrays |= {f"hh{i}": part for i, part in enumerate(a["hh"])}  # the queue is a tuple of arrays
     path = Path(checkpoint.path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".part")

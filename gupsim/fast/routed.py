@@ -30,14 +30,14 @@ CI_COLS = 4
 RD_FULL, RD_SENDOFF, RD_RBP, RD_RBPOS, RD_WHEAD, RD_WTAIL = range(6)
 RD_COLS = 6
 # global algorithm counters
-AC_PACKETS, AC_UPDATES, AC_SENDS, AC_BLOCKED, AC_HOPS = range(5)
+AC_PACKETS, AC_UPDATES, AC_SENDS, AC_BLOCKED, AC_HOPS, AC_POLLS = range(6)
 # integer parameters
 A_NDIMS, A_CAP, A_PER_PACKET, A_HDR = range(4)
 A_LEN = 4     # 4 lengths, then 4 slot offsets, then the slot count
 A_OFF = 8
 A_NSLOTS = 12
 # cost parameters
-K_GEN, K_UPD, K_HOP = range(3)
+K_GEN, K_UPD, K_HOP, K_POLL_S = range(4)
 ERR_PENDING = 1
 MAX_PENDING = 1024
 
@@ -50,6 +50,7 @@ def _apply(ip, ctr, wt, wc, ac, t):
         if n == ip[c.I_MARK0 + k]:
             wt[k] = t
             wc[k, 0], wc[k, 1], wc[k, 2] = ac[AC_PACKETS], ac[AC_UPDATES], ctr[c.C_WIRE]
+            wc[k, 3], wc[k, 4], wc[k, 5] = ac[AC_SENDS], ac[AC_BLOCKED], ac[AC_POLLS]
     if n == ip[c.I_TOTAL]:
         ctr[c.C_DONE] = 1
 
@@ -130,13 +131,18 @@ def _write_packets(r, d, now, ci, cf, rd, bv, bl, pv, rc, ai, tabs, ac, pk, pf, 
 
 @njit(cache=True, _nrt=False)
 def _cpu(r, now, ci, cf, rd, bv, bl, pv, rc, ran, ai, cost, tabs, lay, ac, wc,
-         pk, pf, pq, dq, rk, ip, fp, hh, ctr, wt):
+         pk, pf, pq, dq, rk, ip, fp, hh, ctr, wt, ws):
     nd = ai[A_NDIMS]
     cycle_s = fp[c.F_CYCLE_S]
     if ci[r, CI_PHASE] == PH_COND:
         # SimPy's any_of([inbox, room...]): the event that woke the CPU, then the condition's own event, which
         # resumes it; events scheduled for this instant in between run before it does
         ci[r, CI_PHASE] = PH_LOOP
+        full = 0
+        for d in range(nd):
+            if rd[r, d, RD_FULL] >= 0:
+                full += 1
+        ac[AC_POLLS] += int((now - ws[r]) / cost[K_POLL_S]) * full  # the passes a real loop spins meanwhile
         c.push(hh, ctr, now, c.NORMAL, r << 3 | c.EV_CPU)
         return
     resumed = ci[r, CI_PHASE] == PH_AFTER_FLUSH
@@ -227,6 +233,7 @@ def _cpu(r, now, ci, cf, rd, bv, bl, pv, rc, ran, ai, cost, tabs, lay, ac, wc,
         if not progressed:
             # Nothing to do until a packet arrives or (with a full bucket) the injection FIFO drains.
             ci[r, CI_PHASE] = PH_COND
+            ws[r] = now
             # "can send a packet on dim": the injection FIFOs of the dimensions with a full bucket
             room = False
             groups = ip[c.I_FIFO_GROUPS]
@@ -266,7 +273,7 @@ def _flush_partial(r, now, ci, cf, rd, bv, bl, pv, rc, ai, tabs, ac, pk, pf, pq,
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def _loop(ci, cf, rd, bv, bl, pv, rc, ran, ai, cost, tabs, lay, ac, wc,
+def _loop(ci, cf, rd, bv, bl, pv, rc, ran, ai, cost, tabs, lay, ac, wc, ws,
         pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, wt, now):
     """Process events until done (True), or until the batch ends (a table must grow, the sequence be
     renumbered, or the driver pauses: False)."""
@@ -280,7 +287,7 @@ def _loop(ci, cf, rd, bv, bl, pv, rc, ran, ai, cost, tabs, lay, ac, wc,
         a = payload >> 3
         if kind == c.EV_CPU:
             _cpu(a, now, ci, cf, rd, bv, bl, pv, rc, ran, ai, cost, tabs, lay, ac, wc,
-                 pk, pf, pq, dq, rk, ip, fp, hh, ctr, wt)
+                 pk, pf, pq, dq, rk, ip, fp, hh, ctr, wt, ws)
         else:
             c.network_event(kind, a, pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, now)
         if c.batch_over(ctr):
@@ -324,8 +331,10 @@ def prepare(sim, options) -> dict:
         "ci": ci, "cf": np.zeros(R), "rd": rd,
         "bv": np.zeros((R * nslots, cap), dtype=np.uint64), "bl": np.zeros(R * nslots, dtype=np.int64),
         "pv": np.zeros((4 * R + 2 * c.PACKET_MARGIN, pp), dtype=np.uint64), "rc": rc, "ai": ai,
-        "cost": np.array([cm.generate, cm.update, sim.algorithm.hop_cycles]), "tabs": tabs,
-        "ac": np.zeros(8, dtype=np.int64), "wc": np.zeros((2, 3), dtype=np.int64),
+        "cost": np.array([cm.generate, cm.update, sim.algorithm.hop_cycles, sim.algorithm.poll_pass_s]),
+        "tabs": tabs, "ac": np.zeros(8, dtype=np.int64), "wc": np.zeros((2, 6), dtype=np.int64),
+        "ws": np.zeros(R),  # when each waiting process started to wait
+
     }
 
 
@@ -334,13 +343,14 @@ def remaining(state: dict) -> int:
 
 
 def window_counters(state: dict) -> list[dict]:
-    return [{"packets": int(w[0]), "updates": int(w[1]), "wire": int(w[2])} for w in state["wc"]]
+    return [{"packets": int(w[0]), "updates": int(w[1]), "wire": int(w[2]), "send_tests": int(w[3]),
+             "send_tests_blocked": int(w[4]), "polls": int(w[5])} for w in state["wc"]]
 
 
 def counters(state: dict) -> dict:
     ac = state["ac"]
     return {"packets": int(ac[AC_PACKETS]), "packet_updates": int(ac[AC_UPDATES]), "sends": int(ac[AC_SENDS]),
-            "sends_blocked": int(ac[AC_BLOCKED]), "hops": int(ac[AC_HOPS])}
+            "sends_blocked": int(ac[AC_BLOCKED]), "hops": int(ac[AC_HOPS]), "polls": int(ac[AC_POLLS])}
 
 
 def error_message(code: int, state: dict) -> str:
