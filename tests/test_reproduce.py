@@ -208,3 +208,19 @@ def test_sections_made_with_other_machine_files_are_marked(quick_results, tmp_pa
     text = page.read_text()
     assert f"{validation.STALE} (today's: `0123456789`): {fig2.title}." in text
     assert "machine files `0123456789`" in text.split(f"## {table2.title}")[1]
+
+
+def test_figure3_explains_its_misses_with_the_tables_row_notes():
+    """Figure 3 shows Tables 3 and 4's GUPS, so a row it misses carries that table's explanation."""
+    import types
+
+    from gupsim.validation import load_experiment
+
+    carried = load_experiment("bgl-figure3").carried_notes
+    t3 = types.SimpleNamespace(notes={(16384, "gups"): "baseline reason", (16384, "cycles_per_update"): "other",
+                                      ("*", "gups"): ""})
+    t4 = types.SimpleNamespace(notes={(65536, "gups"): "routed reason", (65536, "*"): "size note",
+                                      (128, "*"): "only a size note"})
+    notes = carried({"bgl-table3": t3, "bgl-table4": t4})
+    assert notes == {(16384, "baseline_gups"): "baseline reason", (65536, "optimized_gups"): "routed reason",
+                     (128, "optimized_gups"): "only a size note"}
