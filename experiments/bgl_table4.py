@@ -181,6 +181,6 @@ def reproduce(quick: bool = False, inputs: dict | None = None, pool: RunPool = S
             + (f" Rows above N = {limit} are left empty (see the row note)." if limit < max(ref["nodes"]) else "")
         ),
         wall_s=time.perf_counter() - t0,
-        shown=["shape", "sim_send_blocking_factor", "sim_send_blocking_factor_polled", "sim_updates_per_packet", "sim_software_hops",
-               "sim_lookup_miss_cycles", "sim_link_utilisation_mean"],
+        shown=["shape", "sim_send_blocking_factor", "sim_send_blocking_factor_polled", "sim_updates_per_packet",
+               "sim_software_hops", "sim_lookup_miss_cycles", "sim_link_utilisation_mean"],
     )

@@ -78,19 +78,17 @@ def _checkpoint(cfg: Any, path: str | None, every_s: float | None, telemetry: bo
     """``gupsim run --checkpoint``: where and how often the fast engine keeps the run's state."""
     if path is None:
         return None
-    from dataclasses import replace
     from pathlib import Path
 
-    from gupsim.fast import choose_engine
-    from gupsim.fast.driver import Checkpoint
+    from gupsim.fast import choose_engine, driver
     from gupsim.runpool import code_digest, log_to_stderr, run_key
 
     if telemetry or choose_engine(cfg) != "fast":
         raise GupsimError("--checkpoint needs the fast engine (this run would use SimPy: "
                           "no telemetry options, and an algorithm with a fast kernel)")
     log_to_stderr()  # a line per save: how far the run has got
-    checkpoint = Checkpoint(Path(path), key=run_key(cfg, code_digest()))
-    return checkpoint if every_s is None else replace(checkpoint, every_s=every_s)
+    return driver.Checkpoint(Path(path), key=run_key(cfg, code_digest()),
+                             every_s=driver.CHECKPOINT_EVERY_S if every_s is None else every_s)
 
 
 @cli.command()

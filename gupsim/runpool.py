@@ -85,10 +85,11 @@ def run_key(config: RunConfig, code: str) -> str:
 def checkpoint_for(config: RunConfig, cache_dir: str, code: str) -> Any:
     """Where the unfinished state of ``config``'s fast run is kept, under ``cache_dir``."""
     from gupsim.fast import driver
-    from gupsim.fast.driver import Checkpoint
 
     key = run_key(config, code)
-    return Checkpoint(Path(cache_dir) / "checkpoints" / f"{key}.npz", key=key, every_s=driver.CHECKPOINT_EVERY_S)
+    # the interval is read now, not at import, so a test can shorten it
+    return driver.Checkpoint(Path(cache_dir) / "checkpoints" / f"{key}.npz", key=key,
+                             every_s=driver.CHECKPOINT_EVERY_S)
 
 
 def drop_stale_checkpoints(cache_dir: str, code: str) -> None:
