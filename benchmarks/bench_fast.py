@@ -150,6 +150,8 @@ def slope_plot(rows: list[dict]) -> dict:
     import matplotlib.pyplot as plt
     import numpy as np
 
+    from gupsim.plots import save_figure
+
     fits = {}
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
     for ax, xkey, xlabel in ((axes[0], "work", "work = updates x mean packet hops"),
@@ -171,9 +173,7 @@ def slope_plot(rows: list[dict]) -> dict:
         ax.set_ylabel("CPU seconds (fast engine)")
         ax.legend()
     fig.suptitle("Fast engine: cost against work, 512 to 65,536 nodes (labels: nodes)")
-    FIGURES.mkdir(parents=True, exist_ok=True)
-    for ext in ("png", "svg"):
-        fig.savefig(FIGURES / f"fast_slope.{ext}", dpi=130, bbox_inches="tight")
+    save_figure(fig, FIGURES, "fast_slope", dpi=130)
     return fits
 
 

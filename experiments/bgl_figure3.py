@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from gupsim.plots import save_figure
 from gupsim.validation import Comparison
 
 NEEDS = ("bgl-table3", "bgl-table4")
@@ -52,12 +53,7 @@ def _plot(frame: pd.DataFrame, out_dir: Path) -> list[Path]:
     ax.set_title("Blue Gene/L RandomAccess: bounds and performance (seed 000 Fig. 3)")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7, ncol=2, loc="upper left")
-    out_dir.mkdir(parents=True, exist_ok=True)
-    paths = [out_dir / "bgl-figure3.png", out_dir / "bgl-figure3.svg"]
-    for path in paths:
-        fig.savefig(path, dpi=130, bbox_inches="tight")
-    plt.close(fig)
-    return paths
+    return save_figure(fig, out_dir, "bgl-figure3", dpi=130)
 
 
 def carried_notes(inputs: dict) -> dict:

@@ -45,6 +45,7 @@ import pandas as pd
 
 from gupsim.config import load_machine
 from gupsim.dram import fit_outstanding_misses, update_rate
+from gupsim.plots import save_figure
 from gupsim.runner import make_run_config
 from gupsim.runpool import SERIAL, RunPool
 from gupsim.validation import Comparison, compare, reference_table
@@ -283,9 +284,4 @@ def _plot(frame: pd.DataFrame, out_dir: Path) -> list[Path]:
         ax.xaxis.set_minor_formatter(NullFormatter())
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=7)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    paths = [out_dir / "dv-hypatia.png", out_dir / "dv-hypatia.svg"]
-    for path in paths:
-        fig.savefig(path, dpi=120, bbox_inches="tight")
-    plt.close(fig)
-    return paths
+    return save_figure(fig, out_dir, "dv-hypatia")

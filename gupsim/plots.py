@@ -40,11 +40,19 @@ def _plt():
     return plt
 
 
-def _save(fig, out_dir: Path, stem: str) -> list[Path]:
+def save_figure(fig, out_dir: Path, stem: str, dpi: int = 120) -> list[Path]:
+    """Write ``fig`` as ``out_dir/stem.png`` and ``.svg`` and close it; return the two paths.
+
+    The files are a function of the figure alone, byte for byte: the SVG gets no creation date and fixed
+    element ids (``svg.hashsalt``; matplotlib draws them at random otherwise), so regenerating an
+    unchanged result leaves the committed figures unchanged."""
+    import matplotlib
+
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = [out_dir / f"{stem}.png", out_dir / f"{stem}.svg"]
-    for path in paths:
-        fig.savefig(path, dpi=120, bbox_inches="tight")
+    with matplotlib.rc_context({"svg.hashsalt": "gupsim"}):
+        for path in paths:
+            fig.savefig(path, dpi=dpi, bbox_inches="tight", metadata={"Date": None} if path.suffix == ".svg" else None)
     _plt().close(fig)
     return paths
 
@@ -142,7 +150,7 @@ def plot_scaling(table: pd.DataFrame, out_dir: Path, stem: str = "gups-scaling",
     ax.set_title("GUPS against machine size")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=6.5, loc="upper left", bbox_to_anchor=(1.01, 1))
-    return _save(fig, out_dir, stem)
+    return save_figure(fig, out_dir, stem)
 
 
 # --------------------------------------------------------------------------- links
@@ -187,7 +195,7 @@ def plot_links(record: dict[str, Any], out_dir: Path, z_slice: int = 0, top: int
     ax.set_xlabel("link utilisation (% of run time busy)")
     ax.set_title(f"busiest {len(busiest)} links (colour: x, y, z)", fontsize=9)
     fig.suptitle(f"Link load: {_title(record)}")
-    return _save(fig, out_dir, stem)
+    return save_figure(fig, out_dir, stem)
 
 
 # --------------------------------------------------------------------------- histograms
@@ -210,7 +218,7 @@ def plot_histograms(record: dict[str, Any], out_dir: Path, stem: str = "bucket-s
         ax.set_xlabel(xlabel)
         ax.set_ylabel("count (messages)" if "message" in name else "count (packets)")
     fig.suptitle(f"Distributions: {_title(record)}")
-    return _save(fig, out_dir, stem)
+    return save_figure(fig, out_dir, stem)
 
 
 # --------------------------------------------------------------------------- time series
@@ -233,7 +241,7 @@ def plot_timeseries(record: dict[str, Any], out_dir: Path, stem: str = "throttli
     for ax in axes:
         ax.grid(True, alpha=0.3)
     fig.suptitle(f"Injection throttling and SBF: {_title(record)}")
-    return _save(fig, out_dir, stem)
+    return save_figure(fig, out_dir, stem)
 
 
 def _store_rows(source: str | Path, key: str | None) -> pd.DataFrame:

@@ -91,6 +91,14 @@ def test_figure3_writes_png_and_svg(quick_results, tmp_path):
     assert all(p.stat().st_size > 5000 for p in paths)
 
 
+def test_figures_are_byte_identical_when_drawn_again(quick_results, tmp_path):
+    """Regenerating an unchanged result must not change a committed figure (no date, no random SVG ids)."""
+    first = {p.name: p.read_bytes() for p in quick_results["bgl-figure3"].figures(tmp_path / "a")}
+    again = {p.name: p.read_bytes() for p in quick_results["bgl-figure3"].figures(tmp_path / "b")}
+    assert first == again
+    assert b"<dc:date>" not in first["bgl-figure3.svg"]
+
+
 def test_upc_simulated_rows_meet_their_target_and_the_limit_is_eq2(quick_results):
     c = quick_results["bgl-upc"]
     simulated = c.frame["sim_gups"].notna()
