@@ -115,9 +115,22 @@ def _keyed(cache_dir: str) -> Any:
     return joblib.Memory(cache_dir, verbose=0).cache(_run_keyed, ignore=["config", "checkpoint"])
 
 
+def reset_peak_rss() -> None:
+    """Restart this process's peak RSS (``VmHWM``, which a record's ``peak_rss_mb`` reads) from its current RSS.
+
+    A pool's worker runs many configurations; without this a record would give the largest run the worker
+    had held so far, not its own.  Linux only (``clear_refs``); elsewhere the lifetime peak stays."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        pass
+
+
 def cached_run(config: RunConfig, cache_dir: str | None, code: str) -> dict[str, Any]:
     """The record of ``config``: from ``cache_dir`` if this code already ran it, else run (resuming its
     checkpoint if one was kept) and keep it."""
+    reset_peak_rss()
     if cache_dir is None:
         return run(config)
     return _keyed(cache_dir)(config, config.model_dump_json(), code, checkpoint_for(config, cache_dir, code))

@@ -288,9 +288,11 @@ def point_key(run_config: Any, extras: RecordExtras) -> str:
 
 def run_point(run_config: Any, extras: dict[str, Any], key: str, varied: dict[str, Any]) -> dict[str, Any]:
     """Run one point (on a Dask worker); never raises: a failure becomes a row with its error."""
+    from gupsim.runpool import reset_peak_rss
     from gupsim.store import failed_row, record_row
     from gupsim.telemetry import simulate_with_extras
 
+    reset_peak_rss()  # this point's peak, not the worker's largest point so far
     try:
         record = simulate_with_extras(run_config, RecordExtras(**extras))
     except Exception as exc:  # noqa: BLE001 - every failure is stored, the sweep goes on

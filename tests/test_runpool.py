@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import numpy as np
 import pandas as pd
 import pytest
 
 from gupsim.config import load_machine
 from gupsim.runner import make_run_config
-from gupsim.runpool import DaskPool, SerialPool, run_cost
+from gupsim.runpool import DaskPool, SerialPool, reset_peak_rss, run_cost
 
 #: What differs between two runs of one configuration: how long it took (and so its speed) and its memory.
 MEASURED = {"wall_s", "events_per_s", "peak_rss_mb"}
@@ -184,3 +187,14 @@ def test_every_finished_run_is_one_log_line_saying_where_its_record_came_from(tm
     assert len(lines) == 2
     assert lines[0].startswith("run done: routed on 2x2x2 (2 per node), 64 updates per process: ")
     assert lines[0].endswith("s of wall time (run)") and lines[1].endswith("(kept, reused)")
+
+
+@pytest.mark.skipif(not Path("/proc/self/clear_refs").exists(), reason="VmHWM is reset through Linux's clear_refs")
+def test_a_pool_run_reports_its_own_peak_memory_not_the_workers_largest_so_far():
+    from gupsim.runner import peak_rss_mb
+
+    big = np.ones(300 * 2**20 // 8)  # 300 MB touched, then freed: an earlier, larger run of the same worker
+    del big
+    before = peak_rss_mb()
+    reset_peak_rss()
+    assert peak_rss_mb() < before - 200
