@@ -114,6 +114,8 @@ def run_case(shape: str, algorithm: str, updates: int, sets: dict, options: dict
         "deferred_returns": getattr(sim, "queue_stats", {}).get("deferred_applied", 0),
         # calendar buckets moved into the event heap (gupsim.fast.core, event queue): heap pops per bucket
         "buckets_moved": getattr(sim, "queue_stats", {}).get("buckets_moved", 0),
+        # entries walked when the calendar redistributed its overflow list (gupsim.fast.core, event queue)
+        "overflow_refiled": getattr(sim, "queue_stats", {}).get("overflow_refiled", 0),
         "estimate_mb": sim.memory_estimate_bytes / 2**20,
     }
 

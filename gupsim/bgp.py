@@ -96,14 +96,9 @@ def comparison(name: str, title: str, reference: dict, simulated: dict, toleranc
 
 
 def save(fig, out_dir: Path, name: str) -> list[Path]:
-    import matplotlib.pyplot as plt
+    from gupsim.plots import save_figure  # presentation: imported only when a figure is drawn, never by a run
 
-    out_dir.mkdir(parents=True, exist_ok=True)
-    paths = [out_dir / f"{name}.png", out_dir / f"{name}.svg"]
-    for path in paths:
-        fig.savefig(path, dpi=120, bbox_inches="tight")
-    plt.close(fig)
-    return paths
+    return save_figure(fig, out_dir, name)
 
 
 def axes(ncols: int = 2):

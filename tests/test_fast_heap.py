@@ -127,3 +127,19 @@ def test_the_calendar_queue_pops_in_the_heaps_order(ops, bucket_s, slots, renumb
     """Equal times, both priorities, buckets skipped, events beyond the calendar's slots, and renumbering."""
     expected = _drain(ops, c.SEQ_LIMIT, QUEUE_DELAYS)
     assert _drain_queue(ops, bucket_s, slots, renumber_every) == expected
+
+
+def test_the_overflow_is_walked_once_per_calendar_turn_not_once_per_bucket():
+    """Events beyond the calendar's slots wait in one overflow list; the calendar redistributes it when it
+    reaches its first bucket, so an event ``d`` buckets ahead is walked about ``d / slots`` times.  (Walking
+    the list as soon as its first bucket came within reach walked it again at nearly every bucket while it
+    was dense just beyond the slots: the 64-rack UPC run spent most of its time there.)"""
+    slots, n = 16, 2000
+    ctr = np.zeros(c.N_COUNTERS, dtype=np.int64)
+    q = c.new_queue(n + 8, ctr, 1e-9, slots)
+    c.push(q, ctr, 0.0, c.NORMAL, 0)
+    for i in range(1, n):  # one event per bucket, all but the first beyond the slots
+        c.push(q, ctr, (i + 0.5) * 1e-9, c.NORMAL, i)
+    popped = [c.pop(q, ctr)[1] for _ in range(n)]
+    assert popped == list(range(n))
+    assert ctr[c.C_REFILED] <= n * (n // slots + 2) // 2  # an event i buckets ahead: at most i / slots + 1 walks

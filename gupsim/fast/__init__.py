@@ -259,7 +259,8 @@ class FastSimulation:
                             "deferred_rescheduled": int(ctr[c.C_RESCHEDULED]),
                             "deferred_full": int(ctr[c.C_DEFER_FULL]), "renumbered": int(ctr[c.C_RENUMBERED]),
                             "renumbered_deferred": int(ctr[c.C_RENUMBER_KEPT]),
-                            "buckets_moved": int(ctr[c.C_MOVED])}
+                            "buckets_moved": int(ctr[c.C_MOVED]),
+                            "overflow_refiled": int(ctr[c.C_REFILED])}
         self.applied = int(ctr[c.C_APPLIED])
         self.generated = self.total_updates - mod.remaining(a)
         self.window_times = [float(t) for t in a["wt"]]

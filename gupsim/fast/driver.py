@@ -60,8 +60,9 @@ def drive(mod: ModuleType, a: dict, checkpoint: Checkpoint | None = None,
           batch_events: int = BATCH_EVENTS, total_updates: int = 0) -> tuple[float, float]:
     """Run kernel module ``mod`` on state ``a`` (updated in place) to its end.
 
-    Each save logs the updates applied so far out of ``total_updates``.  Returns the final simulated time and the wall seconds spent on this run before this call (by the
-    processes whose checkpoint it resumed; 0 for a fresh run)."""
+    Each save logs the updates applied so far out of ``total_updates``.  Returns the final simulated time
+    and the wall seconds spent on this run before this call (by the processes whose checkpoint it resumed;
+    0 for a fresh run)."""
     if batch_events < 1:
         raise GupsimError(f"batch_events must be at least 1 (got {batch_events})")
     code = mod._loop.py_func.__code__

@@ -334,7 +334,6 @@ def prepare(sim, options) -> dict:
         "cost": np.array([cm.generate, cm.update, sim.algorithm.hop_cycles, sim.algorithm.poll_pass_s]),
         "tabs": tabs, "ac": np.zeros(8, dtype=np.int64), "wc": np.zeros((2, 6), dtype=np.int64),
         "ws": np.zeros(R),  # when each waiting process started to wait
-
     }
 
 
