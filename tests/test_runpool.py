@@ -190,7 +190,8 @@ def test_every_finished_run_is_one_log_line_saying_where_its_record_came_from(tm
 
 
 @pytest.mark.skipif(not Path("/proc/self/clear_refs").exists(), reason="VmHWM is reset through Linux's clear_refs")
-def test_a_pool_run_reports_its_own_peak_memory_not_the_workers_largest_so_far():
+def test_reset_peak_rss_restarts_the_peak_from_the_current_memory():
+    """What the pools call before each run, so that a worker's record is not its largest run so far."""
     from gupsim.runner import peak_rss_mb
 
     big = np.ones(300 * 2**20 // 8)  # 300 MB touched, then freed: an earlier, larger run of the same worker
