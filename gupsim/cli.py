@@ -1,4 +1,4 @@
-"""The ``gupsim`` command line: ``run``, ``bounds``, ``list``, ``reproduce``, ``sweep``, ``results``, ``plot``.
+"""The ``gupsim`` command line: ``run``, ``bounds``, ``list``, ``reproduce``, ``runs``, ``sweep``, ``results``, ``plot``.
 
 Every user mistake ends in one line on stderr and exit status 2; nothing a
 user types produces a traceback.
@@ -158,6 +158,42 @@ def reproduce(names, out_dir, quick, docs_path, jobs, keep_runs) -> None:
         from gupsim.reporting import refresh_parameter_tables
 
         refresh_parameter_tables(REPO_ROOT / "docs" / "model.md", MACHINES_DIR)
+
+
+@cli.command()
+@click.option("--out", "out_dir", default="results", show_default=True, type=click.Path(file_okay=False),
+              help="the --out of gupsim reproduce (its runs are kept in OUT/runs)")
+@click.option("--all", "show_all", is_flag=True, help="also the runs other model code kept (never reused)")
+@click.option("--csv", "csv_path", default=None, type=click.Path(dir_okay=False), help="export the table as CSV")
+def runs(out_dir, show_all, csv_path) -> None:
+    """List the runs gupsim reproduce kept: what each was, its cost, and whether this code reuses it."""
+    from pathlib import Path
+
+    import pandas as pd
+
+    from gupsim.runpool import code_digest, kept_runs, unfinished_runs
+
+    cache_dir = Path(out_dir) / "runs"
+    if not cache_dir.is_dir():
+        raise GupsimError(f"{cache_dir} does not exist: no runs are kept there (gupsim reproduce --out {out_dir} "
+                          "keeps them)")
+    table, stopped = kept_runs(cache_dir), unfinished_runs(cache_dir)
+    shown = table if show_all else table[table["reused"]]
+    if csv_path:
+        shown.to_csv(csv_path, index=False)
+    readable = {"events": "{:,}".format, "wall_s": "{:,.1f}".format, "events_per_wall_s": "{:,.0f}".format,
+                "peak_rss_mb": "{:,.0f}".format, "gups": "{:.4g}".format, "updates_applied": "{:,}".format,
+                "size_mb": "{:,.0f}".format}
+    with pd.option_context("display.max_rows", 500, "display.width", 250, "display.max_columns", 50):
+        if len(shown):
+            click.echo(shown.drop(columns=[] if show_all else ["reused", "code"]).to_string(
+                index=False, formatters=readable))
+        if len(stopped):
+            click.echo("\nunfinished (checkpoints):\n" + stopped.to_string(index=False, formatters=readable))
+    mine = table[table["reused"]]
+    click.echo(f"model code {code_digest()}: {len(mine)} kept runs, {mine['events'].sum():,.0f} events, "
+               f"{mine['wall_s'].sum():,.0f} s of wall time in all; {len(table) - len(mine)} kept by other code "
+               f"(not reused); {int(stopped['resumed'].sum())} unfinished")
 
 
 @cli.command(name="list")

@@ -263,5 +263,70 @@ class DaskPool:
             self._queue.put((float("inf"), next(self._order), None, (), None))
 
 
+def kept_runs(cache_dir: Path) -> Any:
+    """Every run kept in ``cache_dir`` (by any code), one row each: what it was, what it cost, and whether
+    this model code reuses it (``reused``).  ``gupsim runs`` prints it.  Read from the records, so the
+    costs of a reproduction are data, not numbers copied from its log."""
+    import ast
+    import datetime
+    import json
+
+    import joblib
+    import pandas as pd
+
+    code, rows = code_digest(), []
+    for item in joblib.Memory(str(cache_dir), verbose=0).store_backend.get_items():
+        folder = Path(item.path)
+        try:
+            args = json.loads((folder / "metadata.json").read_text())["input_args"]
+            run_code, config = ast.literal_eval(args["code"]), json.loads(ast.literal_eval(args["key"]))
+            record = joblib.load(folder / "output.pkl")
+        except (OSError, ValueError, KeyError, SyntaxError, EOFError):
+            continue  # not a kept run (joblib keeps nothing else here) or half written: nothing to list
+        machine = config["machine"]
+        rows.append({
+            "reused": run_code == code, "code": run_code, "machine": machine["name"],
+            "algorithm": config["algorithm"], "shape": config["shape"],
+            "processes": record.get("processes"), "updates_per_process": config["updates_per_process"],
+            "routing": (machine.get("network") or {}).get("routing", ""), "seed": config["seed"],
+            "events": record.get("events"), "wall_s": record.get("wall_s"),
+            "events_per_wall_s": record.get("events_per_s"), "peak_rss_mb": record.get("peak_rss_mb"),
+            "gups": record.get("gups"),
+            "kept_at": datetime.datetime.fromtimestamp((folder / "output.pkl").stat().st_mtime,
+                                                       datetime.timezone.utc).strftime("%Y-%m-%d %H:%M"),
+        })
+    columns = ["reused", "code", "machine", "algorithm", "shape", "processes", "updates_per_process", "routing",
+               "seed", "events", "wall_s", "events_per_wall_s", "peak_rss_mb", "gups", "kept_at"]
+    table = pd.DataFrame(rows, columns=columns)
+    return table.sort_values(["reused", "wall_s"], ascending=False, ignore_index=True)
+
+
+def unfinished_runs(cache_dir: Path) -> Any:
+    """The checkpoints in ``cache_dir``: runs stopped before their end, how far they got, and whether this
+    code resumes them (a pool deletes the others when it starts)."""
+    import datetime
+    import zipfile
+
+    import numpy as np
+    import pandas as pd
+
+    from gupsim.fast import core
+
+    code, rows = code_digest(), []
+    for path in sorted((Path(cache_dir) / "checkpoints").glob("*.npz")):
+        try:
+            with np.load(path, allow_pickle=False) as z:  # reads only the members asked for
+                ctr, wall_s = z["ctr"], float(z["_wall_s"])
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
+            continue  # not a checkpoint (a save in progress is a .part file, not listed)
+        rows.append({"resumed": path.name.startswith(f"{code}-"), "checkpoint": path.name,
+                     "updates_applied": int(ctr[core.C_APPLIED]), "events": int(ctr[core.C_EVENTS]),
+                     "wall_s": wall_s, "size_mb": path.stat().st_size / 2**20,
+                     "saved_at": datetime.datetime.fromtimestamp(path.stat().st_mtime, datetime.timezone.utc)
+                     .strftime("%Y-%m-%d %H:%M")})
+    columns = ["resumed", "checkpoint", "updates_applied", "events", "wall_s", "size_mb", "saved_at"]
+    return pd.DataFrame(rows, columns=columns)
+
+
 #: The default pool of an experiment's ``reproduce``: stateless, so one shared instance is safe.
 SERIAL = SerialPool()

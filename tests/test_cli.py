@@ -83,3 +83,18 @@ def test_short_runs_are_flagged_as_not_steady(capsys):
     assert "treat the rate as indicative" in out
     code, out, _ = _call(capsys, "run", "--shape", "2x2x2", "--updates", "100", "--json")
     assert json.loads(out)["steady_state"] is False
+
+
+def test_runs_lists_the_kept_runs_and_a_missing_folder_is_one_line(capsys, tmp_path):
+    from gupsim.config import load_machine
+    from gupsim.runner import make_run_config
+    from gupsim.runpool import SerialPool
+
+    config = make_run_config(machine=load_machine("bgl"), shape="2x2x2", algorithm="one-packet",
+                             updates_per_process=64)
+    events = SerialPool(tmp_path / "runs").records([config])[0]["events"]
+    code, out, _ = _call(capsys, "runs", "--out", str(tmp_path))
+    assert code == 0 and "one-packet" in out and f"{events:,}" in out
+    assert ": 1 kept runs, " in out.splitlines()[-1]
+    code, _, err = _call(capsys, "runs", "--out", str(tmp_path / "nowhere"))
+    assert code == 2 and err.startswith("gupsim: error: ") and len(err.strip().splitlines()) == 1

@@ -199,3 +199,20 @@ def test_reset_peak_rss_restarts_the_peak_from_the_current_memory():
     before = peak_rss_mb()
     reset_peak_rss()
     assert peak_rss_mb() < before - 200
+
+
+def test_kept_runs_lists_each_kept_record_with_its_cost_and_whether_this_code_reuses_it(tmp_path, monkeypatch):
+    import gupsim.runpool as runpool
+    from gupsim.runpool import kept_runs, unfinished_runs
+
+    config = _configs()[1]
+    record = SerialPool(tmp_path).records([config])[0]
+    table = kept_runs(tmp_path)
+    assert len(table) == 1
+    row = table.iloc[0]
+    assert bool(row["reused"]) and row["code"] == runpool.code_digest()
+    assert (row["algorithm"], row["shape"], row["updates_per_process"]) == ("baseline", "2x2x2", 128)
+    assert row["events"] == record["events"] and row["wall_s"] == record["wall_s"]
+    assert len(unfinished_runs(tmp_path)) == 0
+    monkeypatch.setattr(runpool, "code_digest", lambda: "edited")
+    assert not kept_runs(tmp_path)["reused"].any()  # other code's runs are listed, as not reused
