@@ -232,3 +232,19 @@ def test_figure3_explains_its_misses_with_the_tables_row_notes():
     notes = carried({"bgl-table3": t3, "bgl-table4": t4})
     assert notes == {(16384, "baseline_gups"): "baseline reason", (65536, "optimized_gups"): "routed reason",
                      (128, "optimized_gups"): "only a size note"}
+
+
+def test_table4_compares_the_whole_machine_with_the_upc_run_on_the_same_torus_from_the_published_tables():
+    from gupsim.config import load_machine
+    from gupsim.validation import load_experiment, reference_table
+
+    table4 = load_experiment("bgl-table4")
+    ref = reference_table("bgl_table4_routed.csv")
+    upc = reference_table("bgl_upc_one_packet.csv").set_index("processors").loc[131072, "gups"]
+    text = table4.same_torus_remark(ref, load_machine("bgl"))
+    assert "64x32x32" in text and f"reached {upc} GUPS" in text
+    ratio = float(text.split("carried ")[1].split("x more")[0])
+    # computed, not written: a published whole-machine rate twice as high halves the ratio
+    doubled = ref.assign(gups=ref["gups"].where(ref["nodes"] != 65536, 2 * ref["gups"]))
+    again = table4.same_torus_remark(doubled, load_machine("bgl"))
+    assert float(again.split("carried ")[1].split("x more")[0]) == pytest.approx(ratio / 2, abs=0.06)
