@@ -178,7 +178,8 @@ def runs(out_dir, show_all, csv_path) -> None:
         raise GupsimError(f"{cache_dir} does not exist: no runs are kept there (gupsim reproduce --out {out_dir} "
                           "keeps them)")
     table, stopped = kept_runs(cache_dir), unfinished_runs(cache_dir)
-    shown = table if show_all else table[table["reused"]]
+    mine = table.loc[table["reused"].astype(bool)]  # .loc: an empty object column would select columns
+    shown = table if show_all else mine
     if csv_path:
         shown.to_csv(csv_path, index=False)
     readable = {"events": "{:,}".format, "wall_s": "{:,.1f}".format, "events_per_wall_s": "{:,.0f}".format,
@@ -190,7 +191,6 @@ def runs(out_dir, show_all, csv_path) -> None:
                 index=False, formatters=readable))
         if len(stopped):
             click.echo("\nunfinished (checkpoints):\n" + stopped.to_string(index=False, formatters=readable))
-    mine = table[table["reused"]]
     click.echo(f"model code {code_digest()}: {len(mine)} kept runs, {mine['events'].sum():,.0f} events, "
                f"{mine['wall_s'].sum():,.0f} s of wall time in all; {len(table) - len(mine)} kept by other code "
                f"(not reused); {int(stopped['resumed'].sum())} unfinished")

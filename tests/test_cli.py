@@ -96,5 +96,8 @@ def test_runs_lists_the_kept_runs_and_a_missing_folder_is_one_line(capsys, tmp_p
     code, out, _ = _call(capsys, "runs", "--out", str(tmp_path))
     assert code == 0 and "one-packet" in out and f"{events:,}" in out
     assert ": 1 kept runs, " in out.splitlines()[-1]
+    (tmp_path / "empty" / "runs").mkdir(parents=True)
+    code, out, _ = _call(capsys, "runs", "--out", str(tmp_path / "empty"))
+    assert code == 0 and ": 0 kept runs, 0 events, " in out
     code, _, err = _call(capsys, "runs", "--out", str(tmp_path / "nowhere"))
     assert code == 2 and err.startswith("gupsim: error: ") and len(err.strip().splitlines()) == 1
