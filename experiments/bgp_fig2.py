@@ -15,6 +15,7 @@ from __future__ import annotations
 import time
 
 from gupsim import bgp
+from gupsim.plots import save_figure
 
 REFERENCE = {  # transcribed from seed 002's text
     "latency 0 B, 1 hop": {"value": 2.8, "unit": "us", "source": "§3.1, Fig. 2a", "role": "calibration"},
@@ -47,7 +48,7 @@ def reproduce(quick: bool = False, inputs: dict | None = None):
         for ax in (a, b):
             ax.legend(fontsize=8)
             ax.grid(alpha=0.3)
-        return bgp.save(fig, out_dir, "bgp-fig2")
+        return save_figure(fig, out_dir, "bgp-fig2")
 
     return bgp.comparison(
         "bgp-fig2", "Seed 002 Fig. 2: BG/P inter-node latency and bandwidth (one hop)", REFERENCE, sim, 0.10,

@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 
 from gupsim import bgp
+from gupsim.plots import save_figure
 
 REFERENCE = {  # transcribed from seed 002's text
     "intra-node latency 0 B": {"value": 2.8, "unit": "us", "source": "§3.2, Fig. 3a (same as Fig. 2a)"},
@@ -44,7 +45,7 @@ def reproduce(quick: bool = False, inputs: dict | None = None):
         b.set(ylabel="64 KB bandwidth [Mb/s]", title="Fig. 3b")
         for ax in (a, b):
             ax.legend(fontsize=8)
-        return bgp.save(fig, out_dir, "bgp-fig3")
+        return save_figure(fig, out_dir, "bgp-fig3")
 
     return bgp.comparison(
         "bgp-fig3", "Seed 002 Fig. 3: BG/P intra-node against inter-node", REFERENCE, sim, 0.10,

@@ -14,6 +14,7 @@ from __future__ import annotations
 import time
 
 from gupsim import bgp
+from gupsim.plots import save_figure
 
 REFERENCE = {  # transcribed from seed 002's text
     "latency ratio 0 B, 131072 / 4 cores": {"value": 2.0, "unit": "ratio", "source": "§3.3: 'close to 100%'",
@@ -60,7 +61,7 @@ def reproduce(quick: bool = False, inputs: dict | None = None):
         a.set(xlabel="system size [cores]", ylabel="latency degradation vs 4 cores", title="Fig. 4")
         a.legend(fontsize=8)
         a.grid(alpha=0.3)
-        return bgp.save(a.figure, out_dir, "bgp-fig4")
+        return save_figure(a.figure, out_dir, "bgp-fig4")
 
     return bgp.comparison(
         "bgp-fig4", "Seed 002 Fig. 4: BG/P latency to the farthest node against system size", REFERENCE, sim, 0.10,

@@ -23,6 +23,7 @@ import time
 
 from gupsim import bgp
 from gupsim.bounds import machine_topology
+from gupsim.plots import save_figure
 
 REFERENCE = {  # transcribed from seed 002's text
     "exp 1: P0-P3 / no overlap": {"value": 1.0, "unit": "ratio", "source": "§3.4, Fig. 5: 'same bandwidth as an uncongested link'"},
@@ -67,7 +68,7 @@ def reproduce(quick: bool = False, inputs: dict | None = None):
         a.bar(labels, [bgp.mbps(v) for v in values], color=["grey", "tab:blue", "tab:red", "tab:blue", "tab:red"])
         a.set(ylabel=f"{r['size'] // 1024} KB bandwidth [Mb/s]", title="Fig. 5: flow-through wins, local stream throttled")
         a.tick_params(axis="x", labelsize=8)
-        return bgp.save(fig, out_dir, "bgp-fig5")
+        return save_figure(fig, out_dir, "bgp-fig5")
 
     return bgp.comparison(
         "bgp-fig5", "Seed 002 Fig. 5: BG/P congestion (sender-driven throttling)", REFERENCE, sim, 0.05,

@@ -17,6 +17,7 @@ import time
 import pandas as pd
 
 from gupsim import bgp
+from gupsim.plots import save_figure
 
 REFERENCE = {  # transcribed from seed 002's text
     "4 cores / 1 core, 64 KB": {"value": 1.0, "unit": "ratio", "source": "§3.5, Fig. 6a: 'peak bandwidth ... the same'"},
@@ -54,7 +55,7 @@ def reproduce(quick: bool = False, inputs: dict | None = None):
         for ax in (a, b):
             ax.legend(fontsize=8)
             ax.grid(alpha=0.3)
-        return bgp.save(fig, out_dir, "bgp-fig6")
+        return save_figure(fig, out_dir, "bgp-fig6")
 
     return bgp.comparison(
         "bgp-fig6", "Seed 002 Fig. 6: BG/P multistream bandwidth and hot-spot latency", REFERENCE, sim, 0.25,

@@ -19,6 +19,7 @@ from __future__ import annotations
 import time
 
 from gupsim import bgp
+from gupsim.plots import save_figure
 
 REFERENCE = {  # transcribed from seed 002's text
     "fan-out, 6 neighbours": {"value": 18000.0, "unit": "Mb/s", "source": "§3.7, Fig. 7b: 'about 18,000 Mb/s'"},
@@ -46,7 +47,7 @@ def reproduce(quick: bool = False, inputs: dict | None = None):
         a.set(xlabel="neighbours", ylabel="aggregate bandwidth [Mb/s]", title="Fig. 7")
         a.legend(fontsize=8)
         a.grid(alpha=0.3)
-        return bgp.save(fig, out_dir, "bgp-fig7")
+        return save_figure(fig, out_dir, "bgp-fig7")
 
     return bgp.comparison(
         "bgp-fig7", "Seed 002 Fig. 7: BG/P fan-in and fan-out", REFERENCE, sim, 0.15,

@@ -51,6 +51,7 @@ import pandas as pd
 
 from gupsim import bgp
 from gupsim.bounds import bounds, cpu_bound_gups, machine_topology, network_bound_gups
+from gupsim.plots import save_figure
 from gupsim.runner import make_run_config, run
 from gupsim.runpool import SERIAL, RunPool
 from gupsim.validation import Comparison
@@ -181,7 +182,7 @@ def reproduce(quick: bool = False, inputs: dict | None = None, pool: RunPool = S
             a.set(xscale="log", yscale="log", xlabel="nodes", ylabel="GUPS", title=f"BG/P {mode} mode")
             a.legend(fontsize=6)
             a.grid(alpha=0.3, which="both")
-        return bgp.save(fig, out_dir, "bgp-gups")
+        return save_figure(fig, out_dir, "bgp-gups")
 
     return Comparison(
         name="bgp-gups", title="Blue Gene/P GUPS: analytic bounds for every size and mode, simulated where feasible",

@@ -12,7 +12,6 @@ The comparison frame has one row per observation: the transcribed value
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -93,12 +92,6 @@ def comparison(name: str, title: str, reference: dict, simulated: dict, toleranc
     return Comparison(name=name, title=title, key="observation", frame=frame, targets={"value": tolerance},
                       notes=cal | (notes or {}), method=method, wall_s=time.perf_counter() - t0,
                       shown=["unit", "role", "source"], plot=plot)
-
-
-def save(fig, out_dir: Path, name: str) -> list[Path]:
-    from gupsim.plots import save_figure  # presentation: imported only when a figure is drawn, never by a run
-
-    return save_figure(fig, out_dir, name)
 
 
 def axes(ncols: int = 2):

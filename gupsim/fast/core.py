@@ -417,7 +417,8 @@ def _advance(q, ctr):
         # slots in one pass, and an entry left over waits at least ``slots`` buckets for the next pass.
         # (At the earliest moment, the pass came again as soon as the calendar moved one bucket on while
         # the overflow was dense just beyond the slots, each pass walking the whole list: the 64-rack UPC
-        # run, whose CPU steps of about 3 us outreach the slots' 2.3 us, spent most of its time there.)
+        # run, whose CPU steps of about 3 us outreach the slots' 2.3 us, slowed from 0.43 to 0.12 M events
+        # per second as it went; docs/performance.md, fifth pass.)
         if ctr[C_OV_MIN] <= cur:
             e = cal[slots, 0]
             cal[slots, 0] = -1
