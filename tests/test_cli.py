@@ -62,6 +62,11 @@ def test_bounds_json(capsys):
         (["run", "--updates", "0"], "Invalid value for '--updates'"),
         (["bounds", "--shape", "8x8x8", "--bytes-per-update", "-1"], "Invalid value for '--bytes-per-update'"),
         (["run", "--machine", "missing.yaml"], "machine file not found"),
+        # a configuration the algorithm cannot finish (tests/test_routed.py): one line on either engine
+        (["run", "--shape", "16x2x2", "--algorithm", "routed", "--updates", "1024", "--set", "fifos=shared",
+          "--set", "link_bytes_per_s=10937500"], "fifos=per-dimension"),
+        (["run", "--shape", "16x2x2", "--algorithm", "routed", "--updates", "1024", "--set", "fifos=shared",
+          "--set", "link_bytes_per_s=10937500", "--engine", "simpy"], "fifos=per-dimension"),
     ],
 )
 def test_bad_input_is_one_clear_line_and_exit_2(capsys, argv, expected):

@@ -123,7 +123,7 @@ def test_shared_fifos_deadlock_routed_once_the_network_binds_and_fifos_per_dimen
     import pytest
 
     from gupsim.config import load_machine
-    from gupsim.errors import SimulationError
+    from gupsim.errors import DeadlockError
     from gupsim.runner import make_run_config, simulate
 
     def run(fifos):
@@ -131,7 +131,7 @@ def test_shared_fifos_deadlock_routed_once_the_network_binds_and_fifos_per_dimen
         return simulate(make_run_config(machine=machine, shape="16x2x2", algorithm="routed",
                                         updates_per_process=1024))[1]
 
-    with pytest.raises(SimulationError, match=r"deadlock.*--set network\.fifos=per-dimension"):
+    with pytest.raises(DeadlockError, match=r"deadlock.*--set network\.fifos=per-dimension"):
         run("shared")
     record = run("per-dimension")
     assert record["updates_applied"] == 64 * 1024

@@ -43,7 +43,7 @@ import numpy as np
 from gupsim import hpcc
 from gupsim.algorithms import algorithm_class, validate_options
 from gupsim.config import MachineConfig
-from gupsim.errors import GupsimError, SimulationError
+from gupsim.errors import DeadlockError, GupsimError, SimulationError
 from gupsim.memory import FAST_BASE_BYTES, FAST_NODE_BYTES, check_fits
 from gupsim.network import Network
 from gupsim.node import CostModel
@@ -248,9 +248,10 @@ class FastSimulation:
         if ctr[c.C_ERROR]:
             raise SimulationError(mod.error_message(ctr[c.C_ERROR], a))
         if not ctr[c.C_DONE]:
-            raise SimulationError(f"fast engine: the event queue emptied at t={now:.6g} s with "
-                                  f"{int(ctr[c.C_APPLIED]):,} of {self.total_updates:,} updates applied (deadlock)"
-                                  + self.algorithm.deadlock_hint())
+            # a property of the configuration, as on the SimPy engine (runner._deadlock): one line, not a bug
+            raise DeadlockError(f"deadlock at t={now:.6g} s: the event queue emptied with "
+                                f"{int(ctr[c.C_APPLIED]):,} of {self.total_updates:,} updates applied (fast engine)"
+                                + self.algorithm.deadlock_hint())
         self.env = SimpleNamespace(now=now, events_scheduled=int(ctr[c.C_EVENTS]))
         # how the events went (not in the record): credit returns applied beside their pool without the
         # heap, put back into the heap because someone started waiting, pushed because the slots were full;
