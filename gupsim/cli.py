@@ -177,7 +177,8 @@ def runs(out_dir, show_all, csv_path) -> None:
     if not cache_dir.is_dir():
         raise GupsimError(f"{cache_dir} does not exist: no runs are kept there (gupsim reproduce --out {out_dir} "
                           "keeps them)")
-    table, stopped = kept_runs(cache_dir), unfinished_runs(cache_dir)
+    code = code_digest()
+    table, stopped = kept_runs(cache_dir, code), unfinished_runs(cache_dir, code)
     mine = table.loc[table["reused"].astype(bool)]  # .loc: an empty object column would select columns
     shown = table if show_all else mine
     if csv_path:
@@ -191,7 +192,7 @@ def runs(out_dir, show_all, csv_path) -> None:
                 index=False, formatters=readable))
         if len(stopped):
             click.echo("\nunfinished (checkpoints):\n" + stopped.to_string(index=False, formatters=readable))
-    click.echo(f"model code {code_digest()}: {len(mine)} kept runs, {mine['events'].sum():,.0f} events, "
+    click.echo(f"model code {code}: {len(mine)} kept runs, {mine['events'].sum():,.0f} events, "
                f"{mine['wall_s'].sum():,.0f} s of wall time in all; {len(table) - len(mine)} kept by other code "
                f"(not reused); {int(stopped['resumed'].sum())} unfinished")
 

@@ -1,4 +1,4 @@
-"""Estimating a run's memory before building it, and refusing runs that cannot fit.
+"""Estimating a run's memory before building it, refusing runs that cannot fit, and measuring its peak.
 
 The SimPy reference engine keeps Python objects per process (CPU, stream,
 FIFOs, the algorithm's buckets and in-flight packets) and a bounded route
@@ -20,6 +20,8 @@ peak.
 """
 
 from __future__ import annotations
+
+import resource
 
 from gupsim.errors import GupsimError
 
@@ -68,3 +70,21 @@ def check_fits(num_ranks: int, per_rank_bytes: int, what: str, base_bytes: int |
             f"{have / 2**30:.1f} GB are available; use a smaller shape or fewer processes per node"
         )
     return need
+
+
+def peak_rss_mb() -> float:
+    """This process's own peak resident set, in MB.
+
+    Linux's ``ru_maxrss`` survives ``exec``: a child started by a large parent
+    (pytest after the suite, a Dask nanny) reports at least the parent's size at
+    fork.  ``VmHWM`` belongs to the process's own address space, so it is read
+    first; ``ru_maxrss`` is the fallback where ``/proc`` does not exist.
+    """
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0

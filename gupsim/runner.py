@@ -19,7 +19,6 @@ utilisation cover the whole run.
 
 from __future__ import annotations
 
-import resource
 import time
 from typing import Any
 
@@ -29,6 +28,7 @@ import pandas as pd
 from pydantic import ValidationError
 
 from gupsim.errors import DeadlockError, GupsimError, SimulationError
+from gupsim.memory import peak_rss_mb
 from gupsim.simulation import WINDOW, RunConfig, Simulation
 
 #: Documented minimum run length (updates per process) for a steady-state rate.
@@ -41,22 +41,6 @@ RECORD_KEYS = (
 )
 
 
-def peak_rss_mb() -> float:
-    """This process's own peak resident set, in MB.
-
-    Linux's ``ru_maxrss`` survives ``exec``: a child started by a large parent
-    (pytest after the suite, a Dask nanny) reports at least the parent's size at
-    fork.  ``VmHWM`` belongs to the process's own address space, so it is read
-    first; ``ru_maxrss`` is the fallback where ``/proc`` does not exist.
-    """
-    try:
-        with open("/proc/self/status") as fh:
-            for line in fh:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024.0
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
 def simulate(run: RunConfig, observer: Any = None, checkpoint: Any = None) -> tuple[Simulation, dict[str, Any]]:
@@ -65,7 +49,8 @@ def simulate(run: RunConfig, observer: Any = None, checkpoint: Any = None) -> tu
     ``observer`` (optional, e.g. :class:`gupsim.telemetry.Telemetry`) is attached
     to the built simulation before it runs and adds its results to the record.
     ``checkpoint`` (a :class:`gupsim.fast.driver.Checkpoint`) keeps a fast run's state on disk as it goes
-    and resumes from it; the record's ``wall_s`` then counts the earlier pieces too.  SimPy runs ignore it.
+    and resumes from it; the record's ``wall_s`` then counts the earlier pieces too, and its ``peak_rss_mb``
+    is the largest peak of all the pieces.  SimPy runs ignore it.
     """
     from gupsim.fast import choose_engine, simulate_fast
 
@@ -167,7 +152,7 @@ def make_record(sim: Simulation, wall_s: float) -> dict[str, Any]:
         "sim_time_s": t,
         "events": sim.env.events_scheduled,
         "wall_s": wall_s,
-        "peak_rss_mb": peak_rss_mb(),
+        "peak_rss_mb": max(peak_rss_mb(), getattr(sim, "earlier_peak_rss_mb", 0.0)),
         "packets_injected": net.packets_injected,
         "events_per_s": sim.env.events_scheduled / wall_s if wall_s > 0 else float("nan"),
     }

@@ -263,10 +263,11 @@ class DaskPool:
             self._queue.put((float("inf"), next(self._order), None, (), None))
 
 
-def kept_runs(cache_dir: Path) -> Any:
+def kept_runs(cache_dir: Path, code: str | None = None) -> Any:
     """Every run kept in ``cache_dir`` (by any code), one row each: what it was, what it cost, and whether
     this model code reuses it (``reused``).  ``gupsim runs`` prints it.  Read from the records, so the
-    costs of a reproduction are data, not numbers copied from its log."""
+    costs of a reproduction are data, not numbers copied from its log.  ``code``: the digest to compare
+    with, :func:`code_digest` by default."""
     import ast
     import datetime
     import json
@@ -274,7 +275,7 @@ def kept_runs(cache_dir: Path) -> Any:
     import joblib
     import pandas as pd
 
-    code, rows = code_digest(), []
+    code, rows = code or code_digest(), []
     for item in joblib.Memory(str(cache_dir), verbose=0).store_backend.get_items():
         folder = Path(item.path)
         try:
@@ -301,9 +302,9 @@ def kept_runs(cache_dir: Path) -> Any:
     return table.sort_values(["reused", "wall_s"], ascending=False, ignore_index=True)
 
 
-def unfinished_runs(cache_dir: Path) -> Any:
+def unfinished_runs(cache_dir: Path, code: str | None = None) -> Any:
     """The checkpoints in ``cache_dir``: runs stopped before their end, how far they got, and whether this
-    code resumes them (a pool deletes the others when it starts)."""
+    code resumes them (a pool deletes the others when it starts; ``code`` as for :func:`kept_runs`)."""
     import datetime
     import zipfile
 
@@ -312,7 +313,7 @@ def unfinished_runs(cache_dir: Path) -> Any:
 
     from gupsim.fast import core
 
-    code, rows = code_digest(), []
+    code, rows = code or code_digest(), []
     for path in sorted((Path(cache_dir) / "checkpoints").glob("*.npz")):
         try:
             with np.load(path, allow_pickle=False) as z:  # reads only the members asked for

@@ -33,6 +33,15 @@ def test_run_summary_and_verify(capsys):
     assert "GUPS (steady state)" in out and "HPCC verification" in out and "passed" in out
 
 
+def test_the_checkpoint_interval_help_gives_the_drivers_default(capsys):
+    """The help names the default as a literal (importing the kernels' driver would slow every command)."""
+    from gupsim.fast import driver
+
+    code, out, _ = _call(capsys, "run", "--help")
+    assert code == 0
+    assert f"[default: {driver.CHECKPOINT_EVERY_S:g}]" in " ".join(out.split())
+
+
 def test_set_changes_the_machine(capsys):
     _, slow, _ = _call(capsys, "run", "--shape", "2x2x2", "--algorithm", "one-packet", "--updates", "400", "--json")
     _, fast, _ = _call(capsys, "run", "--shape", "2x2x2", "--algorithm", "one-packet", "--updates", "400", "--json",

@@ -83,6 +83,24 @@ def test_a_run_stopped_after_a_save_resumes_from_it_to_the_same_record(algorithm
     assert not checkpoint.path.exists()  # a finished run leaves no state behind
 
 
+def test_a_resumed_record_gives_the_largest_peak_rss_of_its_pieces(tmp_path, monkeypatch):
+    """The stopped piece's peak is kept in the checkpoint: a resumed run that needs less does not hide it."""
+    config = _config("routed")
+    checkpoint = driver.Checkpoint(tmp_path / "run.npz", key="this run", every_s=0.0)
+    monkeypatch.setattr(driver, "peak_rss_mb", lambda: 123456.0)  # the stopped process peaked high
+    stop_after_saves(monkeypatch, 3)
+    with pytest.raises(Stopped):
+        _record(config, checkpoint, batch_events=311)
+    monkeypatch.undo()
+    sim = FastSimulation(config)
+    sim.execute(checkpoint, 311)
+    assert sim.earlier_peak_rss_mb == 123456.0
+    assert make_record(sim, 0.0)["peak_rss_mb"] == 123456.0
+    fresh = FastSimulation(config)
+    fresh.execute()
+    assert fresh.earlier_peak_rss_mb == 0.0 and make_record(fresh, 0.0)["peak_rss_mb"] < 123456.0
+
+
 def test_a_checkpoint_of_another_run_is_refused_in_one_line(tmp_path, monkeypatch):
     config = _config("one-packet", updates=64)
     checkpoint = driver.Checkpoint(tmp_path / "run.npz", key="run A", every_s=0.0)

@@ -242,7 +242,7 @@ class FastSimulation:
 
         mod = self._module
         a = self._arrays() | mod.prepare(self, self.algorithm.options)
-        now, self.earlier_wall_s = driver.drive(
+        now, self.earlier_wall_s, self.earlier_peak_rss_mb = driver.drive(
             mod, a, checkpoint, driver.BATCH_EVENTS if batch_events is None else batch_events, self.total_updates)
         ctr, c = a["ctr"], self._c
         if ctr[c.C_ERROR]:

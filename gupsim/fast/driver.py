@@ -38,6 +38,7 @@ import numpy as np
 
 from gupsim.errors import GupsimError
 from gupsim.fast import core as c
+from gupsim.memory import peak_rss_mb
 
 #: Events per batch: the driver gets control back every few seconds of a whole-machine run.
 BATCH_EVENTS = 1 << 24
@@ -57,19 +58,19 @@ class Checkpoint:
 
 
 def drive(mod: ModuleType, a: dict, checkpoint: Checkpoint | None = None,
-          batch_events: int = BATCH_EVENTS, total_updates: int = 0) -> tuple[float, float]:
+          batch_events: int = BATCH_EVENTS, total_updates: int = 0) -> tuple[float, float, float]:
     """Run kernel module ``mod`` on state ``a`` (updated in place) to its end.
 
-    Each save logs the updates applied so far out of ``total_updates``.  Returns the final simulated time
-    and the wall seconds spent on this run before this call (by the processes whose checkpoint it resumed;
-    0 for a fresh run)."""
+    Each save logs the updates applied so far out of ``total_updates``.  Returns the final simulated time,
+    and the wall seconds spent on this run before this call and the largest peak RSS (MB) of the processes
+    that spent them (by the processes whose checkpoint it resumed; 0 and 0 for a fresh run)."""
     if batch_events < 1:
         raise GupsimError(f"batch_events must be at least 1 (got {batch_events})")
     code = mod._loop.py_func.__code__
     names = code.co_varnames[:code.co_argcount - 1]  # the last argument is the time
-    now, earlier_s = 0.0, 0.0
+    now, earlier_s, earlier_peak_mb = 0.0, 0.0, 0.0
     if checkpoint is not None and checkpoint.path.exists():
-        now, earlier_s = load(checkpoint, a)
+        now, earlier_s, earlier_peak_mb = load(checkpoint, a)
     started = saved = time.monotonic()
     while True:
         ctr = a["ctr"]
@@ -81,12 +82,12 @@ def drive(mod: ModuleType, a: dict, checkpoint: Checkpoint | None = None,
         _between_batches(mod, a)
         if checkpoint is not None and time.monotonic() - saved >= checkpoint.every_s:
             wall_s = earlier_s + time.monotonic() - started
-            save(checkpoint, a, now, wall_s)
+            save(checkpoint, a, now, wall_s, max(earlier_peak_mb, peak_rss_mb()))
             saved = time.monotonic()
             _log_progress(checkpoint, a["ctr"], total_updates, wall_s)
     if checkpoint is not None:
         checkpoint.path.unlink(missing_ok=True)
-    return now, earlier_s
+    return now, earlier_s, earlier_peak_mb
 
 
 def _between_batches(mod: ModuleType, a: dict) -> None:
@@ -110,20 +111,22 @@ def _log_progress(checkpoint: Checkpoint, ctr: np.ndarray, total_updates: int, w
              f"{applied:,}", f"{total_updates:,}", share, f"{int(ctr[c.C_EVENTS]):,}", f"{wall_s:,.0f}")
 
 
-def save(checkpoint: Checkpoint, a: dict, now: float, wall_s: float) -> None:
-    """Write the state to ``checkpoint.path`` atomically (a stopped save leaves the previous file whole)."""
+def save(checkpoint: Checkpoint, a: dict, now: float, wall_s: float, peak_mb: float) -> None:
+    """Write the state to ``checkpoint.path`` atomically (a stopped save leaves the previous file whole), with
+    the wall seconds and the peak RSS of the run so far: a resumed run's record counts every piece."""
     arrays = {name: value for name, value in a.items() if name != "hh"}
     arrays |= {f"hh{i}": part for i, part in enumerate(a["hh"])}  # the queue is a tuple of arrays
     path = Path(checkpoint.path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".part")
     with open(tmp, "wb") as f:
-        np.savez(f, _key=np.array(checkpoint.key), _now=np.array(now), _wall_s=np.array(wall_s), **arrays)
+        np.savez(f, _key=np.array(checkpoint.key), _now=np.array(now), _wall_s=np.array(wall_s),
+                 _peak_mb=np.array(peak_mb), **arrays)
     os.replace(tmp, path)
 
 
-def load(checkpoint: Checkpoint, a: dict) -> tuple[float, float]:
-    """Replace the arrays of ``a`` by the saved ones; return the saved time and wall seconds."""
+def load(checkpoint: Checkpoint, a: dict) -> tuple[float, float, float]:
+    """Replace the arrays of ``a`` by the saved ones; return the saved time, wall seconds and peak RSS."""
     path = checkpoint.path
     try:
         with np.load(path, allow_pickle=False) as z:
@@ -135,11 +138,11 @@ def load(checkpoint: Checkpoint, a: dict) -> tuple[float, float]:
     if key != checkpoint.key:
         raise GupsimError(f"checkpoint {path} belongs to another run or another gupsim "
                           f"(key {key[:12]}, this run's {checkpoint.key[:12]}): delete it to start afresh")
-    now, wall_s = float(saved.pop("_now")), float(saved.pop("_wall_s"))
+    now, wall_s, peak_mb = (float(saved.pop(k)) for k in ("_now", "_wall_s", "_peak_mb"))
     queue = sorted(k for k in saved if k.startswith("hh"))
     expected = set(a) - {"hh"}
     if set(saved) - set(queue) != expected or len(queue) != len(a["hh"]):
         raise GupsimError(f"checkpoint {path} does not hold this kernel's tables: delete it to start afresh")
     a.update({k: saved[k] for k in expected})
     a["hh"] = tuple(saved[k] for k in queue)
-    return now, wall_s
+    return now, wall_s, peak_mb
