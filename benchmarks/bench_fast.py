@@ -23,7 +23,8 @@ Series
 32x32x32 and 64x32x32 (512 to 65,536 nodes) at a fixed number of updates per
 process; the log-log slope of CPU seconds against work is fitted and plotted
 (docs/figures/fast_slope.png/.svg); its 64x32x32 ``routed`` case is the
-whole-machine routed run.  ``full``: ``one-packet`` on 64x32x32 in
+whole-machine routed run.  ``slope-long``: ``routed`` alone on the same shapes at 1,024 updates per
+process, where the steady state rather than the drain is most of the run.  ``full``: ``one-packet`` on 64x32x32 in
 virtual-node mode (131,072 processes, seed 001's 64-byte packet).
 ``baseline`` (not in the default series): the ``baseline`` kernel on 8x8x8 and
 16x8x8 at the 4,096 updates per process its steady state needs (seed 000
@@ -58,6 +59,10 @@ UPC_PACKET = {"payload_bytes": 64, "wire_bytes": 75}
 
 SLOPE_SHAPES = ["8x8x8", "16x16x16", "32x32x16", "32x32x32", "64x32x32"]
 SLOPE_UPDATES = {"one-packet": 16, "routed": 64}
+#: ``slope-long``: ``routed`` long enough that its steady state, not the drain of partial buckets, is most
+#: of the run (at 64 updates per process the whole machine sends 2.5 packets per update, most of them
+#: partial buckets of one to three updates), on the same shapes.
+SLOPE_LONG_UPDATES = {"routed": 1024}
 BASELINE = [("baseline", shape, "baseline", 4096, {}, {}) for shape in ("8x8x8", "16x8x8")]
 FULL = [
     # (label, shape, algorithm, updates per process, machine overrides, options)
@@ -145,8 +150,9 @@ def compile_time() -> dict:
     return {"compile_cold_s": cold, "compile_warm_s": warm}
 
 
-def slope_plot(rows: list[dict]) -> dict:
-    """Log-log CPU seconds against work (the issue's updates x mean hops) and against events; the fitted slopes."""
+def slope_plot(rows: list[dict], label: str = "slope") -> dict:
+    """Log-log CPU seconds against work (the issue's updates x mean hops) and against events; the fitted slopes
+    of the series ``label`` (``fast_slope`` for ``slope``, ``fast_slope_long`` for ``slope-long``)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -160,7 +166,7 @@ def slope_plot(rows: list[dict]) -> dict:
     for ax, xkey, xlabel in ((axes[0], "work", "work = updates x mean packet hops"),
                              (axes[1], "events", "events processed")):
         for algorithm, marker in (("one-packet", "o"), ("routed", "s")):
-            pts = [r for r in rows if r["label"] == "slope" and r["algorithm"] == algorithm]
+            pts = [r for r in rows if r["label"] == label and r["algorithm"] == algorithm]
             if len(pts) < 2:
                 continue
             x = np.array([r[xkey] for r in pts], dtype=float)
@@ -175,15 +181,19 @@ def slope_plot(rows: list[dict]) -> dict:
         ax.set_xlabel(xlabel)
         ax.set_ylabel("CPU seconds (fast engine)")
         ax.legend()
-    fig.suptitle("Fast engine: cost against work, 512 to 65,536 nodes (labels: nodes)")
-    save_figure(fig, FIGURES, "fast_slope", dpi=130)
+    lengths = ", ".join(f"{a} {u} updates per process" for a, u in
+                        (SLOPE_UPDATES if label == "slope" else SLOPE_LONG_UPDATES).items())
+    fig.suptitle(f"Fast engine: cost against work, 512 to 65,536 nodes ({lengths}; labels: nodes)")
+    save_figure(fig, FIGURES, label.replace("-", "_").replace("slope", "fast_slope"), dpi=130)
     return fits
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--child", help=argparse.SUPPRESS)
-    ap.add_argument("--series", nargs="*", default=["slope", "full"], choices=["slope", "full", "baseline", "memory", "vn"])
+    ap.add_argument("--series", nargs="*", default=["slope", "full"], choices=["slope", "slope-long", "full", "baseline", "memory", "vn"])
+    ap.add_argument("--shapes", nargs="*", default=None,
+                    help="run only the cases of these shapes (two processes can then share the slope series)")
     ap.add_argument("--compile", action="store_true", help="measure compile time only")
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
     ap.add_argument("--resume", action="store_true", help="keep the rows already in --out, run the others")
@@ -198,7 +208,9 @@ def main() -> None:
     import pandas as pd
 
     if args.plot_only:
-        print(json.dumps(slope_plot(pd.read_csv(args.out).to_dict("records"))))
+        rows = pd.read_csv(args.out).to_dict("records")
+        print(json.dumps({label: slope_plot(rows, label) for label in ("slope", "slope-long")
+                          if any(r["label"] == label for r in rows)}))
         return
     cases = []
     if "memory" in args.series:
@@ -212,6 +224,11 @@ def main() -> None:
     if "slope" in args.series:
         cases += [("slope", shape, algorithm, updates, {}, {})
                   for algorithm, updates in SLOPE_UPDATES.items() for shape in SLOPE_SHAPES]
+    if "slope-long" in args.series:
+        cases += [("slope-long", shape, algorithm, updates, {}, {})
+                  for algorithm, updates in SLOPE_LONG_UPDATES.items() for shape in SLOPE_SHAPES]
+    if args.shapes is not None:
+        cases = [case for case in cases if case[1] in args.shapes]
     # Each row is written as soon as its case ends; --resume skips the cases already in the CSV.
     rows = pd.read_csv(args.out).to_dict("records") if args.resume and args.out.exists() else []
     done = {(r["label"], r["shape"], r["algorithm"], int(r["updates_per_process"]), int(r["processes"] // r["nodes"]))
@@ -222,8 +239,9 @@ def main() -> None:
             continue
         rows.append(spawn(label, shape, algorithm, updates, sets, options))
         pd.DataFrame(rows).to_csv(args.out, index=False)
-    # Only a slope series redraws the slope figure (another series would overwrite it with empty axes).
-    fits = slope_plot(rows) if any(r["label"] == "slope" for r in rows) else {}
+    # Only a slope series redraws its figure (another series would overwrite it with empty axes).
+    fits = {label: slope_plot(rows, label) for label in ("slope", "slope-long")
+            if any(r["label"] == label for r in rows)}
     meta = {"load_average": os.getloadavg(), "slopes": fits, "date": time.strftime("%Y-%m-%dT%H:%M:%S")}
     args.out.with_suffix(".meta.json").write_text(json.dumps(meta, indent=1))
     print(json.dumps(meta))
