@@ -151,7 +151,7 @@ def compile_time() -> dict:
 
 
 def slope_plot(rows: list[dict], label: str = "slope") -> dict:
-    """Log-log CPU seconds against work (the issue's updates x mean hops) and against events; the fitted slopes
+    """Log-log CPU seconds against work (the issue's updates x mean hops), packet-hops and events; the fitted slopes
     of the series ``label`` (``fast_slope`` for ``slope``, ``fast_slope_long`` for ``slope-long``)."""
     import matplotlib
 
@@ -162,9 +162,12 @@ def slope_plot(rows: list[dict], label: str = "slope") -> dict:
     from gupsim.plots import save_figure
 
     fits = {}
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    # routed's packets per update grow with the machine (its buckets shrink as 1024 / (X + Y + Z)), which
+    # updates x mean packet hops does not count; the packet-hops simulated do
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
     for ax, xkey, xlabel in ((axes[0], "work", "work = updates x mean packet hops"),
-                             (axes[1], "events", "events processed")):
+                             (axes[1], "packet_hops", "packet-hops simulated"),
+                             (axes[2], "events", "events processed")):
         for algorithm, marker in (("one-packet", "o"), ("routed", "s")):
             pts = [r for r in rows if r["label"] == label and r["algorithm"] == algorithm]
             if len(pts) < 2:
