@@ -24,7 +24,7 @@ Series
 process; the log-log slope of CPU seconds against work is fitted and plotted
 (docs/figures/fast_slope.png/.svg); its 64x32x32 ``routed`` case is the
 whole-machine routed run.  ``slope-long``: ``routed`` alone on the same shapes at 1,024 updates per
-process, where the steady state rather than the drain is most of the run.  ``full``: ``one-packet`` on 64x32x32 in
+process, 16 times the ``slope`` length (less of the run is filling and draining buckets).  ``full``: ``one-packet`` on 64x32x32 in
 virtual-node mode (131,072 processes, seed 001's 64-byte packet).
 ``baseline`` (not in the default series): the ``baseline`` kernel on 8x8x8 and
 16x8x8 at the 4,096 updates per process its steady state needs (seed 000
@@ -59,9 +59,9 @@ UPC_PACKET = {"payload_bytes": 64, "wire_bytes": 75}
 
 SLOPE_SHAPES = ["8x8x8", "16x16x16", "32x32x16", "32x32x32", "64x32x32"]
 SLOPE_UPDATES = {"one-packet": 16, "routed": 64}
-#: ``slope-long``: ``routed`` long enough that its steady state, not the drain of partial buckets, is most
-#: of the run (at 64 updates per process the whole machine sends 2.5 packets per update, most of them
-#: partial buckets of one to three updates), on the same shapes.
+#: ``slope-long``: ``routed`` 16 times longer than in ``slope``, on the same shapes (at 64 updates per process
+#: the whole machine sends 2.5 packets per update, most of them partial buckets of one to three updates;
+#: at 1,024 it sends 0.65, still short of the steady state there: docs/performance.md).
 SLOPE_LONG_UPDATES = {"routed": 1024}
 BASELINE = [("baseline", shape, "baseline", 4096, {}, {}) for shape in ("8x8x8", "16x8x8")]
 FULL = [
