@@ -63,6 +63,8 @@ SLOPE_UPDATES = {"one-packet": 16, "routed": 64}
 #: the whole machine sends 2.5 packets per update, most of them partial buckets of one to three updates;
 #: at 1,024 it sends 0.65, still short of the steady state there: docs/performance.md).
 SLOPE_LONG_UPDATES = {"routed": 1024}
+#: The slope series: updates per process of each algorithm, and the figure each draws.
+SLOPE_SERIES = {"slope": (SLOPE_UPDATES, "fast_slope"), "slope-long": (SLOPE_LONG_UPDATES, "fast_slope_long")}
 BASELINE = [("baseline", shape, "baseline", 4096, {}, {}) for shape in ("8x8x8", "16x8x8")]
 FULL = [
     # (label, shape, algorithm, updates per process, machine overrides, options)
@@ -150,9 +152,15 @@ def compile_time() -> dict:
     return {"compile_cold_s": cold, "compile_warm_s": warm}
 
 
-def slope_plot(rows: list[dict], label: str = "slope") -> dict:
+def slope_plots(rows: list[dict]) -> dict:
+    """Redraw the figure of every slope series that has rows; its fitted slopes, by series.  Only a slope
+    series redraws its figure (another series would overwrite it with empty axes)."""
+    return {label: slope_plot(rows, label) for label in SLOPE_SERIES if any(r["label"] == label for r in rows)}
+
+
+def slope_plot(rows: list[dict], label: str) -> dict:
     """Log-log CPU seconds against work (the issue's updates x mean hops), packet-hops and events; the fitted slopes
-    of the series ``label`` (``fast_slope`` for ``slope``, ``fast_slope_long`` for ``slope-long``)."""
+    of the slope series ``label`` (its figure: :data:`SLOPE_SERIES`)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -184,17 +192,17 @@ def slope_plot(rows: list[dict], label: str = "slope") -> dict:
         ax.set_xlabel(xlabel)
         ax.set_ylabel("CPU seconds (fast engine)")
         ax.legend()
-    lengths = ", ".join(f"{a} {u} updates per process" for a, u in
-                        (SLOPE_UPDATES if label == "slope" else SLOPE_LONG_UPDATES).items())
+    updates, figure = SLOPE_SERIES[label]
+    lengths = ", ".join(f"{a} {u} updates per process" for a, u in updates.items())
     fig.suptitle(f"Fast engine: cost against work, 512 to 65,536 nodes ({lengths}; labels: nodes)")
-    save_figure(fig, FIGURES, label.replace("-", "_").replace("slope", "fast_slope"), dpi=130)
+    save_figure(fig, FIGURES, figure, dpi=130)
     return fits
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--child", help=argparse.SUPPRESS)
-    ap.add_argument("--series", nargs="*", default=["slope", "full"], choices=["slope", "slope-long", "full", "baseline", "memory", "vn"])
+    ap.add_argument("--series", nargs="*", default=["slope", "full"], choices=[*SLOPE_SERIES, "full", "baseline", "memory", "vn"])
     ap.add_argument("--shapes", nargs="*", default=None,
                     help="run only the cases of these shapes (two processes can then share the slope series)")
     ap.add_argument("--compile", action="store_true", help="measure compile time only")
@@ -211,9 +219,7 @@ def main() -> None:
     import pandas as pd
 
     if args.plot_only:
-        rows = pd.read_csv(args.out).to_dict("records")
-        print(json.dumps({label: slope_plot(rows, label) for label in ("slope", "slope-long")
-                          if any(r["label"] == label for r in rows)}))
+        print(json.dumps(slope_plots(pd.read_csv(args.out).to_dict("records"))))
         return
     cases = []
     if "memory" in args.series:
@@ -224,12 +230,10 @@ def main() -> None:
         cases += BASELINE
     if "vn" in args.series:
         cases += VN
-    if "slope" in args.series:
-        cases += [("slope", shape, algorithm, updates, {}, {})
-                  for algorithm, updates in SLOPE_UPDATES.items() for shape in SLOPE_SHAPES]
-    if "slope-long" in args.series:
-        cases += [("slope-long", shape, algorithm, updates, {}, {})
-                  for algorithm, updates in SLOPE_LONG_UPDATES.items() for shape in SLOPE_SHAPES]
+    for label, (updates_of, _) in SLOPE_SERIES.items():
+        if label in args.series:
+            cases += [(label, shape, algorithm, updates, {}, {})
+                      for algorithm, updates in updates_of.items() for shape in SLOPE_SHAPES]
     if args.shapes is not None:
         cases = [case for case in cases if case[1] in args.shapes]
     # Each row is written as soon as its case ends; --resume skips the cases already in the CSV.
@@ -242,9 +246,7 @@ def main() -> None:
             continue
         rows.append(spawn(label, shape, algorithm, updates, sets, options))
         pd.DataFrame(rows).to_csv(args.out, index=False)
-    # Only a slope series redraws its figure (another series would overwrite it with empty axes).
-    fits = {label: slope_plot(rows, label) for label in ("slope", "slope-long")
-            if any(r["label"] == label for r in rows)}
+    fits = slope_plots(rows)
     meta = {"load_average": os.getloadavg(), "slopes": fits, "date": time.strftime("%Y-%m-%dT%H:%M:%S")}
     args.out.with_suffix(".meta.json").write_text(json.dumps(meta, indent=1))
     print(json.dumps(meta))
