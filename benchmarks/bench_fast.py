@@ -235,6 +235,9 @@ def main() -> None:
             cases += [(label, shape, algorithm, updates, {}, {})
                       for algorithm, updates in updates_of.items() for shape in SLOPE_SHAPES]
     if args.shapes is not None:
+        unknown = sorted(set(args.shapes) - {case[1] for case in cases})
+        if unknown:
+            ap.error(f"--shapes: no case of the series {' '.join(args.series)} has the shape(s) {', '.join(unknown)}")
         cases = [case for case in cases if case[1] in args.shapes]
     # Each row is written as soon as its case ends; --resume skips the cases already in the CSV.
     rows = pd.read_csv(args.out).to_dict("records") if args.resume and args.out.exists() else []
