@@ -16,3 +16,49 @@ def test_bench_fast_refuses_a_shape_no_selected_case_has_in_one_line(tmp_path):
     assert out.stderr.strip().splitlines()[-1] == (
         "bench_fast.py: error: --shapes: no case of the series slope-long has the shape(s) 64x32x23")
     assert not (tmp_path / "b.csv").exists()  # nothing ran
+
+
+# ---------------------------------------------------------------- profile_fast.py: its pure parts (perf is not needed)
+
+def _profile_fast():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("profile_fast", BENCH_FAST.parent / "profile_fast.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_profile_fast_reads_numba_symbols_as_qualified_names():
+    pf = _profile_fast()
+    assert pf.numba_name("_ZN6gupsim4fast4core6hop_onB3v73B40c8tJTIeFIjxB2IKSgI4CrvSCKg1MMVC_2fAwA_3dE5ArrayIiLi2E"
+                         ) == "gupsim.fast.core.hop_on"
+    assert pf.numba_name("_ZN6gupsim4fast6routed5_loopB3v16B48c8tJTIeFIjxE5ArrayIxLi2E") == "gupsim.fast.routed._loop"
+    assert pf.numba_name("_ZN7cpython6gupsim4fast4core4growB4v167E") is None  # the CPython wrapper
+    assert pf.numba_name("_PyEval_EvalFrameDefault") is None
+
+
+def test_profile_fast_sums_samples_per_function_and_keeps_the_rest_apart():
+    pf = _profile_fast()
+    report = "\n".join([
+        "# Samples: 1K of event 'cpu-clock'",
+        "#",
+        "    40.00%  [.] _ZN6gupsim4fast4core6hop_onB3v73B40cE5ArrayIiLi2E",
+        "    20.00%  [.] _ZN6gupsim4fast4core6hop_onB3v99B40cE5ArrayIxLi2E",  # a second signature
+        "    30.00%  [.] _ZN6gupsim4fast4core8heap_popB3v23E",
+        "     6.00%  [.] _PyEval_EvalFrameDefault",
+        "     4.00%  [k] clear_page_rep",
+        "",
+    ])
+    shares = pf.parse_report(report)
+    assert shares == {"gupsim.fast.core.hop_on": 60.0, "gupsim.fast.core.heap_pop": 30.0, pf.NOT_COMPILED: 10.0}
+    rows = pf.table(shares, 2)
+    assert [r[0] for r in rows] == ["gupsim.fast.core.hop_on", "gupsim.fast.core.heap_pop"]
+    assert abs(rows[0][2] - 60 / 90 * 100) < 1e-9  # share of the compiled code's samples
+
+
+def test_profile_fast_refuses_to_run_without_perf_in_one_line(tmp_path):
+    out = subprocess.run([sys.executable, str(BENCH_FAST.parent / "profile_fast.py")], capture_output=True,
+                         text=True, env={"PATH": str(tmp_path)})  # no perf on this PATH
+    assert out.returncode == 2
+    assert out.stderr.strip() == "profile_fast: `perf` is not on the PATH (install linux-perf / linux-tools)"
