@@ -131,8 +131,10 @@ def test_a_killed_worker_loses_no_point(tmp_path):
 
 
 def test_ctrl_c_keeps_finished_points_and_the_sweep_resumes(tmp_path):
-    path = _sweep_file(tmp_path, {"shape": ["2x2x2", "4x2x2"], "algorithm": ["baseline", "routed"],
-                                  "updates": [256], "seed": [0, 1, 2]})
+    # Points of 0.1-0.4 s each, so that the 11 left after the first one take seconds: with 256 updates on
+    # 2x2x2 they took milliseconds, and on a loaded box the sweep once finished before Ctrl-C arrived.
+    path = _sweep_file(tmp_path, {"shape": ["8x4x4", "8x4x2"], "algorithm": ["baseline", "routed"],
+                                  "updates": [4096], "seed": [0, 1, 2]})
     store = tmp_path / "store"
     argv = GUPSIM + ["sweep", str(path), "--store", str(store), "--workers", "1", "--threads", "--no-progress"]
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
@@ -142,7 +144,7 @@ def test_ctrl_c_keeps_finished_points_and_the_sweep_resumes(tmp_path):
         time.sleep(0.05)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=120)
-    assert proc.returncode == 130, err
+    assert proc.returncode == 130, f"the sweep was not interrupted (exit {proc.returncode}): {err}"
     assert "Traceback" not in err and "interrupted" in err
     finished = len(ResultsStore(store).done_keys())
     assert 1 <= finished < 12
