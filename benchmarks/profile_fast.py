@@ -106,12 +106,13 @@ def write_perf_map(path: Path) -> int:
 
 
 def profile(shape: str, algorithm: str, updates: int, machine: str, seed: int, frequency: int) -> dict:
-    """Run the case once under perf (after a warm-up that compiles it); shares per function and the run's figures."""
+    """Run the case once under perf (after a warm-up that loads its kernels); shares per function and the run's
+    figures."""
     from gupsim.config import load_machine
     from gupsim.runner import make_run_config, simulate
 
     m = load_machine(machine)
-    # the same shape (a small partition is a mesh, compiled apart), a few updates: every signature compiled
+    # the same shape (a small partition is a mesh, compiled apart), a few updates: the kernels loaded or compiled
     warm = make_run_config(machine=m, shape=shape, algorithm=algorithm, updates_per_process=min(updates, 4),
                            seed=seed, engine="fast")
     t0 = time.perf_counter()
@@ -131,7 +132,8 @@ def profile(shape: str, algorithm: str, updates: int, machine: str, seed: int, f
         rec.send_signal(signal.SIGINT)
         _, err = rec.communicate()
         if rec.returncode not in (0, -signal.SIGINT) or not data.exists():
-            raise SystemExit(f"profile_fast: perf record failed: {err.decode().strip().splitlines()[-1:]}")
+            last = (err.decode().strip().splitlines() or ["no message"])[-1]
+            raise SystemExit(f"profile_fast: perf record failed: {last}")
         perf_map = Path(f"/tmp/perf-{pid}.map")
         try:
             functions = write_perf_map(perf_map)
@@ -169,7 +171,7 @@ def main() -> None:
     print(f"{args.algorithm} {args.shape} x{args.updates}: {result['cpu_s']:.1f} CPU s profiled, "
           f"{result['events']:,} events ({result['events'] / result['cpu_s'] / 1e6:.2f} M per CPU s), "
           f"GUPS {result['gups']:.4g}; {result['functions']} compiled functions mapped; "
-          f"warm-up with compilation {result['compile_s']:.0f} s")
+          f"warm-up (loading or compiling the kernels) {result['compile_s']:.0f} s")
     print("| function | % of samples | % of compiled |\n|---|---:|---:|")
     for name, share, of_compiled in rows[:args.top]:
         shown = "–" if name == NOT_COMPILED else f"{of_compiled:.1f}"
