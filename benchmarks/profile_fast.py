@@ -105,32 +105,43 @@ def write_perf_map(path: Path) -> int:
     return len(ordered)
 
 
-def profile(shape: str, algorithm: str, updates: int, machine: str, seed: int, frequency: int) -> dict:
-    """Run the case once under perf (after a warm-up that loads its kernels); shares per function and the run's
-    figures."""
+def run_configs(args: argparse.Namespace) -> tuple:
+    """The warm-up run and the measured run, checked (a bad shape, machine or algorithm: ``GupsimError``)."""
     from gupsim.config import load_machine
-    from gupsim.runner import make_run_config, simulate
+    from gupsim.fast import choose_engine
+    from gupsim.runner import make_run_config
+    from gupsim.topology import parse_shape
 
-    m = load_machine(machine)
+    parse_shape(args.shape)  # otherwise checked only when the run builds its torus
+    m = load_machine(args.machine)
     # the same shape (a small partition is a mesh, compiled apart), a few updates: the kernels loaded or compiled
-    warm = make_run_config(machine=m, shape=shape, algorithm=algorithm, updates_per_process=min(updates, 4),
-                           seed=seed, engine="fast")
+    warm, config = (make_run_config(machine=m, shape=args.shape, algorithm=args.algorithm, updates_per_process=n,
+                                    seed=args.seed, engine="fast") for n in (min(args.updates, 4), args.updates))
+    choose_engine(config)  # the case must have a compiled kernel
+    return warm, config
+
+
+def profile(warm, config, frequency: int) -> dict:
+    """Run ``config`` once under perf (after ``warm``, which loads its kernels); shares per function and the
+    run's figures."""
+    from gupsim.runner import simulate
+
     t0 = time.perf_counter()
     simulate(warm)
-    compile_s = time.perf_counter() - t0
-    config = make_run_config(machine=m, shape=shape, algorithm=algorithm, updates_per_process=updates, seed=seed,
-                             engine="fast")
+    warmup_s = time.perf_counter() - t0
     pid = os.getpid()
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp) / "perf.data"
         rec = subprocess.Popen(["perf", "record", "-q", "-e", "cpu-clock", "-F", str(frequency), "-p", str(pid),
                                 "-o", str(data)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        time.sleep(0.5)  # perf attaches before the run starts
-        c0 = time.process_time()
-        _, record = simulate(config)
-        cpu_s = time.process_time() - c0
-        rec.send_signal(signal.SIGINT)
-        _, err = rec.communicate()
+        try:
+            time.sleep(0.5)  # perf attaches before the run starts
+            c0 = time.process_time()
+            _, record = simulate(config)
+            cpu_s = time.process_time() - c0
+        finally:  # a run that fails must not leave perf recording
+            rec.send_signal(signal.SIGINT)
+            _, err = rec.communicate()
         if rec.returncode not in (0, -signal.SIGINT) or not data.exists():
             last = (err.decode().strip().splitlines() or ["no message"])[-1]
             raise SystemExit(f"profile_fast: perf record failed: {last}")
@@ -141,16 +152,15 @@ def profile(shape: str, algorithm: str, updates: int, machine: str, seed: int, f
                                      "-g", "none"], capture_output=True, text=True, check=True).stdout
         finally:
             perf_map.unlink(missing_ok=True)
-    return {"shares": parse_report(report), "functions": functions, "cpu_s": cpu_s, "compile_s": compile_s,
+    return {"shares": parse_report(report), "functions": functions, "cpu_s": cpu_s, "warmup_s": warmup_s,
             "events": record["events"], "gups": record["gups"]}
 
 
-def table(shares: dict[str, float], top: int) -> list[tuple[str, float, float]]:
+def table(shares: dict[str, float]) -> list[tuple[str, float, float]]:
     """Rows (function, % of all samples, % of the compiled code's samples), largest first."""
     compiled = sum(v for k, v in shares.items() if k != NOT_COMPILED) or 1.0
     rows = sorted(shares.items(), key=lambda kv: -kv[1])
-    out = [(k, v, (v / compiled * 100 if k != NOT_COMPILED else float("nan"))) for k, v in rows]
-    return out[:top]
+    return [(k, v, (v / compiled * 100 if k != NOT_COMPILED else float("nan"))) for k, v in rows]
 
 
 def main() -> None:
@@ -164,14 +174,23 @@ def main() -> None:
     ap.add_argument("--top", type=int, default=20, help="rows to print")
     ap.add_argument("--out", type=Path, help="also write every row as CSV")
     args = ap.parse_args()
+    from gupsim.errors import GupsimError
+
+    try:
+        warm, config = run_configs(args)
+    except GupsimError as exc:
+        ap.exit(2, f"profile_fast: {exc}\n")
     if shutil.which("perf") is None:
         ap.exit(2, "profile_fast: `perf` is not on the PATH (install linux-perf / linux-tools)\n")
-    result = profile(args.shape, args.algorithm, args.updates, args.machine, args.seed, args.frequency)
-    rows = table(result["shares"], len(result["shares"]))
+    try:
+        result = profile(warm, config, args.frequency)
+    except GupsimError as exc:  # what only building the run finds (a machine too large for memory, ...)
+        ap.exit(2, f"profile_fast: {exc}\n")
+    rows = table(result["shares"])
     print(f"{args.algorithm} {args.shape} x{args.updates}: {result['cpu_s']:.1f} CPU s profiled, "
           f"{result['events']:,} events ({result['events'] / result['cpu_s'] / 1e6:.2f} M per CPU s), "
           f"GUPS {result['gups']:.4g}; {result['functions']} compiled functions mapped; "
-          f"warm-up (loading or compiling the kernels) {result['compile_s']:.0f} s")
+          f"warm-up (loading or compiling the kernels) {result['warmup_s']:.0f} s")
     print("| function | % of samples | % of compiled |\n|---|---:|---:|")
     for name, share, of_compiled in rows[:args.top]:
         shown = "–" if name == NOT_COMPILED else f"{of_compiled:.1f}"

@@ -52,8 +52,8 @@ def test_profile_fast_sums_samples_per_function_and_keeps_the_rest_apart():
     ])
     shares = pf.parse_report(report)
     assert shares == {"gupsim.fast.core.hop_on": 60.0, "gupsim.fast.core.heap_pop": 30.0, pf.NOT_COMPILED: 10.0}
-    rows = pf.table(shares, 2)
-    assert [r[0] for r in rows] == ["gupsim.fast.core.hop_on", "gupsim.fast.core.heap_pop"]
+    rows = pf.table(shares)
+    assert [r[0] for r in rows] == ["gupsim.fast.core.hop_on", "gupsim.fast.core.heap_pop", pf.NOT_COMPILED]
     assert abs(rows[0][2] - 60 / 90 * 100) < 1e-9  # share of the compiled code's samples
 
 
@@ -62,3 +62,14 @@ def test_profile_fast_refuses_to_run_without_perf_in_one_line(tmp_path):
                          text=True, env={"PATH": str(tmp_path)})  # no perf on this PATH
     assert out.returncode == 2
     assert out.stderr.strip() == "profile_fast: `perf` is not on the PATH (install linux-perf / linux-tools)"
+
+
+def test_profile_fast_refuses_bad_input_in_one_line_before_looking_for_perf(tmp_path):
+    script = str(BENCH_FAST.parent / "profile_fast.py")
+    for argv, message in [(["--shape", "4x4"], "invalid shape '4x4'"),
+                          (["--algorithm", "routd"], "no fast kernel for algorithm 'routd'")]:
+        out = subprocess.run([sys.executable, script, *argv], capture_output=True, text=True,
+                             env={"PATH": str(tmp_path)})  # no perf either: the input is checked first
+        assert out.returncode == 2
+        lines = out.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("profile_fast: ") and message in lines[0], out.stderr
