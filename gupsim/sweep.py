@@ -313,8 +313,10 @@ def open_client(scheduler: str | None, workers: int | None, processes: bool):
     try:
         if scheduler:
             return Client(scheduler, timeout="15s")
+        # Dashboard on a free port: a second cluster on the box (tests beside a reproduction) would
+        # otherwise find 8787 taken and warn on every start.
         cluster = LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1,
-                               processes=processes, dashboard_address=None, silence_logs=logging.ERROR)
+                               processes=processes, dashboard_address=":0", silence_logs=logging.ERROR)
         return Client(cluster)
     except (OSError, TimeoutError, ValueError) as exc:
         raise GupsimError(f"cannot reach a Dask scheduler at {scheduler}: {exc}") from None

@@ -77,7 +77,7 @@ def test_small_sweep_on_a_local_cluster_stores_every_point_and_skips_them_on_rer
 
     spec, points = _small_sweep(tmp_path)
     store = tmp_path / "store"
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster, \
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0") as cluster, \
             Client(cluster) as client:
         summary = run_sweep(spec, points, store, client=client, progress=False)
         assert (summary.done, summary.failed, summary.skipped) == (len(points), 0, 0)
@@ -101,7 +101,7 @@ def test_a_failing_point_is_stored_with_its_error_and_the_sweep_goes_on(tmp_path
     path = _sweep_file(tmp_path, {"shape": ["2x2x2"], "updates": [64], "log2_table_size": [4, 20]})
     spec = load_sweep(str(path))
     points = expand(spec)
-    with LocalCluster(n_workers=1, processes=False, dashboard_address=None) as cluster, Client(cluster) as client:
+    with LocalCluster(n_workers=1, processes=False, dashboard_address=":0") as cluster, Client(cluster) as client:
         summary = run_sweep(spec, points, tmp_path / "s", client=client, progress=False)
     assert (summary.done, summary.failed) == (1, 1)
     table = ResultsStore(tmp_path / "s").read()
@@ -122,7 +122,7 @@ def test_a_killed_worker_loses_no_point(tmp_path):
             os.kill(pid, signal.SIGKILL)
             killed.append(pid)
 
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster, \
             Client(cluster) as client:
         summary = run_sweep(spec, points, tmp_path / "s", client=client, progress=False, on_row=kill_a_worker)
     assert killed
@@ -193,7 +193,7 @@ def test_scheduler_option_sends_points_to_an_existing_cluster(tmp_path, capsys):
     from gupsim.cli import main
 
     path = _sweep_file(tmp_path, {"shape": ["2x2x2"], "updates": [64], "seed": [0, 1]})
-    with LocalCluster(n_workers=1, processes=False, dashboard_address=None) as cluster:
+    with LocalCluster(n_workers=1, processes=False, dashboard_address=":0") as cluster:
         with pytest.raises(SystemExit) as exc:
             main(["sweep", str(path), "--store", str(tmp_path / "s"), "--scheduler", cluster.scheduler_address,
                   "--no-progress"])
