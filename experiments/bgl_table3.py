@@ -13,8 +13,9 @@
   seconds here; the whole experiment, up to 16,384 nodes, 3,898 CPU seconds
   (108 minutes wall on the shared, loaded box; 1.07 GB peak).  65,536 nodes
   (another ~8x, about four hours of one core) is left empty, not extrapolated.
-  A shorter run is no substitute: the pending-update heap takes most of the
-  run to fill, so 32x32x16 at 512 updates per process gave 2.93 GUPS and
+  A shorter run is no substitute: a process holds up to 1,024 pending updates
+  (HPCC's limit), so a run of fewer never reaches the steady state;
+  32x32x16 at 512 updates per process gave 2.93 GUPS and
   3,910 cycles per update against 2.10 and 5,459 at 4,096 (measured
   2026-11-24, model code ``4400a24fd07fb9a2``, ``steady_state: false``).
 * ``model_cycles_per_update`` and ``model_gups`` for every row: the baseline's
