@@ -427,7 +427,7 @@ def _loop(ci, cf, ran, cost, ktab, tabs, ai, lay, ac, wc, ms, hk, hkey, hpos,
         if c.needs_room(hh, ctr) or ac[AC_MSG_NFREE] < MSG_MARGIN:
             return now, False
         now, payload = c.pop(hh, ctr)
-        c.prefetch_next(hh, ctr, pk, pf, pq, dq, lf, rk)
+        c.prefetch_next(hh, ctr, pk, pf, pq, dq, lf, lb, nbr, coords, ip, rk)
         ctr[c.C_EVENTS] += 1
         kind = payload & 7
         a = payload >> 3

@@ -467,7 +467,7 @@ def _prefetch_first(payload, pk, pf, pq, rk):
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def prefetch_next(q, ctr, pk, pf, pq, dq, lf, rk):
+def prefetch_next(q, ctr, pk, pf, pq, dq, lf, lb, nbr, coords, ip, rk):
     """Start loading what the next events will read while the current one runs: at 16,384 nodes and more
     those rows are rarely in the cache.  A pipeline two events deep: the event after next (the least of the
     root's children, nearly always) gets its first row; the next one, whose first row was asked for one event
@@ -488,6 +488,11 @@ def prefetch_next(q, ctr, pk, pf, pq, dq, lf, rk):
             _prefetch_row(pq, link + k)
         _prefetch_row(pq, held)
         _prefetch_row(dq, held)
+        # what hop_on and _go read next: the route's coordinates, and the chosen link's byte count and far end
+        _prefetch_row(coords, pk[p, PK_NODE])
+        _prefetch_row(coords, pk[p, PK_DST] // ip[I_PPN])
+        _prefetch_row(lb, link)
+        _prefetch_row(nbr, link)
     if n > 1:
         best = 1
         for k in range(2, min(5, n)):

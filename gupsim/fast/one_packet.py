@@ -151,7 +151,7 @@ def _loop(ci, cf, ran, cost, ai, lay, pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, c
         if c.needs_room(hh, ctr):
             return now, False
         now, payload = c.pop(hh, ctr)
-        c.prefetch_next(hh, ctr, pk, pf, pq, dq, lf, rk)
+        c.prefetch_next(hh, ctr, pk, pf, pq, dq, lf, lb, nbr, coords, ip, rk)
         ctr[c.C_EVENTS] += 1
         kind = payload & 7
         a = payload >> 3

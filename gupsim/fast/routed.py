@@ -281,7 +281,7 @@ def _loop(ci, cf, rd, bv, bl, pv, rc, ran, ai, cost, tabs, lay, ac, wc, ws,
         if c.needs_room(hh, ctr):
             return now, False
         now, payload = c.pop(hh, ctr)
-        c.prefetch_next(hh, ctr, pk, pf, pq, dq, lf, rk)
+        c.prefetch_next(hh, ctr, pk, pf, pq, dq, lf, lb, nbr, coords, ip, rk)
         ctr[c.C_EVENTS] += 1
         kind = payload & 7
         a = payload >> 3
