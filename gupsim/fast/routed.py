@@ -191,6 +191,8 @@ def _cpu(r, now, ci, cf, rd, bv, bl, pv, rc, ran, ai, cost, tabs, lay, ac, wc,
                         progressed = True
                     pos, n = rd[r, d, RD_RBPOS], pk[p, c.PK_N]
                     start = pos
+                    for i in range(pos, n):  # each update reads its owner's coordinates: ask for them all now
+                        c._prefetch_row(rc, c.owner_of(pv[p, i], lay[0], lay[1], lay[2], lay[3]))
                     while pos < n and _route_one(r, pv[p, pos], now, ci, cf, rd, bv, bl, rc, ai, cost, lay,
                                                  ac, ip, fp, ctr, wt, wc):
                         pos += 1
@@ -272,6 +274,24 @@ def _flush_partial(r, now, ci, cf, rd, bv, bl, pv, rc, ai, tabs, ac, pk, pf, pq,
     return True
 
 
+@njit(cache=True, inline="always", _nrt=False)
+def _prefetch_cpu(q, ctr, ci, cf, rd, ran, ws):
+    """When the next event resumes a CPU, start loading its rank's rows (core.prefetch_next asks for the
+    first, ``rk``; a CPU step reads several more tables)."""
+    if ctr[c.C_HEAP_N] == 0:
+        return
+    payload = q[0][0, 1] & c._PAYLOAD_MASK
+    if payload & 7 == c.EV_CPU:
+        r = payload >> 3
+        c._prefetch_row(ci, r)
+        c._prefetch_row(cf, r)
+        rows = rd[r]
+        for d in range(rows.shape[0]):
+            c._prefetch_row(rows, d)
+        c._prefetch_row(ran, r)
+        c._prefetch_row(ws, r)
+
+
 @njit(cache=True, nogil=True, _nrt=False)
 def _loop(ci, cf, rd, bv, bl, pv, rc, ran, ai, cost, tabs, lay, ac, wc, ws,
         pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, wt, now):
@@ -282,6 +302,7 @@ def _loop(ci, cf, rd, bv, bl, pv, rc, ran, ai, cost, tabs, lay, ac, wc, ws,
             return now, False
         now, payload = c.pop(hh, ctr)
         c.prefetch_next(hh, ctr, pk, pf, pq, dq, lf, lb, nbr, coords, ip, rk)
+        _prefetch_cpu(hh, ctr, ci, cf, rd, ran, ws)
         ctr[c.C_EVENTS] += 1
         kind = payload & 7
         a = payload >> 3
