@@ -895,7 +895,9 @@ def launch(pk, pf, ip, hh, ctr, p, now):
 @njit(cache=True, inline="always", _nrt=False)
 def _offset(a, b, length, wraps):
     if wraps:
-        delta = (b - a) % length
+        delta = b - a  # (b - a) % length, as both are in [0, length), without the division
+        if delta < 0:
+            delta += length
         return delta if 2 * delta <= length else delta - length
     return b - a
 
@@ -997,7 +999,9 @@ def hop(pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, p, now):
 def hop_on(pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, p, now):
     """:func:`hop` once the packet may leave its buffer."""
     node = pk[p, PK_NODE]
-    dst = pk[p, PK_DST] // ip[I_PPN]
+    dst = pk[p, PK_DST]
+    if ip[I_PPN] > 1:  # a division is dear at every hop
+        dst //= ip[I_PPN]
     chunks = pk[p, PK_CHUNKS]
     if node != dst:
         if ip[I_ADAPTIVE]:
