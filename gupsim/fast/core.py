@@ -325,6 +325,11 @@ def heap_pop(hh, ctr):
 CAL_SLOTS = 1 << 15
 #: A bucket is this many processes' share of one hop's time (:func:`bucket_seconds`).
 BUCKET_RANKS = 32
+#: Lists per calendar slot (4, as :func:`_advance` walks them).  An event is filed in the list its sequence
+#: number picks; moving a bucket into the heap walks the four lists side by side, so four of the far table's
+#: cache misses are outstanding at once instead of one (the walk was 9-11% of a whole-machine run's time:
+#: docs/performance.md, sixth pass).  The order of insertion into the heap changes no pop: keys are unique.
+CAL_LISTS = 4
 
 
 def bucket_seconds(hop_s, ranks):
@@ -338,7 +343,7 @@ _NO_BUCKET = (1 << 62) - 1
 def new_queue(n, ctr, bucket_s=1e-9, slots=CAL_SLOTS):
     """An empty event queue with room for ``n`` events and buckets ``bucket_s`` seconds wide (counters in ``ctr``)."""
     assert slots & (slots - 1) == 0 and bucket_s > 0
-    cal = np.full((slots + 1, 1), -1, dtype=np.int64)
+    cal = np.full((slots + 1, CAL_LISTS), -1, dtype=np.int64)
     far = np.empty((n, 3), dtype=np.int64)
     ctr[C_CUR], ctr[C_FAR_N], ctr[C_CAL_N], ctr[C_FAR_TOP], ctr[C_MOVED] = 0, 0, 0, 0, 0
     ctr[C_INV_W] = np.float64(1.0 / bucket_s).view(np.int64)
@@ -353,8 +358,8 @@ def _bucket(ctr, tb):
 
 @njit(cache=True, _nrt=False)
 def _file(q, ctr, e, b):
-    """Put far entry ``e`` (bucket ``b``, after the current one) into its slot's list or the overflow list."""
-    cal = q[1]
+    """Put far entry ``e`` (bucket ``b``, after the current one) into one of its slot's lists or the overflow's."""
+    cal, far = q[1], q[2]
     slots = cal.shape[0] - 1
     if b < ctr[C_CUR] + slots:
         s = b & (slots - 1)
@@ -363,8 +368,9 @@ def _file(q, ctr, e, b):
         s = slots
         if b < ctr[C_OV_MIN]:
             ctr[C_OV_MIN] = b
-    q[2][e, 2] = cal[s, 0]
-    cal[s, 0] = e
+    k = (far[e, 1] >> PAYLOAD_BITS) & (CAL_LISTS - 1)
+    far[e, 2] = cal[s, k]
+    cal[s, k] = e
 
 
 @njit(cache=True, _nrt=False)
@@ -420,28 +426,43 @@ def _advance(q, ctr):
         # run, whose CPU steps of about 3 us outreach the slots' 2.3 us, slowed from 0.43 to 0.12 M events
         # per second as it went; docs/performance.md, fifth pass.)
         if ctr[C_OV_MIN] <= cur:
-            e = cal[slots, 0]
-            cal[slots, 0] = -1
             ctr[C_OV_MIN] = _NO_BUCKET
-            while e >= 0:
-                nxt = far[e, 2]
-                _file(q, ctr, e, _bucket(ctr, far[e, 0]))
-                ctr[C_REFILED] += 1
-                e = nxt
+            for k in range(CAL_LISTS):
+                e = cal[slots, k]
+                cal[slots, k] = -1
+                while e >= 0:
+                    nxt = far[e, 2]
+                    _file(q, ctr, e, _bucket(ctr, far[e, 0]))
+                    ctr[C_REFILED] += 1
+                    e = nxt
         s = cur & (slots - 1)
-        e = cal[s, 0]
-        if e >= 0:
+        if cal[s, 0] >= 0 or cal[s, 1] >= 0 or cal[s, 2] >= 0 or cal[s, 3] >= 0:
             break
-    cal[s, 0] = -1
+    e0, e1, e2, e3 = cal[s, 0], cal[s, 1], cal[s, 2], cal[s, 3]
+    cal[s, 0], cal[s, 1], cal[s, 2], cal[s, 3] = -1, -1, -1, -1
     ctr[C_MOVED] += 1
-    while e >= 0:
-        _insert(hh, ctr, far[e, 0], far[e, 1])
-        nxt = far[e, 2]
-        far[e, 2] = ctr[C_FAR_FREE]
-        ctr[C_FAR_FREE] = e
-        ctr[C_FAR_N] -= 1
-        ctr[C_CAL_N] -= 1
-        e = nxt
+    # four independent chains: each step's four loads do not wait on one another
+    while e0 >= 0 or e1 >= 0 or e2 >= 0 or e3 >= 0:
+        if e0 >= 0:
+            e0 = _move_in(hh, ctr, far, e0)
+        if e1 >= 0:
+            e1 = _move_in(hh, ctr, far, e1)
+        if e2 >= 0:
+            e2 = _move_in(hh, ctr, far, e2)
+        if e3 >= 0:
+            e3 = _move_in(hh, ctr, far, e3)
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _move_in(hh, ctr, far, e):
+    """Far entry ``e`` into the heap, its row onto the free list; the next entry of its list."""
+    nxt = far[e, 2]
+    _insert(hh, ctr, far[e, 0], far[e, 1])
+    far[e, 2] = ctr[C_FAR_FREE]
+    ctr[C_FAR_FREE] = e
+    ctr[C_FAR_N] -= 1
+    ctr[C_CAL_N] -= 1
+    return nxt
 
 
 @njit(cache=True, _nrt=False)
@@ -506,11 +527,12 @@ def _gather(q, ctr):
     """Move every entry outside the heap into it (the heap has room: see :func:`needs_room`)."""
     hh, cal, far = q
     for s in range(cal.shape[0]):
-        e = cal[s, 0]
-        cal[s, 0] = -1
-        while e >= 0:
-            _insert(hh, ctr, far[e, 0], far[e, 1])
-            e = far[e, 2]
+        for k in range(CAL_LISTS):
+            e = cal[s, k]
+            cal[s, k] = -1
+            while e >= 0:
+                _insert(hh, ctr, far[e, 0], far[e, 1])
+                e = far[e, 2]
     ctr[C_FAR_N], ctr[C_CAL_N], ctr[C_FAR_TOP], ctr[C_FAR_FREE], ctr[C_OV_MIN] = 0, 0, 0, -1, _NO_BUCKET
 
 
