@@ -31,7 +31,7 @@ BASE_BYTES = 100 * 2**20
 ROUTE_CACHE_BYTES = 110 * 2**20
 #: Fast engine: interpreter, libraries and Numba compiling the kernels (measured: 242 MB with the kernels
 #: loaded from the cache, 410 MB peak compiling them into an empty cache), and the event queue's and packet
-#: table's fixed margins (about 8 MB: heap and far table, the calendar's 256 KB of slots).
+#: table's fixed margins (about 9 MB: heap and far table, the calendar's 1 MB of slots).
 FAST_BASE_BYTES = 512 * 2**20
 #: Fast engine, per node: six links' times, counters and credit pools, and the topology tables (1,200 B),
 #: and the slots of its twelve link and dynamic-channel pools: the credit returns kept beside them and the

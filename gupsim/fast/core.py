@@ -482,7 +482,7 @@ def _prefetch_first(payload, pk, pf, pq, rk):
         _prefetch_row(rk, a)
     elif kind == EV_GIVE:
         _prefetch_row(pq, a >> 5)
-    elif kind <= EV_TAIL:  # a packet's event (a kernel's own kinds, above EV_GIVE, are left alone)
+    elif kind <= EV_TAIL or kind == EV_FRONT:  # a packet's event (a kernel's own kinds are left alone)
         _prefetch_row(pk, a)
         _prefetch_row(pf, a)
 
@@ -500,7 +500,7 @@ def prefetch_next(q, ctr, pk, pf, pq, dq, lf, lb, nbr, coords, ip, rk):
     hh = q[0]
     payload = hh[0, 1] & _PAYLOAD_MASK
     _prefetch_first(payload, pk, pf, pq, rk)
-    if payload & 7 == EV_HOP:
+    if payload & 7 == EV_HOP or payload & 7 == EV_FRONT:  # a head about to go on (hop_on)
         p = payload >> 3
         link, held = pk[p, PK_NODE] * 6, pk[p, PK_HELD]
         for k in range(6):
@@ -514,6 +514,10 @@ def prefetch_next(q, ctr, pk, pf, pq, dq, lf, lb, nbr, coords, ip, rk):
         _prefetch_row(coords, pk[p, PK_DST] // ip[I_PPN])
         _prefetch_row(lb, link)
         _prefetch_row(nbr, link)
+        if ip[I_ORDERED]:
+            nxt = pk[p, PK_ONEXT]  # leave() reads the state of the packet behind it in its buffer
+            if 0 <= nxt < pk.shape[0]:  # (stale in a packet just launched: a hint, harmless)
+                _prefetch_row(pk, nxt)
     if n > 1:
         best = 1
         for k in range(2, min(5, n)):
