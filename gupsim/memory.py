@@ -10,7 +10,8 @@ fit.
 
 The fast engine (:mod:`gupsim.fast`) keeps NumPy arrays instead: a fixed
 part (:data:`FAST_BASE_BYTES`: the interpreter, the libraries and Numba
-compiling its kernels), a part per node (links, their buffers, the topology:
+compiling its kernels; :data:`FAST_MARGIN_BYTES`: the fixed margins a run
+allocates), a part per node (links, their buffers, the topology:
 :data:`FAST_NODE_BYTES`) and a part per process that each kernel states
 (``gupsim.fast.KERNELS``: its queues, buckets, and the packets and events in
 flight, which grow with the load).  Those figures are peak RSS measured at up
@@ -30,9 +31,12 @@ BASE_BYTES = 100 * 2**20
 #: Route cache at its cap (2^18 routes at about 430 B each).
 ROUTE_CACHE_BYTES = 110 * 2**20
 #: Fast engine: interpreter, libraries and Numba compiling the kernels (measured: 242 MB with the kernels
-#: loaded from the cache, 410 MB peak compiling them into an empty cache), and the event queue's and packet
-#: table's fixed margins (about 9 MB: heap and far table, the calendar's 1 MB of slots).
+#: loaded from the cache, 410 MB peak compiling them into an empty cache).
 FAST_BASE_BYTES = 512 * 2**20
+#: Fast engine: what a run allocates whatever its size: the event queue's and packet table's margins (the
+#: calendar's 1 MB of slots, the heap and far table, ``PACKET_MARGIN`` packet rows).  Measured: a 4x4x4
+#: virtual-node ``one-packet`` run added 6.1 MB to the RSS where its per-node and per-process parts are 2.1 MB.
+FAST_MARGIN_BYTES = 16 * 2**20
 #: Fast engine, per node: six links' times, counters and credit pools, and the topology tables (1,200 B),
 #: and the slots of its twelve link and dynamic-channel pools: the credit returns kept beside them and the
 #: time their oldest packet may leave (12 x (``DEFER_SLOTS`` + 1) x 16 B = 1,728 B, about half of it touched

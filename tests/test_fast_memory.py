@@ -6,7 +6,7 @@ runs in a fresh interpreter and reads its own ``VmHWM``
 peak across ``exec``, which is how this test failed in CI); the fixed
 part (interpreter, libraries, loaded kernels) is measured before the run and
 compared with :data:`FAST_BASE_BYTES`, and what the run adds on top of it with
-the per-node and per-process part of the estimate.  Not a timing test.
+the per-node, per-process and margin parts of the estimate.  Not a timing test.
 """
 
 from __future__ import annotations

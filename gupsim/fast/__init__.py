@@ -44,7 +44,7 @@ from gupsim import hpcc
 from gupsim.algorithms import algorithm_class, validate_options
 from gupsim.config import MachineConfig
 from gupsim.errors import DeadlockError, GupsimError, SimulationError
-from gupsim.memory import FAST_BASE_BYTES, FAST_NODE_BYTES, check_fits
+from gupsim.memory import FAST_BASE_BYTES, FAST_MARGIN_BYTES, FAST_NODE_BYTES, check_fits
 from gupsim.network import Network
 from gupsim.node import CostModel
 from gupsim.simulation import SLICE_START_FRACTION, WINDOW, RunConfig, Simulation
@@ -141,7 +141,7 @@ class FastSimulation:
         self.memory_estimate_bytes = check_fits(
             math.prod(shape) * self.ppn, kernel.per_rank_bytes,
             f"{run.algorithm} on {run.shape} ({self.ppn} per node, fast engine)",
-            base_bytes=FAST_BASE_BYTES + math.prod(shape) * FAST_NODE_BYTES)
+            base_bytes=FAST_BASE_BYTES + FAST_MARGIN_BYTES + math.prod(shape) * FAST_NODE_BYTES)
         self.topology = make_topology(m.network.topology_kind(math.prod(shape)), shape)
         self.num_ranks = self.topology.num_nodes * self.ppn
         self.net_cfg = m.network

@@ -54,7 +54,7 @@ deterministic.
 **The event queue** is a 4-ary heap behind a calendar of time buckets (see
 "event queue" below): the heap holds only the events of the buckets up to the
 current one, a few hundred, and later events wait unordered in their bucket's
-list until the heap runs empty.  Every event in the heap is earlier than every
+four lists until the heap runs empty.  Every event in the heap is earlier than every
 event outside it, so the queue pops exactly the heap-only order
 (``tests/test_fast_heap.py`` compares the two); the heap's pop no longer sifts
 through a heap as long as every pending event.  While an event runs, the rows
@@ -310,8 +310,8 @@ def heap_pop(hh, ctr):
 # is a calendar in front of the heap: time is cut into buckets of a fixed width, numbered from t = 0
 # (``floor(t / width)``, a non-decreasing function of t, so equal times share a bucket); the heap holds the
 # events of buckets up to the current one (``C_CUR``) and only those; later events wait unordered in their
-# bucket's list (a slot of the calendar ``cal``, one per bucket of the next ``len(cal) - 1``, whose last row is
-# the overflow list for events beyond them).  Every event in the heap is earlier than every event outside it,
+# bucket's lists (a slot of the calendar ``cal``, one per bucket of the next ``len(cal) - 1``, whose last row
+# holds the overflow lists for events beyond them; :data:`CAL_LISTS` lists a slot).  Every event in the heap is earlier than every event outside it,
 # so the heap's minimum is the queue's minimum, ties included: exactly the heap-only order.  When the heap
 # runs empty, the next non-empty bucket's events move into it.  The heap stays a bucket or so long.
 #
@@ -492,8 +492,9 @@ def prefetch_next(q, ctr, pk, pf, pq, dq, lf, lb, nbr, coords, ip, rk):
     """Start loading what the next events will read while the current one runs: at 16,384 nodes and more
     those rows are rarely in the cache.  A pipeline two events deep: the event after next (the least of the
     root's children, nearly always) gets its first row; the next one, whose first row was asked for one event
-    ago, gets the rows that row leads to when it is a head reaching a router (its node's links and their
-    buffers, and the pool its credit returns to)."""
+    ago, gets the rows that row leads to when it is a head about to go on, reaching a router or woken at the
+    front of its buffer (its node's links, their buffers, byte counts and far ends, the coordinates of its
+    node and destination, the pool its credit returns to, and the packet behind it in that buffer)."""
     n = ctr[C_HEAP_N]
     if n == 0:
         return
