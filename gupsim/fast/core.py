@@ -311,8 +311,8 @@ def heap_pop(hh, ctr):
 # (``floor(t / width)``, a non-decreasing function of t, so equal times share a bucket); the heap holds the
 # events of buckets up to the current one (``C_CUR``) and only those; later events wait unordered in their
 # bucket's lists (a slot of the calendar ``cal``, one per bucket of the next ``len(cal) - 1``, whose last row
-# holds the overflow lists for events beyond them; :data:`CAL_LISTS` lists a slot).  Every event in the heap is earlier than every event outside it,
-# so the heap's minimum is the queue's minimum, ties included: exactly the heap-only order.  When the heap
+# holds the overflow lists for events beyond them; :data:`CAL_LISTS` lists a slot).  Every event in the heap
+# is earlier than every event outside it, so the heap's minimum is the queue's minimum, ties included: exactly the heap-only order.  When the heap
 # runs empty, the next non-empty bucket's events move into it.  The heap stays a bucket or so long.
 #
 # The queue is the tuple ``(heap, cal, far)``: ``far`` holds the entries outside the heap, rows
@@ -330,6 +330,7 @@ BUCKET_RANKS = 32
 #: cache misses are outstanding at once instead of one (the walk was 9-11% of a whole-machine run's time:
 #: docs/performance.md, sixth pass).  The order of insertion into the heap changes no pop: keys are unique.
 CAL_LISTS = 4
+assert CAL_LISTS == 4, "_advance walks exactly four lists a slot (e0..e3)"
 
 
 def bucket_seconds(hop_s, ranks):
@@ -512,7 +513,7 @@ def prefetch_next(q, ctr, pk, pf, pq, dq, lf, lb, nbr, coords, ip, rk):
         _prefetch_row(dq, held)
         # what hop_on and _go read next: the route's coordinates, and the chosen link's byte count and far end
         _prefetch_row(coords, pk[p, PK_NODE])
-        _prefetch_row(coords, pk[p, PK_DST] // ip[I_PPN])
+        _prefetch_row(coords, node_of(ip, pk[p, PK_DST]))
         _prefetch_row(lb, link)
         _prefetch_row(nbr, link)
         if ip[I_ORDERED]:
@@ -871,7 +872,7 @@ def fifo_group(ip, src, dst):
     their nodes differ (the first of its dimension-order route), 3 for a node-local packet, 0 if shared."""
     if ip[I_FIFO_GROUPS] == 1:
         return 0
-    a, b = src // ip[I_PPN], dst // ip[I_PPN]
+    a, b = node_of(ip, src), node_of(ip, dst)
     for d in range(3):
         length = ip[I_X + d]
         if a % length != b % length:
@@ -911,12 +912,18 @@ def launch(pk, pf, ip, hh, ctr, p, now):
     ctr[C_INJECTED] += 1
     ctr[C_WIRE] += pk[p, PK_WIRE]
     src = pk[p, PK_SRC]
-    pk[p, PK_NODE] = src // ip[I_PPN]
+    pk[p, PK_NODE] = node_of(ip, src)
     pk[p, PK_DIM] = -1
     pk[p, PK_HELD] = inj_pool(ip, src, pk[p, PK_DST])
     pk[p, PK_LINK] = -1
     pf[p, PF_START] = now
     push(hh, ctr, now, URGENT, p << 3 | EV_HOP)
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def node_of(ip, rank):
+    """The node of ``rank``: a division is dear on every hop, so none with one process per node."""
+    return rank // ip[I_PPN] if ip[I_PPN] > 1 else rank
 
 
 @njit(cache=True, inline="always", _nrt=False)
@@ -1026,9 +1033,7 @@ def hop(pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, p, now):
 def hop_on(pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, p, now):
     """:func:`hop` once the packet may leave its buffer."""
     node = pk[p, PK_NODE]
-    dst = pk[p, PK_DST]
-    if ip[I_PPN] > 1:  # a division is dear at every hop
-        dst //= ip[I_PPN]
+    dst = node_of(ip, pk[p, PK_DST])
     chunks = pk[p, PK_CHUNKS]
     if node != dst:
         if ip[I_ADAPTIVE]:
