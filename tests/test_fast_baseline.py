@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gupsim.algorithms.baseline import Baseline
 from gupsim.config import load_machine
@@ -79,3 +81,38 @@ def test_baseline_kernel_matches_the_accounting_when_nothing_blocks(bgl):
     assert rec["send_blocking_factor"] < 0.01
     model = Baseline.steady_cycles_per_update(bgl, 256, rec["updates_per_message"])
     assert rec["cycles_per_update"] == pytest.approx(model, rel=0.02)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.integers(2, 500), st.integers(1, 24),
+       st.lists(st.tuples(st.booleans(), st.integers(0, 10**6)), max_size=300))
+def test_kernel_buckets_pop_what_the_reference_buckets_pop(nr, limit, ops):
+    """The indexed heap (entries carry their hash slot) against :class:`Buckets`: adds (while fewer than
+    ``max_pending`` updates wait, as the kernel adds) and pops interleaved, the table sized as prepare()
+    sizes it; with more destinations than slots, probe runs form and deletions shift entries back."""
+    from gupsim.bucketing import Buckets
+    from gupsim.fast import baseline as kb
+
+    heap_cap = max(1, min(limit, nr))
+    hcap = 1 << max(1, (2 * heap_cap - 1).bit_length())
+    mask, shift = hcap - 1, hcap.bit_length() - 1
+    ci = np.zeros((1, kb.CI_COLS), dtype=np.int64)
+    hk = np.zeros((1, heap_cap), dtype=np.int64)
+    hkey, hpos = np.full((1, hcap), -1, dtype=np.int32), np.zeros((1, hcap), dtype=np.int32)
+    ref = Buckets()
+    for add, x in ops:
+        if (add or not len(ref)) and ref.pending < limit:
+            dest = x % nr
+            ref.add(dest, 0)
+            kb._bucket_add(ci, hk, hkey, hpos, 0, dest, nr, mask, shift)
+        elif len(ref):
+            dest, bucket = ref.pop_largest()
+            assert kb._bucket_pop(ci, hk, hkey, hpos, 0, nr, mask, shift) == (dest, len(bucket))
+        assert ci[0, kb.CI_HN] == len(ref) and ci[0, kb.CI_PENDING] == ref.pending
+        for pos in range(len(ref)):  # each entry names its table slot, and the slot points back
+            entry = int(hk[0, pos])
+            assert hkey[0, entry & mask] == nr - 1 - (entry >> shift) % nr and hpos[0, entry & mask] == pos
+    while len(ref):
+        dest, bucket = ref.pop_largest()
+        assert kb._bucket_pop(ci, hk, hkey, hpos, 0, nr, mask, shift) == (dest, len(bucket))
+    assert (hkey == -1).all()

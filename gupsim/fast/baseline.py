@@ -11,7 +11,10 @@ matter at equal times:
   heap of keys ``size * R + (R - 1 - dest)`` (largest bucket, ties: lowest
   destination, exactly what the lazy heap pops), with an open-addressing
   table from destination to heap slot.  Both are bounded by ``max_pending``
-  per rank.
+  per rank.  Each heap entry carries its destination's slot in that table
+  in its low bits (below the key, so the order is the keys'): moving an
+  entry updates the table without searching it, one cache miss instead of
+  two per level (those misses were most of a pop's cost at 4,096 ranks).
 * **Messages.**  A row of a message table: destination, updates, packets,
   packets injected, packets received.  ``MPI_Isend`` is the messaging
   co-processor's process in the reference (``env.process``): here an
@@ -61,7 +64,7 @@ MSG_MARGIN = 1 << 10
 # global counters
 AC_UPDATES, AC_MESSAGES, AC_PACKETS, AC_TESTS, AC_BLOCKED, AC_RANKS_DONE, AC_MSG_FREE, AC_MSG_NFREE = range(8)
 # integer parameters
-A_LIMIT, A_EVERY, A_MESSAGES_MODE, A_HMASK, A_NRANKS = range(5)
+A_LIMIT, A_EVERY, A_MESSAGES_MODE, A_HMASK, A_NRANKS, A_HSHIFT = range(6)
 # per-k packet table (k updates in a message; k = 0 is a FINISHED message)
 T_NPK, T_FULL_CHUNKS, T_FULL_WIRE, T_FULL_PAYLOAD, T_LAST_CHUNKS, T_LAST_WIRE, T_LAST_PAYLOAD = range(7)
 T_COLS = 7
@@ -84,8 +87,9 @@ def _hslot(hkey, r, dest, mask):
 
 
 @njit(cache=True, _nrt=False)
-def _hdelete(hkey, hpos, r, i, mask):
-    """Empty slot ``i``, shifting later entries of its probe run back (no tombstones)."""
+def _hdelete(hk, hkey, hpos, r, i, mask):
+    """Empty slot ``i``, shifting later entries of its probe run back (no tombstones); a shifted entry's
+    heap key learns its new slot."""
     j = i
     while True:
         j = (j + 1) & mask
@@ -95,57 +99,63 @@ def _hdelete(hkey, hpos, r, i, mask):
         if (i <= j and i < home <= j) or (i > j and (home > i or home <= j)):
             continue
         hkey[r, i] = hkey[r, j]
-        hpos[r, i] = hpos[r, j]
+        pos = hpos[r, j]
+        hpos[r, i] = pos
+        hk[r, pos] = (hk[r, pos] & ~mask) | i
         i = j
     hkey[r, i] = -1
 
 
-@njit(cache=True, _nrt=False)
-def _place(hk, hkey, hpos, r, pos, key, nr, mask):
-    hk[r, pos] = key
-    hpos[r, _hslot(hkey, r, nr - 1 - key % nr, mask)] = pos
+@njit(cache=True, inline="always", _nrt=False)
+def _place(hk, hpos, r, pos, entry, mask):
+    hk[r, pos] = entry
+    hpos[r, entry & mask] = pos
 
 
 @njit(cache=True, _nrt=False)
-def _sift_up(hk, hkey, hpos, r, pos, nr, mask):
-    key = hk[r, pos]
+def _sift_up(hk, hpos, r, pos, mask):
+    entry = hk[r, pos]
     while pos > 0:
         parent = (pos - 1) >> 1
-        if hk[r, parent] > key:
+        if hk[r, parent] > entry:
             break
-        _place(hk, hkey, hpos, r, pos, hk[r, parent], nr, mask)
+        _place(hk, hpos, r, pos, hk[r, parent], mask)
         pos = parent
-    _place(hk, hkey, hpos, r, pos, key, nr, mask)
+    _place(hk, hpos, r, pos, entry, mask)
 
 
 @njit(cache=True, _nrt=False)
-def _bucket_add(ci, hk, hkey, hpos, r, dest, nr, mask):
+def _bucket_add(ci, hk, hkey, hpos, r, dest, nr, mask, shift):
     """:meth:`Buckets.add`: one more update for ``dest``."""
     i = _hslot(hkey, r, dest, mask)
     if hkey[r, i] == -1:
         pos = ci[r, CI_HN]
         ci[r, CI_HN] = pos + 1
         hkey[r, i] = dest
-        hpos[r, i] = pos
-        hk[r, pos] = nr + (nr - 1 - dest)
+        hk[r, pos] = (nr + (nr - 1 - dest)) << shift | i
     else:
         pos = hpos[r, i]
-        hk[r, pos] += nr
-    _sift_up(hk, hkey, hpos, r, pos, nr, mask)
+        hk[r, pos] += nr << shift
+    _sift_up(hk, hpos, r, pos, mask)
     ci[r, CI_PENDING] += 1
 
 
 @njit(cache=True, _nrt=False)
-def _bucket_pop(ci, hk, hkey, hpos, r, nr, mask):
+def _bucket_pop(ci, hk, hkey, hpos, r, nr, mask, shift):
     """:meth:`Buckets.pop_largest`: (destination, size) of the largest bucket, ties the lowest destination."""
     top = hk[r, 0]
-    dest, size = nr - 1 - top % nr, top // nr
-    _hdelete(hkey, hpos, r, _hslot(hkey, r, dest, mask), mask)
+    key = top >> shift
+    dest, size = nr - 1 - key % nr, key // nr
     n = ci[r, CI_HN] - 1
     ci[r, CI_HN] = n
     ci[r, CI_PENDING] -= size
     if n > 0:
-        key = hk[r, n]
+        entry = hk[r, n]
+        hk[r, 0] = entry  # the last entry moves up first, so that _hdelete's shifts find it where it is
+        hpos[r, entry & mask] = 0
+    _hdelete(hk, hkey, hpos, r, top & mask, mask)
+    if n > 0:
+        entry = hk[r, 0]
         pos = 0
         while True:
             child = 2 * pos + 1
@@ -153,11 +163,11 @@ def _bucket_pop(ci, hk, hkey, hpos, r, nr, mask):
                 break
             if child + 1 < n and hk[r, child + 1] > hk[r, child]:
                 child += 1
-            if hk[r, child] < key:
+            if hk[r, child] < entry:
                 break
-            _place(hk, hkey, hpos, r, pos, hk[r, child], nr, mask)
+            _place(hk, hpos, r, pos, hk[r, child], mask)
             pos = child
-        _place(hk, hkey, hpos, r, pos, key, nr, mask)
+        _place(hk, hpos, r, pos, entry, mask)
     return dest, size
 
 
@@ -284,7 +294,7 @@ def _wait_inbox(r, now, ci, rk, hh, ctr, phase):
 def _cpu(r, now, ci, cf, ran, cost, ktab, tabs, ai, lay, ac, wc, ms, hk, hkey, hpos,
          pk, pf, pq, dq, rk, ip, fp, hh, ctr, wt):
     nr = ip[c.I_NRANKS]
-    mask = ai[A_HMASK]
+    mask, shift = ai[A_HMASK], ai[A_HSHIFT]
     mm = ai[A_MESSAGES_MODE]
     phase = ci[r, CI_PHASE]
     while True:
@@ -305,7 +315,7 @@ def _cpu(r, now, ci, cf, ran, cost, ktab, tabs, ai, lay, ac, wc, ms, hk, hkey, h
                         cf[r, CF_DEBT] += cost[K_UPD]
                         _apply(ip, ctr, wt, wc, ac, 1, now + cf[r, CF_DEBT] * fp[c.F_CYCLE_S], mm)
                     else:
-                        _bucket_add(ci, hk, hkey, hpos, r, dest, nr, mask)
+                        _bucket_add(ci, hk, hkey, hpos, r, dest, nr, mask, shift)
                         cf[r, CF_DEBT] += cost[K_INSERT]
                     _flush(r, now, ci, cf, fp, hh, ctr, PH_TOP)
                     return
@@ -330,7 +340,7 @@ def _cpu(r, now, ci, cf, ran, cost, ktab, tabs, ai, lay, ac, wc, ms, hk, hkey, h
         elif phase == PH_TESTED:
             ac[AC_TESTS] += 1
             if not ci[r, CI_ALIVE]:
-                dest, k = _bucket_pop(ci, hk, hkey, hpos, r, nr, mask)
+                dest, k = _bucket_pop(ci, hk, hkey, hpos, r, nr, mask, shift)
                 ac[AC_MESSAGES] += 1
                 ac[AC_UPDATES] += k
                 ci[r, CI_DEST], ci[r, CI_K] = dest, k
@@ -418,6 +428,23 @@ def _send_done_event(r, now, ci, rk, hh, ctr):
     c.push(hh, ctr, now, c.NORMAL, r << 3 | c.EV_CPU)
 
 
+@njit(cache=True, inline="always", _nrt=False)
+def _prefetch_cpu(q, ctr, ci, cf, ran, hk):
+    """When the next event resumes a CPU, start loading its rank's rows (core.prefetch_next asks only for
+    ``rk``): its state (104 bytes, up to three cache lines), cycle debt, random stream and heap root."""
+    if ctr[c.C_HEAP_N] == 0:
+        return
+    payload = q[0][0, 1] & c._PAYLOAD_MASK
+    if payload & 7 == c.EV_CPU:
+        r = payload >> 3
+        row = ci[r]
+        for j in range(0, CI_COLS, 6):
+            c._prefetch_row(row, j)
+        c._prefetch_row(cf, r)
+        c._prefetch_row(ran, r)
+        c._prefetch_row(hk, r)
+
+
 @njit(cache=True, nogil=True, _nrt=False)
 def _loop(ci, cf, ran, cost, ktab, tabs, ai, lay, ac, wc, ms, hk, hkey, hpos,
           pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, wt, now):
@@ -428,6 +455,7 @@ def _loop(ci, cf, ran, cost, ktab, tabs, ai, lay, ac, wc, ms, hk, hkey, hpos,
             return now, False
         now, payload = c.pop(hh, ctr)
         c.prefetch_next(hh, ctr, pk, pf, pq, dq, lf, lb, nbr, coords, ip, rk)
+        _prefetch_cpu(hh, ctr, ci, cf, ran, hk)
         ctr[c.C_EVENTS] += 1
         kind = payload & 7
         a = payload >> 3
@@ -498,6 +526,9 @@ def prepare(sim, options) -> dict:
     ai = np.zeros(8, dtype=np.int64)
     ai[A_LIMIT], ai[A_EVERY] = limit, options.receive_test_every
     ai[A_MESSAGES_MODE], ai[A_HMASK], ai[A_NRANKS] = int(options.termination == "messages"), hcap - 1, R
+    ai[A_HSHIFT] = hcap.bit_length() - 1
+    if (((limit + 1) * 2 * R) << int(ai[A_HSHIFT])) >= 1 << 62:
+        raise ValueError("baseline kernel: max_pending x processes too large for the heap's keys")
     ci = np.zeros((R, CI_COLS), dtype=np.int64)
     ci[:, CI_LEFT] = sim.run.updates_per_process
     nmsg = 2 * R + 2 * MSG_MARGIN
