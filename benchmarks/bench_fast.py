@@ -39,6 +39,9 @@ Run::
 
     nice .venv/bin/python benchmarks/bench_fast.py --series slope full --out benchmarks/results/bench_fast.csv
     nice .venv/bin/python benchmarks/bench_fast.py --compile     # compile time with an empty cache
+
+Rows join those already in ``--out`` (a case run again replaces its own row), so
+``--shapes`` re-runs part of a series and its figure still shows every shape.
 """
 
 from __future__ import annotations
@@ -152,6 +155,18 @@ def compile_time() -> dict:
     return {"compile_cold_s": cold, "compile_warm_s": warm}
 
 
+def row_key(row: dict) -> tuple:
+    """What makes a case: series, shape, algorithm, updates per process, processes per node."""
+    return (row["label"], row["shape"], row["algorithm"], int(row["updates_per_process"]),
+            int(row["processes"] // row["nodes"]))
+
+
+def merge_rows(old: list[dict], new: list[dict]) -> list[dict]:
+    """``old`` with ``new`` added, a new row replacing the old row of its case."""
+    replaced = {row_key(r) for r in new}
+    return [r for r in old if row_key(r) not in replaced] + list(new)
+
+
 def slope_plots(rows: list[dict]) -> dict:
     """Redraw the figure of every slope series that has rows; its fitted slopes, by series.  Only a slope
     series redraws its figure (another series would overwrite it with empty axes)."""
@@ -239,15 +254,16 @@ def main() -> None:
         if unknown:
             ap.error(f"--shapes: no case of the series {' '.join(args.series)} has the shape(s) {', '.join(unknown)}")
         cases = [case for case in cases if case[1] in args.shapes]
-    # Each row is written as soon as its case ends; --resume skips the cases already in the CSV.
-    rows = pd.read_csv(args.out).to_dict("records") if args.resume and args.out.exists() else []
-    done = {(r["label"], r["shape"], r["algorithm"], int(r["updates_per_process"]), int(r["processes"] // r["nodes"]))
-            for r in rows}
+    # Each row is written as soon as its case ends, into the rows already in the CSV (a case run again
+    # replaces its row), so a run of some shapes keeps the others and the figures still show every shape;
+    # --resume skips the cases already there.
+    rows = pd.read_csv(args.out).to_dict("records") if args.out.exists() else []
+    done = {row_key(r) for r in rows} if args.resume else set()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     for label, shape, algorithm, updates, sets, options in cases:
         if (label, shape, algorithm, updates, sets.get("cpu.processes_per_node", 1)) in done:
             continue
-        rows.append(spawn(label, shape, algorithm, updates, sets, options))
+        rows = merge_rows(rows, [spawn(label, shape, algorithm, updates, sets, options)])
         pd.DataFrame(rows).to_csv(args.out, index=False)
     fits = slope_plots(rows)
     meta = {"load_average": os.getloadavg(), "slopes": fits, "date": time.strftime("%Y-%m-%dT%H:%M:%S")}

@@ -18,6 +18,26 @@ def test_bench_fast_refuses_a_shape_no_selected_case_has_in_one_line(tmp_path):
     assert not (tmp_path / "b.csv").exists()  # nothing ran
 
 
+def test_bench_fast_a_run_of_some_shapes_keeps_the_other_rows():
+    """Running one shape again (``--shapes``) must not drop the CSV's other rows, whose figure shows them all."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_fast", BENCH_FAST)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+
+    def row(shape, algorithm, cpu_s, processes=512):
+        return {"label": "slope", "shape": shape, "algorithm": algorithm, "updates_per_process": 64,
+                "processes": processes, "nodes": 512, "cpu_s": cpu_s}
+
+    old = [row("8x8x8", "routed", 1.0), row("16x16x16", "routed", 9.0), row("8x8x8", "one-packet", 2.0),
+           row("8x8x8", "routed", 5.0, processes=1024)]
+    merged = bench.merge_rows(old, [row("8x8x8", "routed", 3.0)])
+    assert sorted((r["shape"], r["algorithm"], r["processes"], r["cpu_s"]) for r in merged) == [
+        ("16x16x16", "routed", 512, 9.0), ("8x8x8", "one-packet", 512, 2.0), ("8x8x8", "routed", 512, 3.0),
+        ("8x8x8", "routed", 1024, 5.0)]
+
+
 # ---------------------------------------------------------------- profile_fast.py: its pure parts (perf is not needed)
 
 def _profile_fast():
