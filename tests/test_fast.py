@@ -181,3 +181,16 @@ def test_auto_uses_simpy_for_machines_the_kernels_do_not_model(machine):
     with pytest.raises(GupsimError, match="--engine fast"):
         choose_engine(make_run_config(machine=m, shape=shape, algorithm=algorithm, updates_per_process=8,
                                       engine="fast"))
+
+
+def test_line_aligned_tables_start_on_a_cache_line_and_keep_their_values_when_grown():
+    from gupsim.fast import core as c
+
+    for shape, dtype, fill in (((1000, c.PK_COLS), np.int32, 0), ((300, 8), np.int32, -1), ((77,), np.int64, 5)):
+        a = c.line_aligned(shape, dtype, fill)
+        assert a.ctypes.data % c.CACHE_LINE == 0 and a.flags.c_contiguous and (a == fill).all()
+        a.flat[:] = np.arange(a.size) % 1000
+        b = c.grow_on_lines(a, 2 * shape[0])
+        assert b.ctypes.data % c.CACHE_LINE == 0 and b.shape == (2 * shape[0], *shape[1:])
+        assert (b[:shape[0]] == a).all()
+    assert c.PK_COLS * 4 == c.CACHE_LINE  # a packet's int32 row is one line

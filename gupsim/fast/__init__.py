@@ -200,7 +200,7 @@ class FastSimulation:
         if (2 * nlinks + 2 * F) << 8 >= 1 << c.PAYLOAD_BITS:  # a credit-return event names its pool
             raise GupsimError(f"fast engine: {R:,} processes on {n:,} nodes is too large for its event keys")
         npools = 2 * nlinks + 2 * F
-        pq = np.full((npools, c.PQ_COLS), -1, dtype=np.int32)  # no waiters
+        pq = c.line_aligned((npools, c.PQ_COLS), np.int32, -1)  # no waiters; 32-byte rows, two to a line
         pq[:, c.PQ_DEFERRED] = 0  # no credit returns kept beside any pool yet (dq is filled as they come)
         pq[:2 * nlinks, c.PQ_FREE] = net.link_buffer_chunks
         pq[2 * nlinks:2 * nlinks + F, c.PQ_FREE] = net.injection_fifo_chunks
@@ -208,10 +208,10 @@ class FastSimulation:
         # DEFER_SLOTS kept credit returns per pool, then (the last slot) the pool's front time (buffer_order)
         dq = np.empty((npools, c.DEFER_SLOTS + 1, 2), dtype=np.int64)
         dq[:, -1, :] = 0  # float bits of 0.0: nothing has left yet
-        rk = np.zeros((R, c.RK_NET_COLS), dtype=np.int32)
+        rk = c.line_aligned((R, c.RK_NET_COLS), np.int32, 0)
         rk[:, c.RK_IN_HEAD] = -1
         packets = 4 * R + 2 * c.PACKET_MARGIN
-        pk = np.zeros((packets, c.PK_COLS), dtype=np.int32)
+        pk = c.line_aligned((packets, c.PK_COLS), np.int32, 0)
         ctr = np.zeros(c.N_COUNTERS, dtype=np.int64)
         ctr[c.C_FREE_HEAD] = -1
         ctr[c.C_SEQ_LIMIT] = c.SEQ_CAP  # the bare heap's limit (heap_push), unused by the kernels' queue:

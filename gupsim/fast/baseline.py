@@ -53,7 +53,7 @@ W_ISEND = 8        # packet state: waits in its sender's injection FIFO for an M
 # per-rank integer state
 (CI_PHASE, CI_LEFT, CI_ITER, CI_PENDING, CI_ALIVE, CI_FINISHED, CI_OTHER, CI_SENDS,
  CI_COND, CI_SKIP, CI_DEST, CI_K, CI_HN) = range(13)
-CI_COLS = 13
+CI_COLS = 16  # 13 used: a rank's row is two whole cache lines (line_aligned)
 CF_DEBT, CF_BLK = range(2)
 # the blocked test's condition: not waiting, waiting for a trigger, triggered (its event scheduled)
 COND_NONE, COND_WAIT, COND_SET = range(3)
@@ -431,15 +431,15 @@ def _send_done_event(r, now, ci, rk, hh, ctr):
 @njit(cache=True, inline="always", _nrt=False)
 def _prefetch_cpu(q, ctr, ci, cf, ran, hk):
     """When the next event resumes a CPU, start loading its rank's rows (core.prefetch_next asks only for
-    ``rk``): its state (104 bytes, up to three cache lines), cycle debt, random stream and heap root."""
+    ``rk``): its state (two cache lines), cycle debt, random stream and heap root."""
     if ctr[c.C_HEAP_N] == 0:
         return
     payload = q[0][0, 1] & c._PAYLOAD_MASK
     if payload & 7 == c.EV_CPU:
         r = payload >> 3
         row = ci[r]
-        for j in range(0, CI_COLS, 6):
-            c._prefetch_row(row, j)
+        c._prefetch_row(row, 0)
+        c._prefetch_row(row, 8)
         c._prefetch_row(cf, r)
         c._prefetch_row(ran, r)
         c._prefetch_row(hk, r)
@@ -494,7 +494,7 @@ def grow_tables(a: dict) -> None:
     """Between batches (gupsim.fast.driver): double the message table when fewer than MSG_MARGIN rows are free."""
     if a["ac"][AC_MSG_NFREE] < MSG_MARGIN:
         old = a["ms"].shape[0]
-        a["ms"] = c.grow(a["ms"], 2 * old)
+        a["ms"] = c.grow_on_lines(a["ms"], 2 * old)
         _link_messages(a["ms"], a["ac"], old, 2 * old)
 
 
@@ -529,10 +529,10 @@ def prepare(sim, options) -> dict:
     ai[A_HSHIFT] = hcap.bit_length() - 1
     if (((limit + 1) * 2 * R) << int(ai[A_HSHIFT])) >= 1 << 62:
         raise ValueError("baseline kernel: max_pending x processes too large for the heap's keys")
-    ci = np.zeros((R, CI_COLS), dtype=np.int64)
+    ci = c.line_aligned((R, CI_COLS), np.int64, 0)
     ci[:, CI_LEFT] = sim.run.updates_per_process
     nmsg = 2 * R + 2 * MSG_MARGIN
-    ms = np.zeros((nmsg, MS_COLS), dtype=np.int64)
+    ms = c.line_aligned((nmsg, MS_COLS), np.int64, 0)  # a message is one 64-byte cache line
     ac = np.zeros(8, dtype=np.int64)
     ac[AC_MSG_FREE] = -1
     _link_messages(ms, ac, 0, nmsg)

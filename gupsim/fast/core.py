@@ -108,7 +108,11 @@ PK_SRC, PK_DST, PK_CHUNKS, PK_WIRE, PK_PAYLOAD, PK_MSG, PK_N, PK_NODE = 0, 1, 2,
 PK_DIM, PK_HELD, PK_STATE, PK_NEXT, PK_LINK, PK_BUBBLE = 8, 9, 10, 11, 12, 13
 # buffer_order fifo: the next packet in the order of the buffer this one holds room in
 PK_ONEXT = 14
-PK_COLS = 15
+#: 16 int32 columns (the last unused): a row is one 64-byte cache line, and the table starts on a line
+#: (:func:`line_aligned`), so the one prefetch of a packet's row loads all of it.  (With 15 columns, 14 rows
+#: in 16 straddled two lines, and the second line was a miss of its own.)
+PK_COLS = 16
+CACHE_LINE = 64
 PF_START, PF_ASKED = 0, 1
 PF_COLS = 2
 # pool table ``pq``, one 32-byte row per credit pool (what a request reads, in one cache line): heads and
@@ -131,7 +135,7 @@ W_FRONT, W_FRONT_TIME = 4, 5
 
 # ------------------------------------------------------------------ rank table columns (network side)
 RK_IN_HEAD, RK_IN_TAIL, RK_IN_COUNT, RK_WAIT, RK_GRANTED = 0, 1, 2, 3, 4
-RK_NET_COLS = 5
+RK_NET_COLS = 8  # 5 used; 32-byte rows, on cache lines (line_aligned)
 # RK_WAIT bits: what wakes a CPU that waits without a pending event
 # WAKE_ROOM << g: room in the injection FIFO of group g (see fifo_group)
 WAKE_INBOX, WAKE_GRANT, WAKE_ROOM = 1, 4, 8
@@ -208,6 +212,26 @@ def _prefetch_row(typingctx, arr, i):
         builder.call(fn, [byte_ptr, i32(0), i32(3), i32(1)])  # read, keep in all levels, data cache
         return context.get_dummy_value()
     return types.void(arr, types.intp), codegen
+
+
+def line_aligned(shape, dtype, fill=None):
+    """A C-contiguous array whose data starts on a cache line (NumPy's large arrays start 16 bytes past one),
+    filled with ``fill`` unless None.  For the tables whose rows are read together: rows of 32 or 64 bytes
+    then never straddle two lines."""
+    nbytes = int(np.prod(shape)) * np.dtype(dtype).itemsize
+    buf = np.empty(nbytes + CACHE_LINE, dtype=np.uint8)
+    off = -buf.ctypes.data % CACHE_LINE
+    out = buf[off:off + nbytes].view(dtype).reshape(shape)
+    if fill is not None:
+        out[...] = fill
+    return out
+
+
+def grow_on_lines(a, n):
+    """:func:`grow` into a :func:`line_aligned` array."""
+    out = line_aligned((n,) + a.shape[1:], a.dtype)
+    out[: a.shape[0]] = a
+    return out
 
 
 def new_heap(n):

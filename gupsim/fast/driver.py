@@ -97,7 +97,7 @@ def _between_batches(mod: ModuleType, a: dict) -> None:
     if ctr[c.C_NFREE] < c.PACKET_MARGIN:
         old = a["pk"].shape[0]
         for name in mod.PACKET_ARRAYS:
-            a[name] = c.grow(a[name], 2 * old)
+            a[name] = c.grow_on_lines(a[name], 2 * old)
         c.link_free_list(a["pk"], old, 2 * old, ctr)
     grow_tables = getattr(mod, "grow_tables", None)  # a kernel's own tables (baseline: its messages)
     if grow_tables is not None:
@@ -143,6 +143,9 @@ def load(checkpoint: Checkpoint, a: dict) -> tuple[float, float, float]:
     expected = set(a) - {"hh"}
     if set(saved) - set(queue) != expected or len(queue) != len(a["hh"]):
         raise GupsimError(f"checkpoint {path} does not hold this kernel's tables: delete it to start afresh")
-    a.update({k: saved[k] for k in expected})
+    for k in expected:  # the tables made on cache lines (core.line_aligned) are put on lines again
+        if a[k].ctypes.data % c.CACHE_LINE == 0 and saved[k].ctypes.data % c.CACHE_LINE and saved[k].ndim:
+            saved[k] = c.grow_on_lines(saved[k], saved[k].shape[0])
+        a[k] = saved[k]
     a["hh"] = tuple(saved[k] for k in queue)
     return now, wall_s, peak_mb

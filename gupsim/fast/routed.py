@@ -345,7 +345,7 @@ def prepare(sim, options) -> dict:
     rc[:, :3] = coords[rank // sim.ppn]
     if nd > 3:
         rc[:, 3] = rank % sim.ppn
-    ci = np.zeros((R, CI_COLS), dtype=np.int64)
+    ci = c.line_aligned((R, CI_COLS), np.int64, 0)  # 32-byte rows, two to a cache line
     ci[:, CI_LEFT] = sim.run.updates_per_process
     rd = np.full((R, nd, RD_COLS), -1, dtype=np.int64)
     return {
