@@ -93,12 +93,9 @@ def test_kernel_buckets_pop_what_the_reference_buckets_pop(nr, limit, ops):
     from gupsim.bucketing import Buckets
     from gupsim.fast import baseline as kb
 
-    heap_cap = max(1, min(limit, nr))
-    hcap = 1 << max(1, (2 * heap_cap - 1).bit_length())
-    mask, shift = hcap - 1, hcap.bit_length() - 1
+    t = kb.bucket_tables(nr, limit)  # sized as prepare() sizes them for nr ranks; rank 0's rows
+    hk, hkey, hpos, mask, shift = t["hk"][:1], t["hkey"][:1], t["hpos"][:1], t["mask"], t["shift"]
     ci = np.zeros((1, kb.CI_COLS), dtype=np.int64)
-    hk = np.zeros((1, heap_cap), dtype=np.int64)
-    hkey, hpos = np.full((1, hcap), -1, dtype=np.int32), np.zeros((1, hcap), dtype=np.int32)
     ref = Buckets()
     for add, x in ops:
         if (add or not len(ref)) and ref.pending < limit:

@@ -432,11 +432,8 @@ def _send_done_event(r, now, ci, rk, hh, ctr):
 def _prefetch_cpu(q, ctr, ci, cf, ran, hk):
     """When the next event resumes a CPU, start loading its rank's rows (core.prefetch_next asks only for
     ``rk``): its state (two cache lines), cycle debt, random stream and heap root."""
-    if ctr[c.C_HEAP_N] == 0:
-        return
-    payload = q[0][0, 1] & c._PAYLOAD_MASK
-    if payload & 7 == c.EV_CPU:
-        r = payload >> 3
+    r = c.next_cpu_rank(q, ctr)
+    if r >= 0:
         row = ci[r]
         c._prefetch_row(row, 0)
         c._prefetch_row(row, 8)
@@ -521,14 +518,11 @@ def prepare(sim, options) -> dict:
         raise ValueError("baseline kernel: packets above 31 chunks")
     insert = cm.bucket_insert + cm.heap_update(R - 1) + alg.cache.per_remote_update
     spin_s = 2 * cm.mpi_test * (1.0 / sim.machine.cpu.clock_hz)
-    heap_cap = max(1, min(limit, R))
-    hcap = 1 << max(1, (2 * heap_cap - 1).bit_length())
+    buckets = bucket_tables(R, limit)
     ai = np.zeros(8, dtype=np.int64)
     ai[A_LIMIT], ai[A_EVERY] = limit, options.receive_test_every
-    ai[A_MESSAGES_MODE], ai[A_HMASK], ai[A_NRANKS] = int(options.termination == "messages"), hcap - 1, R
-    ai[A_HSHIFT] = hcap.bit_length() - 1
-    if (((limit + 1) * 2 * R) << int(ai[A_HSHIFT])) >= 1 << 62:
-        raise ValueError("baseline kernel: max_pending x processes too large for the heap's keys")
+    ai[A_MESSAGES_MODE], ai[A_NRANKS] = int(options.termination == "messages"), R
+    ai[A_HMASK], ai[A_HSHIFT] = buckets.pop("mask"), buckets.pop("shift")
     ci = c.line_aligned((R, CI_COLS), np.int64, 0)
     ci[:, CI_LEFT] = sim.run.updates_per_process
     nmsg = 2 * R + 2 * MSG_MARGIN
@@ -539,9 +533,20 @@ def prepare(sim, options) -> dict:
     return {
         "ci": ci, "cf": np.zeros((R, 2)), "cost": np.array([cm.generate, cm.update, cm.mpi_test, insert, spin_s]),
         "ktab": ktab, "tabs": tabs, "ai": ai, "ac": ac, "wc": np.zeros((2, 5), dtype=np.int64), "ms": ms,
-        "hk": np.zeros((R, heap_cap), dtype=np.int64), "hkey": np.full((R, hcap), -1, dtype=np.int32),
-        "hpos": np.zeros((R, hcap), dtype=np.int32),
+        **buckets,
     }
+
+
+def bucket_tables(R: int, limit: int) -> dict:
+    """Every rank's empty bucket heap (``hk``) and table (``hkey``, ``hpos``), sized for ``limit`` pending
+    updates, and the table's ``mask`` and the ``shift`` that puts a heap key above its slot."""
+    heap_cap = max(1, min(limit, R))
+    hcap = 1 << max(1, (2 * heap_cap - 1).bit_length())
+    shift = hcap.bit_length() - 1
+    if (((limit + 1) * 2 * R) << shift) >= 1 << 62:
+        raise ValueError("baseline kernel: max_pending x processes too large for the heap's keys")
+    return {"hk": np.zeros((R, heap_cap), dtype=np.int64), "hkey": np.full((R, hcap), -1, dtype=np.int32),
+            "hpos": np.zeros((R, hcap), dtype=np.int32), "mask": hcap - 1, "shift": shift}
 
 
 def remaining(state: dict) -> int:

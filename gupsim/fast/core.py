@@ -513,6 +513,15 @@ def _prefetch_first(payload, pk, pf, pq, rk):
 
 
 @njit(cache=True, inline="always", _nrt=False)
+def next_cpu_rank(q, ctr):
+    """The rank the next event resumes if it is a CPU's event, else -1 (for a kernel's own prefetches)."""
+    if ctr[C_HEAP_N] == 0:
+        return -1
+    payload = q[0][0, 1] & _PAYLOAD_MASK
+    return payload >> 3 if payload & 7 == EV_CPU else -1
+
+
+@njit(cache=True, inline="always", _nrt=False)
 def prefetch_next(q, ctr, pk, pf, pq, dq, lf, lb, nbr, coords, ip, rk):
     """Start loading what the next events will read while the current one runs: at 16,384 nodes and more
     those rows are rarely in the cache.  A pipeline two events deep: the event after next (the least of the

@@ -278,11 +278,8 @@ def _flush_partial(r, now, ci, cf, rd, bv, bl, pv, rc, ai, tabs, ac, pk, pf, pq,
 def _prefetch_cpu(q, ctr, ci, cf, rd, ran, ws):
     """When the next event resumes a CPU, start loading its rank's rows (core.prefetch_next asks for the
     first, ``rk``; a CPU step reads several more tables)."""
-    if ctr[c.C_HEAP_N] == 0:
-        return
-    payload = q[0][0, 1] & c._PAYLOAD_MASK
-    if payload & 7 == c.EV_CPU:
-        r = payload >> 3
+    r = c.next_cpu_rank(q, ctr)
+    if r >= 0:
         c._prefetch_row(ci, r)
         c._prefetch_row(cf, r)
         rows = rd[r]
