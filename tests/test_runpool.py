@@ -201,6 +201,28 @@ def test_reset_peak_rss_restarts_the_peak_from_the_current_memory():
     assert peak_rss_mb() < before - 200
 
 
+def test_reset_peak_rss_does_not_count_an_earlier_run_left_as_garbage_in_reference_cycles():
+    """A finished SimPy model is unreachable but cyclic: it holds its memory until a full collection."""
+    import gc
+
+    from gupsim.runner import peak_rss_mb
+
+    class Node:  # a model's objects that refer to each other, as SimPy's environment and processes do
+        pass
+
+    gc.disable()  # so that nothing but reset_peak_rss collects the cycle
+    try:
+        reset_peak_rss()
+        before = peak_rss_mb()
+        a, b = Node(), Node()
+        a.other, b.other, a.state = b, a, np.ones(200 * 2**20 // 8)  # 200 MB touched
+        del a, b
+        reset_peak_rss()
+        assert peak_rss_mb() < before + 100
+    finally:
+        gc.enable()
+
+
 def test_kept_runs_lists_each_kept_record_with_its_cost_and_whether_this_code_reuses_it(tmp_path, monkeypatch):
     import gupsim.runpool as runpool
     from gupsim.runpool import kept_runs, unfinished_runs
