@@ -126,12 +126,26 @@ def reset_peak_rss() -> None:
     processes and their events point at each other), which CPython frees only at a full collection, and a
     worker that goes on to fast runs makes too few objects to trigger one.  Without it the next record
     starts from the dead model's memory: a 2,048-endpoint Data Vortex run left 650 MB, and the regeneration
-    of 2026-11-25 recorded 1,014-1,026 MB for rows of 32-128 processes (docs/performance.md)."""
+    of 2026-11-25 recorded 1,014-1,026 MB for rows of 32-128 processes (docs/performance.md).  Then the
+    C allocator's free pages go back to the system (glibc's ``malloc_trim``), which is where a Dask worker's
+    Python objects live (:func:`gupsim.sweep.open_client`)."""
     gc.collect()
+    _trim_malloc()
     try:
         with open("/proc/self/clear_refs", "w") as f:
             f.write("5")
     except OSError:
+        pass
+
+
+def _trim_malloc() -> None:
+    """Return the C heap's free pages to the system; glibc only (elsewhere nothing to do)."""
+    import ctypes
+    import ctypes.util
+
+    try:
+        ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
         pass
 
 

@@ -315,8 +315,13 @@ def open_client(scheduler: str | None, workers: int | None, processes: bool):
             return Client(scheduler, timeout="15s")
         # Dashboard on a free port: a second cluster on the box (tests beside a reproduction) would
         # otherwise find 8787 taken and warn on every start.
-        cluster = LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1,
-                               processes=processes, dashboard_address=":0", silence_logs=logging.ERROR)
+        # Worker processes use the C allocator for Python objects.  In a worker, pymalloc's arenas stay
+        # pinned after a SimPy run by a few objects that live on, so the next run's record counted the
+        # dead run's memory (docs/performance.md, eleventh pass); runpool.reset_peak_rss gives the C
+        # allocator's free pages back before each run.
+        with dask.config.set({"distributed.nanny.pre-spawn-environ.PYTHONMALLOC": "malloc"}):
+            cluster = LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1,
+                                   processes=processes, dashboard_address=":0", silence_logs=logging.ERROR)
         return Client(cluster)
     except (OSError, TimeoutError, ValueError) as exc:
         raise GupsimError(f"cannot reach a Dask scheduler at {scheduler}: {exc}") from None
