@@ -260,6 +260,7 @@ def run_experiments(names: list[str], quick: bool, jobs: int = 1,
         finally:
             pool.close()
             client.close()
+            client.cluster.close()  # its worker processes: a Client given a cluster does not close it
     return [done[n] for n in order]
 
 

@@ -250,6 +250,7 @@ def test_a_dask_worker_gives_back_small_objects_freed_around_ones_that_live_on()
         before, after = client.submit(_fragment_then_reset, pure=False).result()
     finally:
         client.close()
+        client.cluster.close()
     assert after < before + 60
 
 
