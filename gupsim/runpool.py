@@ -141,10 +141,9 @@ def reset_peak_rss() -> None:
 def _trim_malloc() -> None:
     """Return the C heap's free pages to the system; glibc only (elsewhere nothing to do)."""
     import ctypes
-    import ctypes.util
 
-    try:
-        ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim(0)
+    try:  # the symbols already loaded: no search for libc (find_library starts a subprocess)
+        ctypes.CDLL(None).malloc_trim(0)
     except (OSError, AttributeError):
         pass
 

@@ -327,6 +327,15 @@ def open_client(scheduler: str | None, workers: int | None, processes: bool):
         raise GupsimError(f"cannot reach a Dask scheduler at {scheduler}: {exc}") from None
 
 
+def close_client(client) -> None:
+    """Close a client of :func:`open_client` and the local cluster it was given, if any: a Client given
+    a cluster does not close it, and its worker processes would outlive the call."""
+    cluster = getattr(client, "cluster", None)
+    client.close()
+    if cluster is not None:
+        cluster.close()
+
+
 @dataclass
 class SweepSummary:
     total: int
@@ -389,9 +398,6 @@ def run_sweep(spec: SweepSpec, points: list[Point], store_path: Path, *, client=
         for fut in by_future:
             fut.cancel()
         if own_client:
-            cluster = getattr(client, "cluster", None)
-            client.close()
-            if cluster is not None:
-                cluster.close()
+            close_client(client)
         store.compact()
     return summary

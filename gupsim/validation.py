@@ -225,7 +225,7 @@ def run_experiments(names: list[str], quick: bool, jobs: int = 1,
     from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
     from gupsim.runpool import DaskPool
-    from gupsim.sweep import open_client
+    from gupsim.sweep import close_client, open_client
 
     client = open_client(None, jobs, processes=True)
     pool = DaskPool(client, jobs, cache_dir)
@@ -259,8 +259,7 @@ def run_experiments(names: list[str], quick: bool, jobs: int = 1,
                 launch_ready()
         finally:
             pool.close()
-            client.close()
-            client.cluster.close()  # its worker processes: a Client given a cluster does not close it
+            close_client(client)
     return [done[n] for n in order]
 
 

@@ -243,14 +243,13 @@ def _fragment_then_reset() -> tuple[float, float]:
 @pytest.mark.skipif(not Path("/proc/self/clear_refs").exists(), reason="the peak restarts on Linux only")
 def test_a_dask_worker_gives_back_small_objects_freed_around_ones_that_live_on():
     """pymalloc would keep every arena one live object pins: the worker's next record would count them."""
-    from gupsim.sweep import open_client
+    from gupsim.sweep import close_client, open_client
 
     client = open_client(None, 1, processes=True)
     try:
         before, after = client.submit(_fragment_then_reset, pure=False).result()
     finally:
-        client.close()
-        client.cluster.close()
+        close_client(client)
     assert after < before + 60
 
 
