@@ -7,7 +7,8 @@ user types produces a traceback.
 from __future__ import annotations
 
 import sys
-from typing import Any
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
 
 import click
 
@@ -50,8 +51,9 @@ def cli() -> None:
               help="keep the fast run's state in this file as it goes; the same command resumes from it")
 @click.option("--checkpoint-every-s", default=None, type=click.FloatRange(min=0),
               help="wall seconds between two saves of --checkpoint  [default: 600]")
+@click.option("--no-progress", is_flag=True, help="no progress bar (it shows only on a terminal)")
 def run(machine, shape, algorithm, updates, seed, sets, options, log2_table_size, verify, engine, as_json,
-        links, histograms, sample_interval_s, checkpoint_path, checkpoint_every_s) -> None:
+        links, histograms, sample_interval_s, checkpoint_path, checkpoint_every_s, no_progress) -> None:
     """Simulate one run and print its record."""
     from gupsim.config import load_machine, parse_set_options
     from gupsim.reporting import format_record, to_json
@@ -64,7 +66,8 @@ def run(machine, shape, algorithm, updates, seed, sets, options, log2_table_size
                           algorithm_options=_key_values(options, "--option"), engine=engine)
     telemetry = Telemetry(links=links, histograms=histograms, sample_interval_s=sample_interval_s)
     checkpoint = _checkpoint(cfg, checkpoint_path, checkpoint_every_s, telemetry.wanted)
-    sim, record = simulate(cfg, telemetry if telemetry.wanted else None, checkpoint)
+    with _progress_bar(f"{cfg.shape} {cfg.algorithm}", enabled=not no_progress) as progress:
+        sim, record = simulate(cfg, telemetry if telemetry.wanted else None, checkpoint, progress)
     if verify:
         result = sim.verify()
         record |= {"verify_errors": result.errors, "verify_table_size": result.table_size,
@@ -72,6 +75,29 @@ def run(machine, shape, algorithm, updates, seed, sets, options, log2_table_size
     click.echo(to_json(record) if as_json else format_record(record))
     if verify and not record["verify_passed"]:
         sys.exit(1)
+
+
+@contextmanager
+def _progress_bar(desc: str, enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
+    """A bar of updates applied, with the rate and the time left, on stderr if it is a terminal.
+
+    The rate is uneven (processes fill their buckets first, the drain is slower), so the time left is a
+    guide.  ``--checkpoint``'s log lines go above the bar instead of through it."""
+    if not enabled or not sys.stderr.isatty():
+        yield None
+        return
+    import logging
+
+    from tqdm import tqdm
+    from tqdm.contrib.logging import logging_redirect_tqdm
+
+    # mininterval=0: the engines report a few times a second at most, and each report should show
+    with tqdm(desc=desc, unit="update", unit_scale=True, dynamic_ncols=True, leave=False, mininterval=0) as bar, \
+            logging_redirect_tqdm([logging.getLogger("gupsim")]):
+        def tell(applied: int, total: int) -> None:
+            bar.total = total
+            bar.update(applied - bar.n)
+        yield tell
 
 
 def _checkpoint(cfg: Any, path: str | None, every_s: float | None, telemetry: bool) -> Any:

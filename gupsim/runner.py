@@ -20,17 +20,20 @@ utilisation cover the whole run.
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
 
 from pydantic import ValidationError
+from simpy.core import EmptySchedule, StopSimulation
 
 from gupsim.errors import DeadlockError, GupsimError, SimulationError
 from gupsim.memory import peak_rss_mb
 from gupsim.simulation import WINDOW, RunConfig, Simulation
 
+#: SimPy events between two progress reports (a fraction of a second of the reference engine).
+PROGRESS_EVERY_EVENTS = 1 << 16
 #: Documented minimum run length (updates per process) for a steady-state rate.
 MIN_STEADY_UPDATES = 4096
 
@@ -43,7 +46,8 @@ RECORD_KEYS = (
 
 
 
-def simulate(run: RunConfig, observer: Any = None, checkpoint: Any = None) -> tuple[Simulation, dict[str, Any]]:
+def simulate(run: RunConfig, observer: Any = None, checkpoint: Any = None,
+             progress: Callable[[int, int], None] | None = None) -> tuple[Simulation, dict[str, Any]]:
     """Build and run one simulation; return it (for inspection) and its record.
 
     ``observer`` (optional, e.g. :class:`gupsim.telemetry.Telemetry`) is attached
@@ -51,6 +55,8 @@ def simulate(run: RunConfig, observer: Any = None, checkpoint: Any = None) -> tu
     ``checkpoint`` (a :class:`gupsim.fast.driver.Checkpoint`) keeps a fast run's state on disk as it goes
     and resumes from it; the record's ``wall_s`` then counts the earlier pieces too, and its ``peak_rss_mb``
     is the largest peak of all the pieces.  SimPy runs ignore it.
+    ``progress(applied, total)``, if given, is told the updates applied so far every few seconds of wall
+    time and at the end (``gupsim run``'s progress bar); it sees the run, it does not change it.
     """
     from gupsim.fast import choose_engine, simulate_fast
 
@@ -59,7 +65,7 @@ def simulate(run: RunConfig, observer: Any = None, checkpoint: Any = None) -> tu
         raise GupsimError("telemetry (--links, --histograms, --sample-interval-s) needs the SimPy engine: "
                           "use --engine simpy or auto")
     if observer is None and choose_engine(run) == "fast":
-        fast = simulate_fast(run, checkpoint)
+        fast = simulate_fast(run, checkpoint, progress)
         _check_counts(fast)
         return fast, make_record(fast, time.perf_counter() - wall0 + fast.earlier_wall_s) | {"engine": "fast"}
     sim = Simulation(run)
@@ -68,10 +74,15 @@ def simulate(run: RunConfig, observer: Any = None, checkpoint: Any = None) -> tu
     procs = [sim.env.process(sim.algorithm.process(r)) for r in range(sim.num_ranks)]
     finish = sim.env.all_of(procs) if _runs_to_completion(sim) else sim.all_applied
     try:
-        sim.env.run(until=finish)
+        if progress is None:
+            sim.env.run(until=finish)
+        else:
+            _run_telling(sim, finish, progress)
     except RuntimeError as exc:
         if "No scheduled events left" not in str(exc):
             raise
+        raise _deadlock(sim, procs) from None
+    except EmptySchedule:
         raise _deadlock(sim, procs) from None
     wall = time.perf_counter() - wall0
     _check_counts(sim)
@@ -79,6 +90,22 @@ def simulate(run: RunConfig, observer: Any = None, checkpoint: Any = None) -> tu
     if observer is not None:
         record.update(observer.results(sim))
     return sim, record
+
+
+def _run_telling(sim: Simulation, finish: Any, progress: Callable[[int, int], None]) -> None:
+    """``sim.env.run(until=finish)``, telling ``progress`` the updates applied every
+    :data:`PROGRESS_EVERY_EVENTS` events.  It steps the same events in the same order as ``run`` (which also
+    stops through a callback on ``finish``), so the record is the same bit for bit."""
+    step = sim.env.step
+    finish.callbacks.append(StopSimulation.callback)
+    progress(sim.applied, sim.total_updates)
+    try:
+        while True:
+            for _ in range(PROGRESS_EVERY_EVENTS):
+                step()
+            progress(sim.applied, sim.total_updates)
+    except StopSimulation:
+        progress(sim.applied, sim.total_updates)
 
 
 def _check_counts(sim) -> None:

@@ -236,14 +236,16 @@ class FastSimulation:
 
     # ------------------------------------------------------------------ run
 
-    def execute(self, checkpoint: Any = None, batch_events: int | None = None) -> None:
-        """Run to the end (resuming from ``checkpoint``, a :class:`gupsim.fast.driver.Checkpoint`, if saved)."""
+    def execute(self, checkpoint: Any = None, batch_events: int | None = None, progress: Any = None) -> None:
+        """Run to the end (resuming from ``checkpoint``, a :class:`gupsim.fast.driver.Checkpoint`, if saved);
+        ``progress(applied, total)`` hears how far it has got every batch (:func:`gupsim.fast.driver.drive`)."""
         from gupsim.fast import driver
 
         mod = self._module
         a = self._arrays() | mod.prepare(self, self.algorithm.options)
         now, self.earlier_wall_s, self.earlier_peak_rss_mb = driver.drive(
-            mod, a, checkpoint, driver.BATCH_EVENTS if batch_events is None else batch_events, self.total_updates)
+            mod, a, checkpoint, driver.BATCH_EVENTS if batch_events is None else batch_events, self.total_updates,
+            progress)
         ctr, c = a["ctr"], self._c
         if ctr[c.C_ERROR]:
             raise SimulationError(mod.error_message(ctr[c.C_ERROR], a))
@@ -277,10 +279,10 @@ class FastSimulation:
             setattr(self.algorithm, key, value)
 
 
-def simulate_fast(run: RunConfig, checkpoint: Any = None) -> FastSimulation:
+def simulate_fast(run: RunConfig, checkpoint: Any = None, progress: Any = None) -> FastSimulation:
     """Run ``run`` on the fast engine (saving and resuming through ``checkpoint``: :mod:`gupsim.fast.driver`)."""
     sim = FastSimulation(run)
-    sim.execute(checkpoint)
+    sim.execute(checkpoint, progress=progress)
     return sim
 
 

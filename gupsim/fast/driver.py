@@ -33,6 +33,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
+from typing import Callable
 
 import numpy as np
 
@@ -58,10 +59,12 @@ class Checkpoint:
 
 
 def drive(mod: ModuleType, a: dict, checkpoint: Checkpoint | None = None,
-          batch_events: int = BATCH_EVENTS, total_updates: int = 0) -> tuple[float, float, float]:
+          batch_events: int = BATCH_EVENTS, total_updates: int = 0,
+          progress: Callable[[int, int], None] | None = None) -> tuple[float, float, float]:
     """Run kernel module ``mod`` on state ``a`` (updated in place) to its end.
 
-    Each save logs the updates applied so far out of ``total_updates``.  Returns the final simulated time,
+    Each save logs the updates applied so far out of ``total_updates``; ``progress``, if given, is told them
+    (and ``total_updates``) at the start, after every batch and at the end.  Returns the final simulated time,
     and the wall seconds spent on this run before this call and the largest peak RSS (MB) of the processes
     that spent them (by the processes whose checkpoint it resumed; 0 and 0 for a fresh run)."""
     if batch_events < 1:
@@ -72,14 +75,20 @@ def drive(mod: ModuleType, a: dict, checkpoint: Checkpoint | None = None,
     if checkpoint is not None and checkpoint.path.exists():
         now, earlier_s, earlier_peak_mb = load(checkpoint, a)
     started = saved = time.monotonic()
+    if progress is not None:
+        progress(int(a["ctr"][c.C_APPLIED]), total_updates)
     while True:
         ctr = a["ctr"]
         ctr[c.C_PAUSE_AT] = ctr[c.C_EVENTS] + batch_events
         now, finished = mod._loop(*(a[k] for k in names), now)
         if finished:
             now = c.settle_all(a["hh"], ctr, a["pq"], a["dq"], now)
+            if progress is not None:
+                progress(int(ctr[c.C_APPLIED]), total_updates)
             break
         _between_batches(mod, a)
+        if progress is not None:
+            progress(int(a["ctr"][c.C_APPLIED]), total_updates)
         if checkpoint is not None and time.monotonic() - saved >= checkpoint.every_s:
             wall_s = earlier_s + time.monotonic() - started
             save(checkpoint, a, now, wall_s, max(earlier_peak_mb, peak_rss_mb()))

@@ -1,0 +1,75 @@
+"""``gupsim run``'s progress bar: it hears how far a run has got, and it does not change the run.
+
+Both engines tell a ``progress(applied, total)`` callback the updates applied
+so far (the fast engine between its batches, the SimPy reference every
+``runner.PROGRESS_EVERY_EVENTS`` events); here the batches are made short so
+that a small run reports many times.
+"""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from gupsim.cli import _progress_bar
+from gupsim.config import load_machine
+from gupsim.errors import DeadlockError
+from gupsim.fast import driver
+from gupsim import runner
+from gupsim.runner import make_run_config, simulate
+
+VOLATILE = {"wall_s", "peak_rss_mb", "events_per_s"}
+
+
+def _same(record):
+    return {k: v for k, v in record.items() if k not in VOLATILE}
+
+
+@pytest.mark.parametrize("engine, algorithm", [("fast", "routed"), ("fast", "baseline"), ("simpy", "routed"),
+                                               ("simpy", "one-packet")])
+def test_a_run_told_to_report_is_the_same_run_and_reports_from_zero_to_all(engine, algorithm, monkeypatch):
+    monkeypatch.setattr(driver, "BATCH_EVENTS", 101)
+    monkeypatch.setattr(runner, "PROGRESS_EVERY_EVENTS", 101)
+    cfg = make_run_config(machine=load_machine("bgl"), shape="4x2x2", algorithm=algorithm,
+                          updates_per_process=300, engine=engine)
+    heard = []
+    told = simulate(cfg, progress=lambda applied, total: heard.append((applied, total)))[1]
+    plain = simulate(cfg)[1]
+    assert told["engine"] == engine
+    assert _same(told) == _same(plain)
+    total = 16 * 300
+    assert heard[0] == (0, total) and heard[-1] == (total, total)
+    assert len(heard) > 20 and {t for _, t in heard} == {total}
+    applied = [a for a, _ in heard]
+    assert applied == sorted(applied) and len(set(applied)) > 10
+
+
+def test_a_deadlock_is_still_reported_while_reporting_progress():
+    tiny = {"network.injection_fifo_chunks": 8, "network.reception_fifo_chunks": 8,
+            "network.link_buffer_chunks": 8, "network.topology": "mesh"}
+    cfg = make_run_config(machine=load_machine("bgl", tiny), shape="4x4x1", algorithm="routed",
+                          updates_per_process=1024, engine="simpy",
+                          algorithm_options={"bucket_capacity": 100, "receive_buckets": "shared"})
+    with pytest.raises(DeadlockError, match="wait on each other"):
+        simulate(cfg, progress=lambda applied, total: None)
+
+
+class _Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_the_bar_shows_on_a_terminal_only_and_not_when_asked_not_to(monkeypatch):
+    monkeypatch.setattr("sys.stderr", io.StringIO())
+    with _progress_bar("4x4x4 routed", enabled=True) as tell:
+        assert tell is None  # not a terminal: a log or a pipe gets no bar
+    terminal = _Terminal()
+    monkeypatch.setattr("sys.stderr", terminal)
+    with _progress_bar("4x4x4 routed", enabled=False) as tell:
+        assert tell is None
+    with _progress_bar("4x4x4 routed", enabled=True) as tell:
+        tell(0, 2000)
+        tell(2000, 2000)
+    shown = terminal.getvalue()
+    assert "4x4x4 routed" in shown and "2.00k/2.00k" in shown
