@@ -78,8 +78,9 @@ def run(machine, shape, algorithm, updates, seed, sets, options, log2_table_size
 
 
 @contextmanager
-def _progress_bar(desc: str, enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
-    """A bar of updates applied, with the rate and the time left, on stderr if it is a terminal.
+def _progress_bar(desc: str, enabled: bool, delay_s: float = 1.0) -> Iterator[Callable[[int, int], None] | None]:
+    """A bar of updates applied, with the rate and the time left, on stderr if it is a terminal, from
+    ``delay_s`` into the run (a short run shows none).
 
     The rate is uneven (processes fill their buckets first, the drain is slower), so the time left is a
     guide.  ``--checkpoint``'s log lines go above the bar instead of through it."""
@@ -92,7 +93,8 @@ def _progress_bar(desc: str, enabled: bool) -> Iterator[Callable[[int, int], Non
     from tqdm.contrib.logging import logging_redirect_tqdm
 
     # mininterval=0: the engines report a few times a second at most, and each report should show
-    with tqdm(desc=desc, unit="update", unit_scale=True, dynamic_ncols=True, leave=False, mininterval=0) as bar, \
+    with tqdm(desc=desc, unit="update", unit_scale=True, dynamic_ncols=True, leave=False, mininterval=0,
+              delay=delay_s) as bar, \
             logging_redirect_tqdm([logging.getLogger("gupsim")]):
         def tell(applied: int, total: int) -> None:
             bar.total = total

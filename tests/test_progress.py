@@ -68,7 +68,7 @@ def test_the_bar_shows_on_a_terminal_only_and_not_when_asked_not_to(monkeypatch)
     monkeypatch.setattr("sys.stderr", terminal)
     with _progress_bar("4x4x4 routed", enabled=False) as tell:
         assert tell is None
-    with _progress_bar("4x4x4 routed", enabled=True) as tell:
+    with _progress_bar("4x4x4 routed", enabled=True, delay_s=0) as tell:
         tell(0, 2000)
         tell(2000, 2000)
     shown = terminal.getvalue()
