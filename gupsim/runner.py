@@ -74,14 +74,7 @@ def simulate(run: RunConfig, observer: Any = None, checkpoint: Any = None,
     procs = [sim.env.process(sim.algorithm.process(r)) for r in range(sim.num_ranks)]
     finish = sim.env.all_of(procs) if _runs_to_completion(sim) else sim.all_applied
     try:
-        if progress is None:
-            sim.env.run(until=finish)
-        else:
-            _run_telling(sim, finish, progress)
-    except RuntimeError as exc:
-        if "No scheduled events left" not in str(exc):
-            raise
-        raise _deadlock(sim, procs) from None
+        _run_until(sim, finish, progress)
     except EmptySchedule:
         raise _deadlock(sim, procs) from None
     wall = time.perf_counter() - wall0
@@ -92,20 +85,25 @@ def simulate(run: RunConfig, observer: Any = None, checkpoint: Any = None,
     return sim, record
 
 
-def _run_telling(sim: Simulation, finish: Any, progress: Callable[[int, int], None]) -> None:
-    """``sim.env.run(until=finish)``, telling ``progress`` the updates applied every
-    :data:`PROGRESS_EVERY_EVENTS` events.  It steps the same events in the same order as ``run`` (which also
-    stops through a callback on ``finish``), so the record is the same bit for bit."""
+def _run_until(sim: Simulation, finish: Any, progress: Callable[[int, int], None] | None) -> None:
+    """SimPy's ``env.run(until=finish)``, telling ``progress`` (if any) the updates applied every
+    :data:`PROGRESS_EVERY_EVENTS` events.  It is ``run``'s own loop (a callback on ``finish`` stops it; an
+    empty queue raises :class:`EmptySchedule`, a deadlock), so it steps the same events in the same order,
+    and a report cannot change the record."""
+    def tell() -> None:
+        if progress is not None:
+            progress(sim.applied, sim.total_updates)
+
     step = sim.env.step
     finish.callbacks.append(StopSimulation.callback)
-    progress(sim.applied, sim.total_updates)
+    tell()
     try:
         while True:
             for _ in range(PROGRESS_EVERY_EVENTS):
                 step()
-            progress(sim.applied, sim.total_updates)
+            tell()
     except StopSimulation:
-        progress(sim.applied, sim.total_updates)
+        tell()
 
 
 def _check_counts(sim) -> None:

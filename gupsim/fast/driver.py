@@ -83,12 +83,12 @@ def drive(mod: ModuleType, a: dict, checkpoint: Checkpoint | None = None,
         now, finished = mod._loop(*(a[k] for k in names), now)
         if finished:
             now = c.settle_all(a["hh"], ctr, a["pq"], a["dq"], now)
-            if progress is not None:
-                progress(int(ctr[c.C_APPLIED]), total_updates)
-            break
-        _between_batches(mod, a)
+        else:
+            _between_batches(mod, a)
         if progress is not None:
-            progress(int(a["ctr"][c.C_APPLIED]), total_updates)
+            progress(int(ctr[c.C_APPLIED]), total_updates)
+        if finished:
+            break
         if checkpoint is not None and time.monotonic() - saved >= checkpoint.every_s:
             wall_s = earlier_s + time.monotonic() - started
             save(checkpoint, a, now, wall_s, max(earlier_peak_mb, peak_rss_mb()))
