@@ -1,4 +1,11 @@
-"""Human-readable summaries of run records and bounds (the CLI's output)."""
+"""Human-readable summaries of run records and bounds (the CLI's output), and which of a record's fields
+measure the simulator rather than the model (:data:`MEASURED_KEYS`).
+
+A run is a pure function of (config, seed): every field of its record but the measured ones is equal, bit
+for bit, between two runs of one configuration (``tests/test_simulation.py``), on one engine or after a
+checkpoint's resume.  The measured fields live here, in a presentation module, so that naming them is not a
+change of model code (``gupsim.runpool.code_digest``) that would make every kept run stale.
+"""
 
 from __future__ import annotations
 
@@ -24,6 +31,15 @@ SUMMARY_ROWS = (
     ("events_per_s", "events per wall second", "{:,.0f}"),
     ("peak_rss_mb", "peak memory [MB]", "{:.0f}"),
 )
+
+#: The record's fields that measure the simulator (its wall time, speed and memory), not the model: the only
+#: fields in which two runs of the same (config, seed) may differ.
+MEASURED_KEYS = frozenset({"wall_s", "events_per_s", "peak_rss_mb"})
+
+
+def model_fields(record: dict[str, Any]) -> dict[str, Any]:
+    """The record without its :data:`MEASURED_KEYS`: what two runs of one (config, seed) share, bit for bit."""
+    return {k: v for k, v in record.items() if k not in MEASURED_KEYS}
 
 
 def _fmt(fmt: str, value: Any) -> str:

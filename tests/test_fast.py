@@ -10,10 +10,11 @@ from hypothesis import strategies as st
 from gupsim import hpcc
 from gupsim.config import load_machine
 from gupsim.errors import GupsimError
+from gupsim.reporting import MEASURED_KEYS
 from gupsim.runner import RECORD_KEYS, make_run_config, simulate
 
 #: Differ by construction: the engines schedule different bookkeeping events and run at different speeds.
-VOLATILE = {"events", "wall_s", "peak_rss_mb", "events_per_s", "engine", "config"}
+VOLATILE = MEASURED_KEYS | {"events", "engine", "config"}
 #: Summed over ranks in a different order (float addition); the sums agree to rounding.
 ROUNDED = {"alg_cpu_blocked_s"}
 UPC = {"payload_bytes": 64, "wire_bytes": 75, "local_overhead_cycles": 40.0, "remote_overhead_cycles": 60.0}

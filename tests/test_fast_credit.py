@@ -18,6 +18,7 @@ import pytest
 
 from gupsim.config import load_machine
 from gupsim.fast import core as c
+from gupsim.reporting import model_fields
 from gupsim.runner import make_run_config, simulate
 from tests.test_fast import ROUNDED, VOLATILE
 
@@ -39,7 +40,6 @@ CONTENDED = [
                               "cpu.processes_per_node": 2}, {}),
 ]
 IDS = [f"{a}-{s}-{'-'.join(k.split('.')[-1] for k in m)}" for a, s, _, m, _ in CONTENDED]
-VOLATILE_FAST = {"wall_s", "peak_rss_mb", "events_per_s"}
 
 
 def _run(monkeypatch, case, slots=None, seq_limit=None):
@@ -55,8 +55,7 @@ def _run(monkeypatch, case, slots=None, seq_limit=None):
 
 def _assert_same(a, b):
     (sim_a, rec_a), (sim_b, rec_b) = a, b
-    assert {k: v for k, v in rec_a.items() if k not in VOLATILE_FAST} == \
-        {k: v for k, v in rec_b.items() if k not in VOLATILE_FAST}
+    assert model_fields(rec_a) == model_fields(rec_b)
     fa, fb = sim_a.net.link_stats(), sim_b.net.link_stats()
     for column in ("bytes", "busy_s", "blocked_s"):
         np.testing.assert_array_equal(fa[column], fb[column])
