@@ -121,11 +121,11 @@ def run_case(shape: str, algorithm: str, updates: int, sets: dict, options: dict
         "packets": rec["packets_injected"], "packet_hops": hops, "mean_hops": mean_hops,
         "work": total * mean_hops, "packet_hops_per_s": hops / rec["wall_s"], "packet_hops_per_cpu_s": hops / cpu,
         "peak_rss_mb": rec["peak_rss_mb"], "gups": rec["gups"], "sim_time_s": rec["sim_time_s"],
-        # credit returns applied beside their pool, never in the event heap (gupsim.fast.core, deferred returns)
+        # credit returns applied beside their pool, never in the event heap (gupsim.fast.credits, deferred returns)
         "deferred_returns": qs["deferred_applied"],
-        # calendar buckets moved into the event heap (gupsim.fast.core, event queue): heap pops per bucket
+        # calendar buckets moved into the event heap (gupsim.fast.events): heap pops per bucket
         "buckets_moved": qs["buckets_moved"],
-        # entries walked when the calendar redistributed its overflow list (gupsim.fast.core, event queue)
+        # entries walked when the calendar redistributed its overflow list (gupsim.fast.events)
         "overflow_refiled": qs["overflow_refiled"],
         "estimate_mb": sim.memory_estimate_bytes / 2**20,
     }

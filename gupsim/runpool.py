@@ -332,7 +332,7 @@ def unfinished_runs(cache_dir: Path, code: str | None = None) -> Any:
     import numpy as np
     import pandas as pd
 
-    from gupsim.fast import core
+    from gupsim.fast import tables
 
     code, rows = code or code_digest(), []
     for path in sorted((Path(cache_dir) / "checkpoints").glob("*.npz")):
@@ -342,7 +342,7 @@ def unfinished_runs(cache_dir: Path, code: str | None = None) -> Any:
         except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
             continue  # not a checkpoint (a save in progress is a .part file, not listed)
         rows.append({"resumed": path.name.startswith(f"{code}-"), "checkpoint": path.name,
-                     "updates_applied": int(ctr[core.C_APPLIED]), "events": int(ctr[core.C_EVENTS]),
+                     "updates_applied": int(ctr[tables.C_APPLIED]), "events": int(ctr[tables.C_EVENTS]),
                      "wall_s": wall_s, "size_mb": path.stat().st_size / 2**20,
                      "saved_at": datetime.datetime.fromtimestamp(path.stat().st_mtime, datetime.timezone.utc)
                      .strftime("%Y-%m-%d %H:%M")})

@@ -1,4 +1,4 @@
-"""Deferred credit returns in the fast engine (gupsim.fast.core): kept beside the pool, the same events.
+"""Deferred credit returns in the fast engine (gupsim.fast.credits): kept beside the pool, the same events.
 
 A credit return that nobody waits for is kept beside its pool and applied when
 the pool is next read; it goes back into the heap, at its own key, when a
@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from gupsim.config import load_machine
-from gupsim.fast import core as c
+from gupsim.fast import credits as cr, events as ev, tables as tb
 from gupsim.reporting import model_fields
 from gupsim.runner import make_run_config, simulate
 from tests.test_fast import ROUNDED, VOLATILE
@@ -46,9 +46,9 @@ def _run(monkeypatch, case, slots=None, seq_limit=None):
     algorithm, shape, updates, sets, options = case
     with monkeypatch.context() as m:
         if slots is not None:
-            m.setattr(c, "DEFER_SLOTS", slots)
+            m.setattr(cr, "DEFER_SLOTS", slots)
         if seq_limit is not None:
-            m.setattr(c, "SEQ_LIMIT", seq_limit)
+            m.setattr(ev, "SEQ_LIMIT", seq_limit)
         return simulate(make_run_config(machine=load_machine("bgl", sets), shape=shape, algorithm=algorithm,
                                         updates_per_process=updates, algorithm_options=options, engine="fast"))
 
@@ -110,26 +110,26 @@ def test_settling_orders_returns_by_the_latest_key_popped():
     """An URGENT event scheduled for the current instant pops after NORMAL events of that instant: a return
     kept with a key between the two was popped already, although its key is above the current event's."""
     npools = 1
-    ctr = np.zeros(c.N_COUNTERS, dtype=np.int64)
-    hh = c.new_queue(64, ctr)
-    ctr[c.C_SEQ_LIMIT] = c.SEQ_LIMIT
-    pq = np.full((npools, c.PQ_COLS), -1, dtype=np.int32)
-    pq[:, c.PQ_DEFERRED] = pq[:, c.PQ_FREE] = 0
+    ctr = np.zeros(tb.N_COUNTERS, dtype=np.int64)
+    hh = ev.new_queue(64, ctr)
+    ctr[tb.C_SEQ_LIMIT] = ev.SEQ_LIMIT
+    pq = np.full((npools, tb.PQ_COLS), -1, dtype=np.int32)
+    pq[:, tb.PQ_DEFERRED] = pq[:, tb.PQ_FREE] = 0
     dq = np.empty((npools, 2, 2), dtype=np.int64)
-    rk = np.zeros((1, c.RK_NET_COLS), dtype=np.int32)
-    ip = np.zeros(c.N_IPARAMS, dtype=np.int64)
-    ip[c.I_POOL_INJ], ip[c.I_NRANKS] = 10, 1  # pool 0 is not an injection FIFO
-    pk = np.zeros((1, c.PK_COLS), dtype=np.int32)
-    c.push(hh, ctr, 1.0, c.NORMAL, 0 << 3 | c.EV_CPU)  # seq 0: a NORMAL event at t=1
-    c.give_later(pk, pq, dq, rk, ip, hh, ctr, 0, 3, 0.0, 1.0)  # seq 1: 3 chunks return at t=1
-    c.push(hh, ctr, 1.0, c.NORMAL, 1 << 3 | c.EV_CPU)  # seq 2: another NORMAL event at t=1
-    assert pq[0, c.PQ_DEFERRED] == 1 and ctr[c.C_HEAP_N] == 2
-    c.pop(hh, ctr)  # seq 0
-    c.settle(pq, dq, ctr, 0)
-    assert pq[0, c.PQ_FREE] == 0  # the return (seq 1) is still due
-    c.pop(hh, ctr)  # seq 2: the return was popped before it in the heap-only order
-    c.push(hh, ctr, 1.0, c.URGENT, 2 << 3 | c.EV_CPU)  # seq 3, URGENT at t=1: its key is below the return's
-    t, payload = c.pop(hh, ctr)
+    rk = np.zeros((1, tb.RK_NET_COLS), dtype=np.int32)
+    ip = np.zeros(tb.N_IPARAMS, dtype=np.int64)
+    ip[tb.I_POOL_INJ], ip[tb.I_NRANKS] = 10, 1  # pool 0 is not an injection FIFO
+    pk = np.zeros((1, tb.PK_COLS), dtype=np.int32)
+    ev.push(hh, ctr, 1.0, ev.NORMAL, 0 << 3 | tb.EV_CPU)  # seq 0: a NORMAL event at t=1
+    cr.give_later(pk, pq, dq, rk, ip, hh, ctr, 0, 3, 0.0, 1.0)  # seq 1: 3 chunks return at t=1
+    ev.push(hh, ctr, 1.0, ev.NORMAL, 1 << 3 | tb.EV_CPU)  # seq 2: another NORMAL event at t=1
+    assert pq[0, tb.PQ_DEFERRED] == 1 and ctr[tb.C_HEAP_N] == 2
+    ev.pop(hh, ctr)  # seq 0
+    cr.settle(pq, dq, ctr, 0)
+    assert pq[0, tb.PQ_FREE] == 0  # the return (seq 1) is still due
+    ev.pop(hh, ctr)  # seq 2: the return was popped before it in the heap-only order
+    ev.push(hh, ctr, 1.0, ev.URGENT, 2 << 3 | tb.EV_CPU)  # seq 3, URGENT at t=1: its key is below the return's
+    t, payload = ev.pop(hh, ctr)
     assert (t, payload >> 3) == (1.0, 2)
-    c.settle(pq, dq, ctr, 0)
-    assert pq[0, c.PQ_FREE] == 3 and pq[0, c.PQ_DEFERRED] == 0  # applied: it was popped before seq 2 and seq 3
+    cr.settle(pq, dq, ctr, 0)
+    assert pq[0, tb.PQ_FREE] == 3 and pq[0, tb.PQ_DEFERRED] == 0  # applied: it was popped before seq 2 and seq 3

@@ -1,4 +1,4 @@
-"""The fast engine's event heap and queue (gupsim.fast.core): SimPy's order, and renumbering that changes nothing.
+"""The fast engine's event heap and queue (gupsim.fast.events): SimPy's order, and renumbering that changes nothing.
 
 The heap orders events by (time, priority, order of scheduling), as SimPy
 does; its entries pack the priority, a 30-bit sequence number and the payload
@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gupsim.config import load_machine
-from gupsim.fast import core as c
+from gupsim.fast import credits as cr, events as ev, tables as tb
 from gupsim.runner import make_run_config, simulate
 
 #: A few distinct delays, as in the network (many events at equal times), and zero.
@@ -25,19 +25,19 @@ DELAYS = [0.0, 0.0, 1e-9, 1.5e-9, 2.5e-9]
 
 def _drain(ops, seq_limit, delays=DELAYS):
     """Run ``ops`` (push with (delay index, priority) or pop) against the bare heap; return what was popped."""
-    hh, ctr = c.new_heap(len(ops) + 8), np.zeros(c.N_COUNTERS, dtype=np.int64)
-    ctr[c.C_SEQ_LIMIT] = seq_limit
+    hh, ctr = ev.new_heap(len(ops) + 8), np.zeros(tb.N_COUNTERS, dtype=np.int64)
+    ctr[tb.C_SEQ_LIMIT] = seq_limit
     now, out, payload = 0.0, [], 0
     for op in ops:
         if op is None:
-            if ctr[c.C_HEAP_N]:
-                now, p = c.heap_pop(hh, ctr)
+            if ctr[tb.C_HEAP_N]:
+                now, p = ev.heap_pop(hh, ctr)
                 out.append((now, p))
         else:
-            c.heap_push(hh, ctr, now + delays[op[0]], op[1], payload)
+            ev.heap_push(hh, ctr, now + delays[op[0]], op[1], payload)
             payload += 1
-    while ctr[c.C_HEAP_N]:
-        out.append(c.heap_pop(hh, ctr))
+    while ctr[tb.C_HEAP_N]:
+        out.append(ev.heap_pop(hh, ctr))
     return out
 
 
@@ -63,7 +63,7 @@ OPS = st.lists(st.one_of(st.none(), st.tuples(st.integers(0, len(DELAYS) - 1), s
 @given(OPS, st.integers(min_value=1, max_value=40))
 def test_the_heap_pops_in_simpy_order_with_and_without_renumbering(ops, limit):
     expected = _reference(ops)
-    assert _drain(ops, c.SEQ_LIMIT) == expected
+    assert _drain(ops, ev.SEQ_LIMIT) == expected
     assert _drain(ops, limit) == expected  # renumbered every few pushes
 
 
@@ -76,7 +76,7 @@ def test_renumbering_the_heap_leaves_a_run_unchanged(algorithm, monkeypatch):
         return simulate(cfg)[1]
 
     plain = run()
-    monkeypatch.setattr(c, "SEQ_LIMIT", 1000)  # renumbered many times in the run
+    monkeypatch.setattr(ev, "SEQ_LIMIT", 1000)  # renumbered many times in the run
     renumbered = run()
     volatile = {"wall_s", "peak_rss_mb", "events_per_s"}
     assert plain["events"] > 10 * 1000
@@ -93,30 +93,30 @@ QUEUE_OPS = st.lists(st.one_of(st.none(), st.tuples(st.integers(0, len(QUEUE_DEL
 def _drain_queue(ops, bucket_s, slots, renumber_every=0):
     """``ops`` against the kernels' queue (buckets ``bucket_s`` wide, ``slots`` calendar slots), renumbering
     (:func:`renumber_all`, no pools) every ``renumber_every`` pops; return what was popped."""
-    ctr = np.zeros(c.N_COUNTERS, dtype=np.int64)
-    q = c.new_queue(len(ops) + 8, ctr, bucket_s, slots)
-    pq = np.zeros((1, c.PQ_COLS), dtype=np.int32)
+    ctr = np.zeros(tb.N_COUNTERS, dtype=np.int64)
+    q = ev.new_queue(len(ops) + 8, ctr, bucket_s, slots)
+    pq = np.zeros((1, tb.PQ_COLS), dtype=np.int32)
     dq = np.empty((1, 1, 2), dtype=np.int64)
     now, out, payload = 0.0, [], 0
 
     def pop():
         nonlocal q
-        t, p = c.pop(q, ctr)
+        t, p = ev.pop(q, ctr)
         out.append((t, p))
         if renumber_every and len(out) % renumber_every == 0:
-            q = c.renumber_all(q, ctr, pq, dq)
+            q = cr.renumber_all(q, ctr, pq, dq)
         return t
 
     for op in ops:
         if op is None:
-            if ctr[c.C_HEAP_N]:
+            if ctr[tb.C_HEAP_N]:
                 now = pop()
         else:
-            c.push(q, ctr, now + QUEUE_DELAYS[op[0]], op[1], payload)
+            ev.push(q, ctr, now + QUEUE_DELAYS[op[0]], op[1], payload)
             payload += 1
-    while ctr[c.C_HEAP_N]:
+    while ctr[tb.C_HEAP_N]:
         pop()
-    assert ctr[c.C_FAR_N] == 0  # the heap is empty only when the whole queue is
+    assert ctr[tb.C_FAR_N] == 0  # the heap is empty only when the whole queue is
     return out
 
 
@@ -125,7 +125,7 @@ def _drain_queue(ops, bucket_s, slots, renumber_every=0):
        st.sampled_from([0, 1, 7]))
 def test_the_calendar_queue_pops_in_the_heaps_order(ops, bucket_s, slots, renumber_every):
     """Equal times, both priorities, buckets skipped, events beyond the calendar's slots, and renumbering."""
-    expected = _drain(ops, c.SEQ_LIMIT, QUEUE_DELAYS)
+    expected = _drain(ops, ev.SEQ_LIMIT, QUEUE_DELAYS)
     assert _drain_queue(ops, bucket_s, slots, renumber_every) == expected
 
 
@@ -135,11 +135,11 @@ def test_the_overflow_is_walked_once_per_calendar_turn_not_once_per_bucket():
     the list as soon as its first bucket came within reach walked it again at nearly every bucket while it
     was dense just beyond the slots: the 64-rack UPC run slowed from 0.43 to 0.12 M events per second.)"""
     slots, n = 16, 2000
-    ctr = np.zeros(c.N_COUNTERS, dtype=np.int64)
-    q = c.new_queue(n + 8, ctr, 1e-9, slots)
-    c.push(q, ctr, 0.0, c.NORMAL, 0)
+    ctr = np.zeros(tb.N_COUNTERS, dtype=np.int64)
+    q = ev.new_queue(n + 8, ctr, 1e-9, slots)
+    ev.push(q, ctr, 0.0, ev.NORMAL, 0)
     for i in range(1, n):  # one event per bucket, all but the first beyond the slots
-        c.push(q, ctr, (i + 0.5) * 1e-9, c.NORMAL, i)
-    popped = [c.pop(q, ctr)[1] for _ in range(n)]
+        ev.push(q, ctr, (i + 0.5) * 1e-9, ev.NORMAL, i)
+    popped = [ev.pop(q, ctr)[1] for _ in range(n)]
     assert popped == list(range(n))
-    assert ctr[c.C_REFILED] <= n * (n // slots + 2) // 2  # an event i buckets ahead: at most i / slots + 1 walks
+    assert ctr[tb.C_REFILED] <= n * (n // slots + 2) // 2  # an event i buckets ahead: at most i / slots + 1 walks

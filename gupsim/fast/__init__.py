@@ -7,9 +7,13 @@ seeds' most interesting rows (seed 000 Table 4 at 16K and 64K nodes, seed
 001's 131,072 processes) need the whole 64x32x32 torus.  This package runs
 the same model as compiled event loops over NumPy arrays (issue 4):
 
-* :mod:`gupsim.fast.core`: the network of ``network.py`` (links, credits,
-  bubble flow control, deterministic and adaptive routing, FIFOs), the event
-  queue, and the HPCC generator and owner function bit for bit;
+* :mod:`gupsim.fast.core`: the network of ``network.py`` (links, bubble
+  flow control, deterministic and adaptive routing, buffer order), on
+  :mod:`gupsim.fast.credits` (credit pools and FIFOs, deferred credit
+  returns), :mod:`gupsim.fast.events` (the event queue in SimPy's order) and
+  :mod:`gupsim.fast.tables` (the state's tables and their columns);
+* :mod:`gupsim.fast.stream`: the HPCC generator and owner function, bit for
+  bit;
 * one module per algorithm with a kernel (:data:`KERNELS`), each a state
   machine of the reference process, spending cycles in the same order;
 * :mod:`gupsim.fast.driver`: runs a kernel batch by batch, and saves and
@@ -131,8 +135,6 @@ class FastSimulation:
     """A finished fast run, with the attributes :func:`gupsim.runner.make_record` reads."""
 
     def __init__(self, run: RunConfig):
-        from gupsim.fast import core as c
-
         self.run = run
         m = self.machine = run.machine
         shape = parse_shape(run.shape)
@@ -152,7 +154,6 @@ class FastSimulation:
         self.net = SimpleNamespace(cfg=m.network, topology=self.topology)
         self.algorithm = algorithm_class(run.algorithm)(self, options)
         self._module = kernel.module()
-        self._c = c
 
     # ------------------------------------------------------------------ set-up
 
@@ -175,61 +176,63 @@ class FastSimulation:
         return first
 
     def _arrays(self) -> dict[str, Any]:
-        c, net, topo = self._c, self.net_cfg, self.topology
+        from gupsim.fast import core as c, credits as cr, events as ev, stream, tables as tb
+
+        net, topo = self.net_cfg, self.topology
         n, R = topo.num_nodes, self.num_ranks
         nlinks = n * topo.ports
-        ip = np.zeros(c.N_IPARAMS, dtype=np.int64)
-        ip[c.I_PPN] = self.ppn
-        ip[c.I_X:c.I_Z + 1] = topo.shape
-        ip[c.I_WRAPS] = int(topo.wraps)
-        ip[c.I_BUBBLE] = net.max_chunks_per_packet if topo.wraps and net.flow_control == "bubble" else 0
-        ip[c.I_ADAPTIVE] = int(net.routing == "adaptive")
-        ip[c.I_NLINKS], ip[c.I_NRANKS], ip[c.I_MAXCH] = nlinks, R, net.max_chunks_per_packet
+        ip = np.zeros(tb.N_IPARAMS, dtype=np.int64)
+        ip[tb.I_PPN] = self.ppn
+        ip[tb.I_X:tb.I_Z + 1] = topo.shape
+        ip[tb.I_WRAPS] = int(topo.wraps)
+        ip[tb.I_BUBBLE] = net.max_chunks_per_packet if topo.wraps and net.flow_control == "bubble" else 0
+        ip[tb.I_ADAPTIVE] = int(net.routing == "adaptive")
+        ip[tb.I_NLINKS], ip[tb.I_NRANKS], ip[tb.I_MAXCH] = nlinks, R, net.max_chunks_per_packet
         groups = topo.ports // 2 + 1 if net.fifos == "per-dimension" else 1
         F = R * groups  # injection (and reception) FIFOs: rank * groups + group, as network.Network
-        ip[c.I_FIFO_GROUPS] = groups
-        ip[c.I_ORDERED] = int(net.buffer_order == "fifo")
-        ip[c.I_POOL_DYN], ip[c.I_POOL_INJ], ip[c.I_POOL_REC] = nlinks, 2 * nlinks, 2 * nlinks + F
-        ip[c.I_TOTAL] = self.total_updates
-        ip[c.I_MARK0], ip[c.I_MARK1] = (math.ceil(f * self.total_updates) for f in WINDOW)
-        fp = np.zeros(c.N_FPARAMS)
-        fp[c.F_RATE] = net.link_bytes_per_s
-        fp[c.F_CHUNK_S] = net.chunk_bytes / net.link_bytes_per_s
-        fp[c.F_ROUTER_S] = net.router_delay_ns * 1e-9
-        fp[c.F_CYCLE_S] = 1.0 / self.machine.cpu.clock_hz
-        if (2 * nlinks + 2 * F) << 8 >= 1 << c.PAYLOAD_BITS:  # a credit-return event names its pool
+        ip[tb.I_FIFO_GROUPS] = groups
+        ip[tb.I_ORDERED] = int(net.buffer_order == "fifo")
+        ip[tb.I_POOL_DYN], ip[tb.I_POOL_INJ], ip[tb.I_POOL_REC] = nlinks, 2 * nlinks, 2 * nlinks + F
+        ip[tb.I_TOTAL] = self.total_updates
+        ip[tb.I_MARK0], ip[tb.I_MARK1] = (math.ceil(f * self.total_updates) for f in WINDOW)
+        fp = np.zeros(tb.N_FPARAMS)
+        fp[tb.F_RATE] = net.link_bytes_per_s
+        fp[tb.F_CHUNK_S] = net.chunk_bytes / net.link_bytes_per_s
+        fp[tb.F_ROUTER_S] = net.router_delay_ns * 1e-9
+        fp[tb.F_CYCLE_S] = 1.0 / self.machine.cpu.clock_hz
+        if (2 * nlinks + 2 * F) << 8 >= 1 << ev.PAYLOAD_BITS:  # a credit-return event names its pool
             raise GupsimError(f"fast engine: {R:,} processes on {n:,} nodes is too large for its event keys")
         npools = 2 * nlinks + 2 * F
-        pq = c.line_aligned((npools, c.PQ_COLS), np.int32, -1)  # no waiters; 32-byte rows, two to a line
-        pq[:, c.PQ_DEFERRED] = 0  # no credit returns kept beside any pool yet (dq is filled as they come)
-        pq[:2 * nlinks, c.PQ_FREE] = net.link_buffer_chunks
-        pq[2 * nlinks:2 * nlinks + F, c.PQ_FREE] = net.injection_fifo_chunks
-        pq[2 * nlinks + F:, c.PQ_FREE] = net.reception_fifo_chunks
+        pq = tb.line_aligned((npools, tb.PQ_COLS), np.int32, -1)  # no waiters; 32-byte rows, two to a line
+        pq[:, tb.PQ_DEFERRED] = 0  # no credit returns kept beside any pool yet (dq is filled as they come)
+        pq[:2 * nlinks, tb.PQ_FREE] = net.link_buffer_chunks
+        pq[2 * nlinks:2 * nlinks + F, tb.PQ_FREE] = net.injection_fifo_chunks
+        pq[2 * nlinks + F:, tb.PQ_FREE] = net.reception_fifo_chunks
         # DEFER_SLOTS kept credit returns per pool, then (the last slot) the pool's front time (buffer_order)
-        dq = np.empty((npools, c.DEFER_SLOTS + 1, 2), dtype=np.int64)
+        dq = np.empty((npools, cr.DEFER_SLOTS + 1, 2), dtype=np.int64)
         dq[:, -1, :] = 0  # float bits of 0.0: nothing has left yet
-        rk = c.line_aligned((R, c.RK_NET_COLS), np.int32, 0)
-        rk[:, c.RK_IN_HEAD] = -1
-        packets = 4 * R + 2 * c.PACKET_MARGIN
-        pk = c.line_aligned((packets, c.PK_COLS), np.int32, 0)
-        ctr = np.zeros(c.N_COUNTERS, dtype=np.int64)
-        ctr[c.C_FREE_HEAD] = -1
-        ctr[c.C_SEQ_LIMIT] = c.SEQ_CAP  # the bare heap's limit (heap_push), unused by the kernels' queue:
-        ctr[c.C_RENUMBER_AT] = min(c.SEQ_LIMIT, c.SEQ_CAP - c.HEAP_MARGIN)  # they renumber between batches
-        ctr[c.C_PAUSE_AT] = np.iinfo(np.int64).max  # gupsim.fast.driver sets it before every batch
+        rk = tb.line_aligned((R, tb.RK_NET_COLS), np.int32, 0)
+        rk[:, tb.RK_IN_HEAD] = -1
+        packets = 4 * R + 2 * tb.PACKET_MARGIN
+        pk = tb.line_aligned((packets, tb.PK_COLS), np.int32, 0)
+        ctr = np.zeros(tb.N_COUNTERS, dtype=np.int64)
+        ctr[tb.C_FREE_HEAD] = -1
+        ctr[tb.C_SEQ_LIMIT] = ev.SEQ_CAP  # the bare heap's limit (heap_push), unused by the kernels' queue:
+        ctr[tb.C_RENUMBER_AT] = min(ev.SEQ_LIMIT, ev.SEQ_CAP - ev.HEAP_MARGIN)  # they renumber between batches
+        ctr[tb.C_PAUSE_AT] = np.iinfo(np.int64).max  # gupsim.fast.driver sets it before every batch
         c.link_free_list(pk, 0, packets, ctr)
-        heap = 4 * R + 2 * c.HEAP_MARGIN
-        hh = c.new_queue(heap, ctr, c.bucket_seconds(fp[c.F_CHUNK_S] + fp[c.F_ROUTER_S], R))
+        heap = 4 * R + 2 * ev.HEAP_MARGIN
+        hh = ev.new_queue(heap, ctr, ev.bucket_seconds(fp[tb.F_CHUNK_S] + fp[tb.F_ROUTER_S], R))
         c.start_cpus(hh, ctr, R)
         lay = self.layout
         return {
-            "pk": pk, "pf": np.zeros((packets, c.PF_COLS)),
+            "pk": pk, "pf": np.zeros((packets, tb.PF_COLS)),
             "pq": pq, "dq": dq, "rk": rk,
             "lf": np.zeros((nlinks, 3)), "lb": np.zeros(nlinks, dtype=np.int64),
             "ip": ip, "fp": fp, "nbr": np.ascontiguousarray(topo.neighbor_array().ravel()),
             "coords": np.ascontiguousarray(topo.coords_array()),
             "hh": hh, "ctr": ctr, "wt": np.full(2, np.nan),
-            "ran": c.starts_many(self.stream_starts()),
+            "ran": stream.starts_many(self.stream_starts()),
             "lay": np.array([lay.table_size - 1, lay.top, lay.min_local_table_size, lay.remainder],
                             dtype=np.uint64),
         }
@@ -246,33 +249,35 @@ class FastSimulation:
         now, self.earlier_wall_s, self.earlier_peak_rss_mb = driver.drive(
             mod, a, checkpoint, driver.BATCH_EVENTS if batch_events is None else batch_events, self.total_updates,
             progress)
-        ctr, c = a["ctr"], self._c
-        if ctr[c.C_ERROR]:
-            raise SimulationError(mod.error_message(ctr[c.C_ERROR], a))
-        if not ctr[c.C_DONE]:
+        from gupsim.fast import tables as tb
+
+        ctr = a["ctr"]
+        if ctr[tb.C_ERROR]:
+            raise SimulationError(mod.error_message(ctr[tb.C_ERROR], a))
+        if not ctr[tb.C_DONE]:
             # a property of the configuration, as on the SimPy engine (runner._deadlock): one line, not a bug
             raise DeadlockError(f"deadlock at t={now:.6g} s: the event queue emptied with "
-                                f"{int(ctr[c.C_APPLIED]):,} of {self.total_updates:,} updates applied (fast engine)"
+                                f"{int(ctr[tb.C_APPLIED]):,} of {self.total_updates:,} updates applied (fast engine)"
                                 + self.algorithm.deadlock_hint())
-        self.env = SimpleNamespace(now=now, events_scheduled=int(ctr[c.C_EVENTS]))
+        self.env = SimpleNamespace(now=now, events_scheduled=int(ctr[tb.C_EVENTS]))
         # how the events went (not in the record): credit returns applied beside their pool without the
         # heap, put back into the heap because someone started waiting, pushed because the slots were full;
         # calendar buckets moved into the heap (pops per bucket: the heap's length)
-        self.queue_stats = {"events": int(ctr[c.C_EVENTS]), "deferred_applied": int(ctr[c.C_LAZY]),
-                            "deferred_rescheduled": int(ctr[c.C_RESCHEDULED]),
-                            "deferred_full": int(ctr[c.C_DEFER_FULL]), "renumbered": int(ctr[c.C_RENUMBERED]),
-                            "renumbered_deferred": int(ctr[c.C_RENUMBER_KEPT]),
-                            "buckets_moved": int(ctr[c.C_MOVED]),
-                            "overflow_refiled": int(ctr[c.C_REFILED])}
-        self.applied = int(ctr[c.C_APPLIED])
+        self.queue_stats = {"events": int(ctr[tb.C_EVENTS]), "deferred_applied": int(ctr[tb.C_LAZY]),
+                            "deferred_rescheduled": int(ctr[tb.C_RESCHEDULED]),
+                            "deferred_full": int(ctr[tb.C_DEFER_FULL]), "renumbered": int(ctr[tb.C_RENUMBERED]),
+                            "renumbered_deferred": int(ctr[tb.C_RENUMBER_KEPT]),
+                            "buckets_moved": int(ctr[tb.C_MOVED]),
+                            "overflow_refiled": int(ctr[tb.C_REFILED])}
+        self.applied = int(ctr[tb.C_APPLIED])
         self.generated = self.total_updates - mod.remaining(a)
         self.window_times = [float(t) for t in a["wt"]]
         self.window_counters = mod.window_counters(a)
-        lf, nlinks = a["lf"], a["ip"][c.I_NLINKS]
+        lf, nlinks = a["lf"], a["ip"][tb.I_NLINKS]
         self.net = SimpleNamespace(
             cfg=self.net_cfg, topology=self.topology,
-            packets_injected=int(ctr[c.C_INJECTED]), wire_bytes_injected=int(ctr[c.C_WIRE]),
-            packets_delivered=int(ctr[c.C_DELIVERED]), packet_hops=int(ctr[c.C_HOPS]),
+            packets_injected=int(ctr[tb.C_INJECTED]), wire_bytes_injected=int(ctr[tb.C_WIRE]),
+            packets_delivered=int(ctr[tb.C_DELIVERED]), packet_hops=int(ctr[tb.C_HOPS]),
             link_bytes=a["lb"][:nlinks], link_busy_s=lf[:, 1], link_blocked_s=lf[:, 2])
         self.net.link_stats = lambda: Network.link_stats(self.net)
         for key, value in mod.counters(a).items():

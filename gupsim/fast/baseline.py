@@ -26,7 +26,7 @@ matter at equal times:
 * **The blocked send test** waits on ``any_of([outreq, inbox.wait()])``.
   SimPy resumes it two events after the trigger (the inbox event or the
   send process's end, then the condition), so the kernel schedules the same
-  two: the inbox wake-up (:func:`gupsim.fast.core.wake`) or
+  two: the inbox wake-up (:func:`gupsim.fast.credits.wake`) or
   :data:`EV_SEND_DONE`, then the condition's own ``EV_CPU``.  A wake-up
   that the condition no longer needs is skipped, as SimPy's callback is.
 * **Termination.**  ``counter``: the run ends when every update is applied.
@@ -41,7 +41,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from gupsim.fast import core as c
+from gupsim.fast import core as c, credits as cr, events as ev, stream, tables as tb
 
 # Event kinds of this kernel (core uses 0..4).
 EV_ISEND = 5       # a = message: its send process starts (SimPy's Initialize of _isend)
@@ -196,17 +196,17 @@ def _link_messages(ms, ac, first, last):
 @njit(cache=True, _nrt=False)
 def _apply(ip, ctr, wt, wc, ac, k, t, messages_mode):
     """:meth:`Simulation.apply` of ``k`` updates at ``t``: window marks and the counter end."""
-    before = ctr[c.C_APPLIED]
+    before = ctr[tb.C_APPLIED]
     n = before + k
-    ctr[c.C_APPLIED] = n
+    ctr[tb.C_APPLIED] = n
     for w in range(2):
-        mark = ip[c.I_MARK0 + w]
+        mark = ip[tb.I_MARK0 + w]
         if before < mark <= n:
             wt[w] = t
             for j in range(5):
                 wc[w, j] = ac[AC_UPDATES + j]
-    if n == ip[c.I_TOTAL] and not messages_mode:
-        ctr[c.C_DONE] = 1
+    if n == ip[tb.I_TOTAL] and not messages_mode:
+        ctr[tb.C_DONE] = 1
 
 
 @njit(cache=True, _nrt=False)
@@ -219,7 +219,7 @@ def _send_ended(r, now, ci, ac, ms, m, ai, ctr, hh):
         return
     ci[r, CI_ALIVE] = 0
     if ci[r, CI_COND] == COND_WAIT or ci[r, CI_PHASE] == PH_FIN_REQ:
-        c.push(hh, ctr, now, c.NORMAL, r << 3 | EV_SEND_DONE)
+        ev.push(hh, ctr, now, ev.NORMAL, r << 3 | EV_SEND_DONE)
 
 
 @njit(cache=True, _nrt=False)
@@ -227,24 +227,24 @@ def _rank_done(r, ci, ac, ai, ctr):
     ci[r, CI_PHASE] = PH_DONE
     ac[AC_RANKS_DONE] += 1
     if ac[AC_RANKS_DONE] == ai[A_NRANKS]:
-        ctr[c.C_DONE] = 1
+        ctr[tb.C_DONE] = 1
 
 
 @njit(cache=True, _nrt=False)
 def _isend(m, now, ci, ac, ms, tabs, ai, pk, pf, pq, dq, ip, hh, ctr):
     """``_isend``: inject the message's packets in order while the injection FIFO has room."""
     src, k, npk = ms[m, MS_SRC], ms[m, MS_K], ms[m, MS_NPK]
-    inj = c.inj_pool(ip, src, ms[m, MS_DST])
+    inj = cr.inj_pool(ip, src, ms[m, MS_DST])
     while ms[m, MS_SENT] < npk:
         col = T_FULL_CHUNKS if ms[m, MS_SENT] < npk - 1 else T_LAST_CHUNKS
         p = c.alloc_packet(pk, ctr)
-        pk[p, c.PK_SRC], pk[p, c.PK_DST], pk[p, c.PK_CHUNKS] = src, ms[m, MS_DST], tabs[k, col]
-        pk[p, c.PK_WIRE], pk[p, c.PK_PAYLOAD] = tabs[k, col + 1], tabs[k, col + 2]
-        pk[p, c.PK_MSG], pk[p, c.PK_N] = m, k
-        if not c.take(pq, dq, ctr, inj, pk[p, c.PK_CHUNKS], 0):
-            pk[p, c.PK_STATE] = W_ISEND
-            pk[p, c.PK_BUBBLE] = 0
-            c.enqueue(pk, pq, dq, hh, ctr, inj, p, 0)
+        pk[p, tb.PK_SRC], pk[p, tb.PK_DST], pk[p, tb.PK_CHUNKS] = src, ms[m, MS_DST], tabs[k, col]
+        pk[p, tb.PK_WIRE], pk[p, tb.PK_PAYLOAD] = tabs[k, col + 1], tabs[k, col + 2]
+        pk[p, tb.PK_MSG], pk[p, tb.PK_N] = m, k
+        if not cr.take(pq, dq, ctr, inj, pk[p, tb.PK_CHUNKS], 0):
+            pk[p, tb.PK_STATE] = W_ISEND
+            pk[p, tb.PK_BUBBLE] = 0
+            cr.enqueue(pk, pq, dq, hh, ctr, inj, p, 0)
             return
         c.launch(pk, pf, ip, hh, ctr, p, now)
         ms[m, MS_SENT] += 1
@@ -254,11 +254,11 @@ def _isend(m, now, ci, ac, ms, tabs, ai, pk, pf, pq, dq, ip, hh, ctr):
 @njit(cache=True, _nrt=False)
 def _receive(r, now, ci, cf, cost, ktab, ac, ms, ai, pk, pq, dq, rk, ip, fp, hh, ctr, wt, wc):
     """``_receive``: copy every arrived packet out; apply completed messages; FINISHED ones counted."""
-    cycle_s = fp[c.F_CYCLE_S]
+    cycle_s = fp[tb.F_CYCLE_S]
     finished = 0
-    while rk[r, c.RK_IN_HEAD] >= 0:
+    while rk[r, tb.RK_IN_HEAD] >= 0:
         p = c.inbox_pop(pk, rk, r)
-        m = pk[p, c.PK_MSG]
+        m = pk[p, tb.PK_MSG]
         ms[m, MS_RECV] += 1
         if ms[m, MS_RECV] == ms[m, MS_NPK]:
             k = ms[m, MS_K]
@@ -271,7 +271,7 @@ def _receive(r, now, ci, cf, cost, ktab, ac, ms, ai, pk, pq, dq, rk, ip, fp, hh,
             ms[m, MS_NEXT] = ac[AC_MSG_FREE]
             ac[AC_MSG_FREE] = m
             ac[AC_MSG_NFREE] += 1
-        c.give_later(pk, pq, dq, rk, ip, hh, ctr, c.rec_pool(pk, ip, p), pk[p, c.PK_CHUNKS], now,
+        cr.give_later(pk, pq, dq, rk, ip, hh, ctr, cr.rec_pool(pk, ip, p), pk[p, tb.PK_CHUNKS], now,
                      cf[r, CF_DEBT] * cycle_s)
         c.free_packet(pk, ctr, p)
     return finished
@@ -284,16 +284,16 @@ _flush = c.flush_cpu  # the CPU turns its cycle debt into time (core.py)
 def _wait_inbox(r, now, ci, rk, hh, ctr, phase):
     """``yield inbox.wait()``: an event now if a packet is there, else a wake-up on delivery."""
     ci[r, CI_PHASE] = phase
-    if rk[r, c.RK_IN_HEAD] >= 0:
-        c.push(hh, ctr, now, c.NORMAL, r << 3 | c.EV_CPU)
+    if rk[r, tb.RK_IN_HEAD] >= 0:
+        ev.push(hh, ctr, now, ev.NORMAL, r << 3 | tb.EV_CPU)
     else:
-        rk[r, c.RK_WAIT] = c.WAKE_INBOX
+        rk[r, tb.RK_WAIT] = tb.WAKE_INBOX
 
 
 @njit(cache=True, _nrt=False)
 def _cpu(r, now, ci, cf, ran, cost, ktab, tabs, ai, lay, ac, wc, ms, hk, hkey, hpos,
          pk, pf, pq, dq, rk, ip, fp, hh, ctr, wt):
-    nr = ip[c.I_NRANKS]
+    nr = ip[tb.I_NRANKS]
     mask, shift = ai[A_HMASK], ai[A_HSHIFT]
     mm = ai[A_MESSAGES_MODE]
     phase = ci[r, CI_PHASE]
@@ -306,14 +306,14 @@ def _cpu(r, now, ci, cf, ran, cost, ktab, tabs, ai, lay, ac, wc, ms, hk, hkey, h
                     ci[r, CI_FINISHED] += _receive(r, now, ci, cf, cost, ktab, ac, ms, ai, pk, pq, dq, rk,
                                                    ip, fp, hh, ctr, wt, wc)
                 if ci[r, CI_PENDING] < ai[A_LIMIT]:
-                    value = c.next_ran(ran[r])
+                    value = stream.next_ran(ran[r])
                     ran[r] = value
                     ci[r, CI_LEFT] -= 1
-                    dest = c.owner_of(value, lay[0], lay[1], lay[2], lay[3])
+                    dest = stream.owner_of(value, lay[0], lay[1], lay[2], lay[3])
                     cf[r, CF_DEBT] += cost[K_GEN]
                     if dest == r:
                         cf[r, CF_DEBT] += cost[K_UPD]
-                        _apply(ip, ctr, wt, wc, ac, 1, now + cf[r, CF_DEBT] * fp[c.F_CYCLE_S], mm)
+                        _apply(ip, ctr, wt, wc, ac, 1, now + cf[r, CF_DEBT] * fp[tb.F_CYCLE_S], mm)
                     else:
                         _bucket_add(ci, hk, hkey, hpos, r, dest, nr, mask, shift)
                         cf[r, CF_DEBT] += cost[K_INSERT]
@@ -358,12 +358,12 @@ def _cpu(r, now, ci, cf, ran, cost, ktab, tabs, ai, lay, ac, wc, ms, hk, hkey, h
             k = ci[r, CI_K]
             m = _new_message(ms, ac, r, ci[r, CI_DEST], k, tabs[k, T_NPK], 0)
             ci[r, CI_ALIVE] = 1
-            c.push(hh, ctr, now, c.URGENT, m << 3 | EV_ISEND)
+            ev.push(hh, ctr, now, ev.URGENT, m << 3 | EV_ISEND)
             phase = PH_TOP
         elif phase == PH_BLOCKED:
             if ci[r, CI_COND] == COND_WAIT:  # the inbox's event: the condition triggers
                 ci[r, CI_COND] = COND_SET
-                c.push(hh, ctr, now, c.NORMAL, r << 3 | c.EV_CPU)
+                ev.push(hh, ctr, now, ev.NORMAL, r << 3 | tb.EV_CPU)
                 return
             if ci[r, CI_SKIP] > 0:  # an inbox event the triggered condition no longer needs
                 ci[r, CI_SKIP] -= 1
@@ -399,7 +399,7 @@ def _cpu(r, now, ci, cf, ran, cost, ktab, tabs, ai, lay, ac, wc, ms, hk, hkey, h
         elif phase == PH_FIN_SENT:
             m = _new_message(ms, ac, r, ci[r, CI_OTHER], 0, tabs[0, T_NPK], 1)
             ci[r, CI_SENDS] += 1
-            c.push(hh, ctr, now, c.URGENT, m << 3 | EV_ISEND)
+            ev.push(hh, ctr, now, ev.URGENT, m << 3 | EV_ISEND)
             ci[r, CI_OTHER] += 1
             phase = PH_FIN
         elif phase == PH_FIN_CHECK:
@@ -421,11 +421,11 @@ def _send_done_event(r, now, ci, rk, hh, ctr):
     if ci[r, CI_COND] != COND_WAIT:
         return
     ci[r, CI_COND] = COND_SET
-    if rk[r, c.RK_WAIT] & c.WAKE_INBOX:
-        rk[r, c.RK_WAIT] = 0  # the inbox waiter is left behind; its later event does nothing
+    if rk[r, tb.RK_WAIT] & tb.WAKE_INBOX:
+        rk[r, tb.RK_WAIT] = 0  # the inbox waiter is left behind; its later event does nothing
     else:
         ci[r, CI_SKIP] += 1  # the inbox event is already scheduled, before the condition's
-    c.push(hh, ctr, now, c.NORMAL, r << 3 | c.EV_CPU)
+    ev.push(hh, ctr, now, ev.NORMAL, r << 3 | tb.EV_CPU)
 
 
 @njit(cache=True, inline="always", _nrt=False)
@@ -435,11 +435,11 @@ def _prefetch_cpu(q, ctr, ci, cf, ran, hk):
     r = c.next_cpu_rank(q, ctr)
     if r >= 0:
         row = ci[r]
-        c._prefetch_row(row, 0)
-        c._prefetch_row(row, 8)
-        c._prefetch_row(cf, r)
-        c._prefetch_row(ran, r)
-        c._prefetch_row(hk, r)
+        tb.prefetch_row(row, 0)
+        tb.prefetch_row(row, 8)
+        tb.prefetch_row(cf, r)
+        tb.prefetch_row(ran, r)
+        tb.prefetch_row(hk, r)
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -447,16 +447,16 @@ def _loop(ci, cf, ran, cost, ktab, tabs, ai, lay, ac, wc, ms, hk, hkey, hpos,
           pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, wt, now):
     """Process events until done (True), or until the batch ends (a table must grow, the sequence be
     renumbered, or the driver pauses: False)."""
-    while ctr[c.C_HEAP_N] > 0 and ctr[c.C_DONE] == 0:
-        if c.needs_room(hh, ctr) or ac[AC_MSG_NFREE] < MSG_MARGIN:
+    while ctr[tb.C_HEAP_N] > 0 and ctr[tb.C_DONE] == 0:
+        if ev.needs_room(hh, ctr) or ac[AC_MSG_NFREE] < MSG_MARGIN:
             return now, False
-        now, payload = c.pop(hh, ctr)
+        now, payload = ev.pop(hh, ctr)
         c.prefetch_next(hh, ctr, pk, pf, pq, dq, lf, lb, nbr, coords, ip, rk)
         _prefetch_cpu(hh, ctr, ci, cf, ran, hk)
-        ctr[c.C_EVENTS] += 1
+        ctr[tb.C_EVENTS] += 1
         kind = payload & 7
         a = payload >> 3
-        if kind == c.EV_CPU:
+        if kind == tb.EV_CPU:
             _cpu(a, now, ci, cf, ran, cost, ktab, tabs, ai, lay, ac, wc, ms, hk, hkey, hpos,
                  pk, pf, pq, dq, rk, ip, fp, hh, ctr, wt)
         elif kind == EV_ISEND:
@@ -470,15 +470,15 @@ def _loop(ci, cf, ran, cost, ktab, tabs, ai, lay, ac, wc, ms, hk, hkey, hpos,
                      pk, pf, pq, dq, rk, ip, fp, hh, ctr, wt)
             else:
                 _send_done_event(a, now, ci, rk, hh, ctr)
-        elif kind == c.EV_RESUME and pk[a, c.PK_STATE] == W_ISEND:
-            pk[a, c.PK_STATE] = c.W_NONE
-            m = pk[a, c.PK_MSG]
+        elif kind == tb.EV_RESUME and pk[a, tb.PK_STATE] == W_ISEND:
+            pk[a, tb.PK_STATE] = tb.W_NONE
+            m = pk[a, tb.PK_MSG]
             c.launch(pk, pf, ip, hh, ctr, a, now)
             ms[m, MS_SENT] += 1
             _isend(m, now, ci, ac, ms, tabs, ai, pk, pf, pq, dq, ip, hh, ctr)
         else:
             c.network_event(kind, a, pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, now)
-        if c.batch_over(ctr):
+        if ev.batch_over(ctr):
             return now, False
     return now, True
 
@@ -491,7 +491,7 @@ def grow_tables(a: dict) -> None:
     """Between batches (gupsim.fast.driver): double the message table when fewer than MSG_MARGIN rows are free."""
     if a["ac"][AC_MSG_NFREE] < MSG_MARGIN:
         old = a["ms"].shape[0]
-        a["ms"] = c.grow_on_lines(a["ms"], 2 * old)
+        a["ms"] = tb.grow_on_lines(a["ms"], 2 * old)
         _link_messages(a["ms"], a["ac"], old, 2 * old)
 
 
@@ -523,10 +523,10 @@ def prepare(sim, options) -> dict:
     ai[A_LIMIT], ai[A_EVERY] = limit, options.receive_test_every
     ai[A_MESSAGES_MODE], ai[A_NRANKS] = int(options.termination == "messages"), R
     ai[A_HMASK], ai[A_HSHIFT] = buckets.pop("mask"), buckets.pop("shift")
-    ci = c.line_aligned((R, CI_COLS), np.int64, 0)
+    ci = tb.line_aligned((R, CI_COLS), np.int64, 0)
     ci[:, CI_LEFT] = sim.run.updates_per_process
     nmsg = 2 * R + 2 * MSG_MARGIN
-    ms = c.line_aligned((nmsg, MS_COLS), np.int64, 0)  # a message is one 64-byte cache line
+    ms = tb.line_aligned((nmsg, MS_COLS), np.int64, 0)  # a message is one 64-byte cache line
     ac = np.zeros(8, dtype=np.int64)
     ac[AC_MSG_FREE] = -1
     _link_messages(ms, ac, 0, nmsg)

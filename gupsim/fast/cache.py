@@ -1,13 +1,15 @@
 """Numba's on-disk cache, keyed on every fast-engine source file instead of one.
 
 Numba stamps a cached function with the hash of the file that defines it.
-The kernels in ``one_packet.py`` and ``routed.py`` compile the helpers of
-``core.py`` into themselves, so an edit to ``core.py`` alone would leave
+The kernels (``one_packet.py``, ``routed.py``, ``baseline.py``) compile the
+helpers of ``core.py``, ``credits.py``, ``events.py``, ``tables.py`` and
+``stream.py`` into themselves, so an edit to a helper's file alone would leave
 stale machine code in their cache.  The locators below stamp every function
 of this package with the hash of all its kernel files together (``__init__.py``
 is plain Python); functions
-elsewhere keep Numba's own locators.  Imported by :mod:`gupsim.fast.core`
-before anything is compiled.
+elsewhere keep Numba's own locators.  Imported by :mod:`gupsim.fast.tables`
+(which every compiled module imports) and :mod:`gupsim.fast.stream` before
+anything is compiled.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Every kernel of :data:`gupsim.fast.KERNELS` is a compiled loop, ``_loop``,
 that processes events until its batch ends: a table must grow, the sequence
 numbers must be renumbered, or the event count reached the driver's pause
-point (``core.C_PAUSE_AT``, every :data:`BATCH_EVENTS` events).  Between
+point (``tables.C_PAUSE_AT``, every :data:`BATCH_EVENTS` events).  Between
 batches this driver, in Python, renumbers when due, grows the tables that are
 short of room, and, once every ``Checkpoint.every_s`` seconds of wall time,
 writes the whole state of the run (its arrays and the simulated time) to one
@@ -38,7 +38,7 @@ from typing import Callable
 import numpy as np
 
 from gupsim.errors import GupsimError
-from gupsim.fast import core as c
+from gupsim.fast import core as c, credits as cr, tables as tb
 from gupsim.memory import peak_rss_mb
 
 #: Events per batch: the driver gets control back every few seconds of a whole-machine run.
@@ -76,17 +76,17 @@ def drive(mod: ModuleType, a: dict, checkpoint: Checkpoint | None = None,
         now, earlier_s, earlier_peak_mb = load(checkpoint, a)
     started = saved = time.monotonic()
     if progress is not None:
-        progress(int(a["ctr"][c.C_APPLIED]), total_updates)
+        progress(int(a["ctr"][tb.C_APPLIED]), total_updates)
     while True:
         ctr = a["ctr"]
-        ctr[c.C_PAUSE_AT] = ctr[c.C_EVENTS] + batch_events
+        ctr[tb.C_PAUSE_AT] = ctr[tb.C_EVENTS] + batch_events
         now, finished = mod._loop(*(a[k] for k in names), now)
         if finished:
-            now = c.settle_all(a["hh"], ctr, a["pq"], a["dq"], now)
+            now = cr.settle_all(a["hh"], ctr, a["pq"], a["dq"], now)
         else:
             _between_batches(mod, a)
         if progress is not None:
-            progress(int(ctr[c.C_APPLIED]), total_updates)
+            progress(int(ctr[tb.C_APPLIED]), total_updates)
         if finished:
             break
         if checkpoint is not None and time.monotonic() - saved >= checkpoint.every_s:
@@ -102,11 +102,11 @@ def drive(mod: ModuleType, a: dict, checkpoint: Checkpoint | None = None,
 def _between_batches(mod: ModuleType, a: dict) -> None:
     """Renumber when due, keep the queue's margin, and double the per-packet tables when short of rows."""
     ctr = a["ctr"]
-    a["hh"] = c.between_batches(a["hh"], ctr, a["pq"], a["dq"])
-    if ctr[c.C_NFREE] < c.PACKET_MARGIN:
+    a["hh"] = cr.between_batches(a["hh"], ctr, a["pq"], a["dq"])
+    if ctr[tb.C_NFREE] < tb.PACKET_MARGIN:
         old = a["pk"].shape[0]
         for name in mod.PACKET_ARRAYS:
-            a[name] = c.grow_on_lines(a[name], 2 * old)
+            a[name] = tb.grow_on_lines(a[name], 2 * old)
         c.link_free_list(a["pk"], old, 2 * old, ctr)
     grow_tables = getattr(mod, "grow_tables", None)  # a kernel's own tables (baseline: its messages)
     if grow_tables is not None:
@@ -114,10 +114,10 @@ def _between_batches(mod: ModuleType, a: dict) -> None:
 
 
 def _log_progress(checkpoint: Checkpoint, ctr: np.ndarray, total_updates: int, wall_s: float) -> None:
-    applied = int(ctr[c.C_APPLIED])
+    applied = int(ctr[tb.C_APPLIED])
     share = f" ({applied / total_updates:.1%})" if total_updates else ""
     log.info("%s: %s of %s updates applied%s, %s events, %s s of wall time", checkpoint.path.name,
-             f"{applied:,}", f"{total_updates:,}", share, f"{int(ctr[c.C_EVENTS]):,}", f"{wall_s:,.0f}")
+             f"{applied:,}", f"{total_updates:,}", share, f"{int(ctr[tb.C_EVENTS]):,}", f"{wall_s:,.0f}")
 
 
 def save(checkpoint: Checkpoint, a: dict, now: float, wall_s: float, peak_mb: float) -> None:
@@ -152,9 +152,9 @@ def load(checkpoint: Checkpoint, a: dict) -> tuple[float, float, float]:
     expected = set(a) - {"hh"}
     if set(saved) - set(queue) != expected or len(queue) != len(a["hh"]):
         raise GupsimError(f"checkpoint {path} does not hold this kernel's tables: delete it to start afresh")
-    for k in expected:  # the tables made on cache lines (core.line_aligned) are put on lines again
-        if a[k].ctypes.data % c.CACHE_LINE == 0 and saved[k].ctypes.data % c.CACHE_LINE and saved[k].ndim:
-            saved[k] = c.grow_on_lines(saved[k], saved[k].shape[0])
+    for k in expected:  # the tables made on cache lines (tables.line_aligned) are put on lines again
+        if a[k].ctypes.data % tb.CACHE_LINE == 0 and saved[k].ctypes.data % tb.CACHE_LINE and saved[k].ndim:
+            saved[k] = tb.grow_on_lines(saved[k], saved[k].shape[0])
         a[k] = saved[k]
     a["hh"] = tuple(saved[k] for k in queue)
     return now, wall_s, peak_mb

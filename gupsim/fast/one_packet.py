@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from gupsim.fast import core as c
+from gupsim.fast import core as c, credits as cr, events as ev, stream, tables as tb
 
 PH_TOP, PH_SEND, PH_BLK_CHECK, PH_BLK_WOKE, PH_DRAIN, PH_DRAIN_RECV, PH_BLK_COND = range(7)
 # per-rank integer and float state
@@ -37,24 +37,24 @@ A_CHUNKS, A_WIRE, A_PAYLOAD = range(3)
 
 @njit(cache=True, _nrt=False)
 def _apply(ip, ctr, wt, t):
-    ctr[c.C_APPLIED] += 1
-    n = ctr[c.C_APPLIED]
-    if n == ip[c.I_MARK0]:
+    ctr[tb.C_APPLIED] += 1
+    n = ctr[tb.C_APPLIED]
+    if n == ip[tb.I_MARK0]:
         wt[0] = t
-    if n == ip[c.I_MARK1]:
+    if n == ip[tb.I_MARK1]:
         wt[1] = t
-    if n == ip[c.I_TOTAL]:
-        ctr[c.C_DONE] = 1
+    if n == ip[tb.I_TOTAL]:
+        ctr[tb.C_DONE] = 1
 
 
 @njit(cache=True, _nrt=False)
 def _receive(r, now, ci, cf, cost, pk, pq, dq, rk, ip, fp, hh, ctr, wt):
-    cycle_s = fp[c.F_CYCLE_S]
-    while rk[r, c.RK_IN_HEAD] >= 0:
+    cycle_s = fp[tb.F_CYCLE_S]
+    while rk[r, tb.RK_IN_HEAD] >= 0:
         p = c.inbox_pop(pk, rk, r)
         cf[r, CF_DEBT] += cost[K_RECV_UPD]
         debt_s = cf[r, CF_DEBT] * cycle_s
-        c.give_later(pk, pq, dq, rk, ip, hh, ctr, c.rec_pool(pk, ip, p), pk[p, c.PK_CHUNKS], now, debt_s)
+        cr.give_later(pk, pq, dq, rk, ip, hh, ctr, cr.rec_pool(pk, ip, p), pk[p, tb.PK_CHUNKS], now, debt_s)
         _apply(ip, ctr, wt, now + debt_s)
         c.free_packet(pk, ctr, p)
 
@@ -71,14 +71,14 @@ def _cpu(r, now, ci, cf, ran, cost, ai, lay, pk, pf, pq, dq, rk, ip, fp, hh, ctr
                 phase = PH_DRAIN
                 continue
             _receive(r, now, ci, cf, cost, pk, pq, dq, rk, ip, fp, hh, ctr, wt)
-            value = c.next_ran(ran[r])
+            value = stream.next_ran(ran[r])
             ran[r] = value
             ci[r, CI_LEFT] -= 1
-            dest = c.owner_of(value, lay[0], lay[1], lay[2], lay[3])
+            dest = stream.owner_of(value, lay[0], lay[1], lay[2], lay[3])
             cf[r, CF_DEBT] += cost[K_GEN]
             if dest == r:
                 cf[r, CF_DEBT] += cost[K_UPD_LOCAL]
-                _apply(ip, ctr, wt, now + cf[r, CF_DEBT] * fp[c.F_CYCLE_S])
+                _apply(ip, ctr, wt, now + cf[r, CF_DEBT] * fp[tb.F_CYCLE_S])
                 _flush(r, now, ci, cf, fp, hh, ctr, PH_TOP)
                 return
             cf[r, CF_DEBT] += cost[K_SEND_REMOTE]
@@ -87,44 +87,44 @@ def _cpu(r, now, ci, cf, ran, cost, ai, lay, pk, pf, pq, dq, rk, ip, fp, hh, ctr
             return
         elif phase == PH_SEND:
             p = c.alloc_packet(pk, ctr)
-            pk[p, c.PK_SRC] = r
-            pk[p, c.PK_DST] = ci[r, CI_DEST]
-            pk[p, c.PK_CHUNKS] = ai[A_CHUNKS]
-            pk[p, c.PK_WIRE] = ai[A_WIRE]
-            pk[p, c.PK_PAYLOAD] = ai[A_PAYLOAD]
-            pk[p, c.PK_N] = 1
+            pk[p, tb.PK_SRC] = r
+            pk[p, tb.PK_DST] = ci[r, CI_DEST]
+            pk[p, tb.PK_CHUNKS] = ai[A_CHUNKS]
+            pk[p, tb.PK_WIRE] = ai[A_WIRE]
+            pk[p, tb.PK_PAYLOAD] = ai[A_PAYLOAD]
+            pk[p, tb.PK_N] = 1
             ci[r, CI_SENDS] += 1
-            inj = c.inj_pool(ip, r, ci[r, CI_DEST])
-            if c.take(pq, dq, ctr, inj, ai[A_CHUNKS], 0):
+            inj = cr.inj_pool(ip, r, ci[r, CI_DEST])
+            if cr.take(pq, dq, ctr, inj, ai[A_CHUNKS], 0):
                 c.launch(pk, pf, ip, hh, ctr, p, now)
                 phase = PH_TOP
                 continue
             ci[r, CI_BLOCKED] += 1
             cf[r, CF_BLK_START] = now
             ci[r, CI_BLK_PKT] = p
-            pk[p, c.PK_STATE] = c.W_INJ
-            pk[p, c.PK_BUBBLE] = 0
-            rk[r, c.RK_GRANTED] = 0
-            c.enqueue(pk, pq, dq, hh, ctr, inj, p, 0)
+            pk[p, tb.PK_STATE] = tb.W_INJ
+            pk[p, tb.PK_BUBBLE] = 0
+            rk[r, tb.RK_GRANTED] = 0
+            cr.enqueue(pk, pq, dq, hh, ctr, inj, p, 0)
             phase = PH_BLK_CHECK
             continue
         elif phase == PH_BLK_CHECK:
-            if rk[r, c.RK_GRANTED]:
+            if rk[r, tb.RK_GRANTED]:
                 c.launch(pk, pf, ip, hh, ctr, ci[r, CI_BLK_PKT], now)
                 cf[r, CF_BLOCKED_S] += now - cf[r, CF_BLK_START]
                 phase = PH_TOP
                 continue
             ci[r, CI_PHASE] = PH_BLK_COND
-            if rk[r, c.RK_IN_HEAD] >= 0:
-                c.push(hh, ctr, now, c.NORMAL, r << 3 | c.EV_CPU)
+            if rk[r, tb.RK_IN_HEAD] >= 0:
+                ev.push(hh, ctr, now, ev.NORMAL, r << 3 | tb.EV_CPU)
             else:
-                rk[r, c.RK_WAIT] = c.WAKE_INBOX | c.WAKE_GRANT
+                rk[r, tb.RK_WAIT] = tb.WAKE_INBOX | tb.WAKE_GRANT
             return
         elif phase == PH_BLK_COND:
             # SimPy's any_of([room, inbox]): the event that woke the CPU, then the condition's own event,
             # which resumes it; events scheduled for this instant in between run before it does
             ci[r, CI_PHASE] = PH_BLK_WOKE
-            c.push(hh, ctr, now, c.NORMAL, r << 3 | c.EV_CPU)
+            ev.push(hh, ctr, now, ev.NORMAL, r << 3 | tb.EV_CPU)
             return
         elif phase == PH_BLK_WOKE:
             _receive(r, now, ci, cf, cost, pk, pq, dq, rk, ip, fp, hh, ctr, wt)
@@ -132,10 +132,10 @@ def _cpu(r, now, ci, cf, ran, cost, ai, lay, pk, pf, pq, dq, rk, ip, fp, hh, ctr
             return
         elif phase == PH_DRAIN:
             ci[r, CI_PHASE] = PH_DRAIN_RECV
-            if rk[r, c.RK_IN_HEAD] >= 0:
-                c.push(hh, ctr, now, c.NORMAL, r << 3 | c.EV_CPU)
+            if rk[r, tb.RK_IN_HEAD] >= 0:
+                ev.push(hh, ctr, now, ev.NORMAL, r << 3 | tb.EV_CPU)
             else:
-                rk[r, c.RK_WAIT] = c.WAKE_INBOX
+                rk[r, tb.RK_WAIT] = tb.WAKE_INBOX
             return
         else:  # PH_DRAIN_RECV
             _receive(r, now, ci, cf, cost, pk, pq, dq, rk, ip, fp, hh, ctr, wt)
@@ -147,19 +147,19 @@ def _cpu(r, now, ci, cf, ran, cost, ai, lay, pk, pf, pq, dq, rk, ip, fp, hh, ctr
 def _loop(ci, cf, ran, cost, ai, lay, pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, wt, now):
     """Process events until done (True), or until the batch ends (a table must grow, the sequence be
     renumbered, or the driver pauses: False)."""
-    while ctr[c.C_HEAP_N] > 0 and ctr[c.C_DONE] == 0:
-        if c.needs_room(hh, ctr):
+    while ctr[tb.C_HEAP_N] > 0 and ctr[tb.C_DONE] == 0:
+        if ev.needs_room(hh, ctr):
             return now, False
-        now, payload = c.pop(hh, ctr)
+        now, payload = ev.pop(hh, ctr)
         c.prefetch_next(hh, ctr, pk, pf, pq, dq, lf, lb, nbr, coords, ip, rk)
-        ctr[c.C_EVENTS] += 1
+        ctr[tb.C_EVENTS] += 1
         kind = payload & 7
         a = payload >> 3
-        if kind == c.EV_CPU:
+        if kind == tb.EV_CPU:
             _cpu(a, now, ci, cf, ran, cost, ai, lay, pk, pf, pq, dq, rk, ip, fp, hh, ctr, wt)
         else:
             c.network_event(kind, a, pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, now)
-        if c.batch_over(ctr):
+        if ev.batch_over(ctr):
             return now, False
     return now, True
 

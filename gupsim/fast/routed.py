@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from gupsim.fast import core as c
+from gupsim.fast import core as c, credits as cr, events as ev, stream, tables as tb
 
 PH_LOOP, PH_AFTER_FLUSH, PH_COND = 0, 1, 2
 CI_PHASE, CI_LEFT, CI_PROGRESSED, CI_PENDING = range(4)
@@ -44,24 +44,24 @@ MAX_PENDING = 1024
 
 @njit(cache=True, _nrt=False)
 def _apply(ip, ctr, wt, wc, ac, t):
-    ctr[c.C_APPLIED] += 1
-    n = ctr[c.C_APPLIED]
+    ctr[tb.C_APPLIED] += 1
+    n = ctr[tb.C_APPLIED]
     for k in range(2):
-        if n == ip[c.I_MARK0 + k]:
+        if n == ip[tb.I_MARK0 + k]:
             wt[k] = t
-            wc[k, 0], wc[k, 1], wc[k, 2] = ac[AC_PACKETS], ac[AC_UPDATES], ctr[c.C_WIRE]
+            wc[k, 0], wc[k, 1], wc[k, 2] = ac[AC_PACKETS], ac[AC_UPDATES], ctr[tb.C_WIRE]
             wc[k, 3], wc[k, 4], wc[k, 5] = ac[AC_SENDS], ac[AC_BLOCKED], ac[AC_POLLS]
-    if n == ip[c.I_TOTAL]:
-        ctr[c.C_DONE] = 1
+    if n == ip[tb.I_TOTAL]:
+        ctr[tb.C_DONE] = 1
 
 
 @njit(cache=True, _nrt=False)
 def _route_one(r, value, now, ci, cf, rd, bv, bl, rc, ai, cost, lay, ac, ip, fp, ctr, wt, wc):
     """routeUpdates for one update: apply it or bucket it; False if its dimension's bucket is full."""
-    owner = c.owner_of(value, lay[0], lay[1], lay[2], lay[3])
+    owner = stream.owner_of(value, lay[0], lay[1], lay[2], lay[3])
     if owner == r:
         cf[r] += cost[K_UPD]
-        _apply(ip, ctr, wt, wc, ac, now + cf[r] * fp[c.F_CYCLE_S])
+        _apply(ip, ctr, wt, wc, ac, now + cf[r] * fp[tb.F_CYCLE_S])
         return True
     d = 0
     while rc[r, d] == rc[owner, d]:
@@ -93,7 +93,7 @@ def _router(r, d, slot, rc, ai, ip):
         z = v
     else:
         core = v
-    return (x + ip[c.I_X] * (y + ip[c.I_Y] * z)) * ip[c.I_PPN] + core
+    return (x + ip[tb.I_X] * (y + ip[tb.I_Y] * z)) * ip[tb.I_PPN] + core
 
 
 @njit(cache=True, _nrt=False)
@@ -104,17 +104,17 @@ def _write_packets(r, d, now, ci, cf, rd, bv, bl, pv, rc, ai, tabs, ac, pk, pf, 
     router = _router(r, d, slot, rc, ai, ip)
     if rd[r, d, RD_SENDOFF] < 0:
         rd[r, d, RD_SENDOFF] = 0
-    inj = c.inj_pool(ip, r, router)
+    inj = cr.inj_pool(ip, r, router)
     while rd[r, d, RD_SENDOFF] < bl[row]:
         off = rd[r, d, RD_SENDOFF]
         k = min(ai[A_PER_PACKET], bl[row] - off)
         chunks = np.int64(tabs[k, 0])
-        if not c.take(pq, dq, ctr, inj, chunks, 0):
+        if not cr.take(pq, dq, ctr, inj, chunks, 0):
             return False
         p = c.alloc_packet(pk, ctr)
-        pk[p, c.PK_SRC], pk[p, c.PK_DST], pk[p, c.PK_CHUNKS] = r, router, chunks
-        pk[p, c.PK_WIRE], pk[p, c.PK_PAYLOAD] = np.int64(tabs[k, 1]), ai[A_HDR] + 8 * k
-        pk[p, c.PK_MSG], pk[p, c.PK_N] = d, k
+        pk[p, tb.PK_SRC], pk[p, tb.PK_DST], pk[p, tb.PK_CHUNKS] = r, router, chunks
+        pk[p, tb.PK_WIRE], pk[p, tb.PK_PAYLOAD] = np.int64(tabs[k, 1]), ai[A_HDR] + 8 * k
+        pk[p, tb.PK_MSG], pk[p, tb.PK_N] = d, k
         for i in range(k):
             pv[p, i] = bv[row, off + i]
         c.launch(pk, pf, ip, hh, ctr, p, now)
@@ -133,7 +133,7 @@ def _write_packets(r, d, now, ci, cf, rd, bv, bl, pv, rc, ai, tabs, ac, pk, pf, 
 def _cpu(r, now, ci, cf, rd, bv, bl, pv, rc, ran, ai, cost, tabs, lay, ac, wc,
          pk, pf, pq, dq, rk, ip, fp, hh, ctr, wt, ws):
     nd = ai[A_NDIMS]
-    cycle_s = fp[c.F_CYCLE_S]
+    cycle_s = fp[tb.F_CYCLE_S]
     if ci[r, CI_PHASE] == PH_COND:
         # SimPy's any_of([inbox, room...]): the event that woke the CPU, then the condition's own event, which
         # resumes it; events scheduled for this instant in between run before it does
@@ -143,7 +143,7 @@ def _cpu(r, now, ci, cf, rd, bv, bl, pv, rc, ran, ai, cost, tabs, lay, ac, wc,
             if rd[r, d, RD_FULL] >= 0:
                 full += 1
         ac[AC_POLLS] += int((now - ws[r]) / cost[K_POLL_S]) * full  # the passes a real loop spins meanwhile
-        c.push(hh, ctr, now, c.NORMAL, r << 3 | c.EV_CPU)
+        ev.push(hh, ctr, now, ev.NORMAL, r << 3 | tb.EV_CPU)
         return
     resumed = ci[r, CI_PHASE] == PH_AFTER_FLUSH
     while True:
@@ -163,14 +163,14 @@ def _cpu(r, now, ci, cf, rd, bv, bl, pv, rc, ran, ai, cost, tabs, lay, ac, wc,
                 else:
                     ac[AC_BLOCKED] += 1
             # ---- receive logic: sort arrivals by the dimension they came from
-            while rk[r, c.RK_IN_HEAD] >= 0:
+            while rk[r, tb.RK_IN_HEAD] >= 0:
                 p = c.inbox_pop(pk, rk, r)
-                d = pk[p, c.PK_MSG]
-                pk[p, c.PK_NEXT] = -1
+                d = pk[p, tb.PK_MSG]
+                pk[p, tb.PK_NEXT] = -1
                 if rd[r, d, RD_WHEAD] < 0:
                     rd[r, d, RD_WHEAD] = p
                 else:
-                    pk[rd[r, d, RD_WTAIL], c.PK_NEXT] = p
+                    pk[rd[r, d, RD_WTAIL], tb.PK_NEXT] = p
                 rd[r, d, RD_WTAIL] = p
             for d in range(nd):
                 while True:
@@ -179,20 +179,20 @@ def _cpu(r, now, ci, cf, rd, bv, bl, pv, rc, ran, ai, cost, tabs, lay, ac, wc,
                         p = rd[r, d, RD_WHEAD]
                         if p < 0:
                             break
-                        rd[r, d, RD_WHEAD] = pk[p, c.PK_NEXT]
-                        cf[r] += tabs[pk[p, c.PK_N], 3]
-                        c.give_later(pk, pq, dq, rk, ip, hh, ctr, c.rec_pool(pk, ip, p),
-                                     pk[p, c.PK_CHUNKS], now, cf[r] * cycle_s)
+                        rd[r, d, RD_WHEAD] = pk[p, tb.PK_NEXT]
+                        cf[r] += tabs[pk[p, tb.PK_N], 3]
+                        cr.give_later(pk, pq, dq, rk, ip, hh, ctr, cr.rec_pool(pk, ip, p),
+                                     pk[p, tb.PK_CHUNKS], now, cf[r] * cycle_s)
                         rd[r, d, RD_RBP], rd[r, d, RD_RBPOS] = p, 0
-                        ci[r, CI_PENDING] += pk[p, c.PK_N]
+                        ci[r, CI_PENDING] += pk[p, tb.PK_N]
                         if ci[r, CI_PENDING] > MAX_PENDING:
-                            ctr[c.C_ERROR] = ERR_PENDING
+                            ctr[tb.C_ERROR] = ERR_PENDING
                             return
                         progressed = True
-                    pos, n = rd[r, d, RD_RBPOS], pk[p, c.PK_N]
+                    pos, n = rd[r, d, RD_RBPOS], pk[p, tb.PK_N]
                     start = pos
                     for i in range(pos, n):  # each update reads its owner's coordinates: ask for them all now
-                        c._prefetch_row(rc, c.owner_of(pv[p, i], lay[0], lay[1], lay[2], lay[3]))
+                        tb.prefetch_row(rc, stream.owner_of(pv[p, i], lay[0], lay[1], lay[2], lay[3]))
                     while pos < n and _route_one(r, pv[p, pos], now, ci, cf, rd, bv, bl, rc, ai, cost, lay,
                                                  ac, ip, fp, ctr, wt, wc):
                         pos += 1
@@ -211,7 +211,7 @@ def _cpu(r, now, ci, cf, rd, bv, bl, pv, rc, ran, ai, cost, tabs, lay, ac, wc,
                     if rd[r, d, RD_FULL] >= 0:
                         idle = False
                 if idle:
-                    value = c.next_ran(ran[r])
+                    value = stream.next_ran(ran[r])
                     ran[r] = value
                     ci[r, CI_LEFT] -= 1
                     cf[r] += cost[K_GEN]
@@ -230,7 +230,7 @@ def _cpu(r, now, ci, cf, rd, bv, bl, pv, rc, ran, ai, cost, tabs, lay, ac, wc,
                 cf[r] = 0.0
                 ci[r, CI_PHASE] = PH_AFTER_FLUSH
                 ci[r, CI_PROGRESSED] = 1 if progressed else 0
-                c.push(hh, ctr, now + cycles * cycle_s, c.NORMAL, r << 3 | c.EV_CPU)
+                ev.push(hh, ctr, now + cycles * cycle_s, ev.NORMAL, r << 3 | tb.EV_CPU)
                 return
         if not progressed:
             # Nothing to do until a packet arrives or (with a full bucket) the injection FIFO drains.
@@ -238,19 +238,19 @@ def _cpu(r, now, ci, cf, rd, bv, bl, pv, rc, ran, ai, cost, tabs, lay, ac, wc,
             ws[r] = now
             # "can send a packet on dim": the injection FIFOs of the dimensions with a full bucket
             room = False
-            groups = ip[c.I_FIFO_GROUPS]
+            groups = ip[tb.I_FIFO_GROUPS]
             for d in range(nd):
                 if rd[r, d, RD_FULL] >= 0:
-                    if c.room(pq, dq, ctr, ip[c.I_POOL_INJ] + r * groups + c.dim_group(ip, d)) >= ip[c.I_MAXCH]:
+                    if cr.room(pq, dq, ctr, ip[tb.I_POOL_INJ] + r * groups + cr.dim_group(ip, d)) >= ip[tb.I_MAXCH]:
                         room = True
-            if rk[r, c.RK_IN_HEAD] >= 0 or room:
-                c.push(hh, ctr, now, c.NORMAL, r << 3 | c.EV_CPU)
+            if rk[r, tb.RK_IN_HEAD] >= 0 or room:
+                ev.push(hh, ctr, now, ev.NORMAL, r << 3 | tb.EV_CPU)
             else:
-                rk[r, c.RK_WAIT] = c.WAKE_INBOX
+                rk[r, tb.RK_WAIT] = tb.WAKE_INBOX
                 # the FIFOs' returns must now wake this CPU: they become events again
                 for d in range(nd):
                     if rd[r, d, RD_FULL] >= 0:
-                        c.watch_room(pq, dq, rk, hh, ctr, ip, r, c.dim_group(ip, d))
+                        cr.watch_room(pq, dq, rk, hh, ctr, ip, r, cr.dim_group(ip, d))
             return
 
 
@@ -280,13 +280,13 @@ def _prefetch_cpu(q, ctr, ci, cf, rd, ran, ws):
     first, ``rk``; a CPU step reads several more tables)."""
     r = c.next_cpu_rank(q, ctr)
     if r >= 0:
-        c._prefetch_row(ci, r)
-        c._prefetch_row(cf, r)
+        tb.prefetch_row(ci, r)
+        tb.prefetch_row(cf, r)
         rows = rd[r]
         for d in range(rows.shape[0]):
-            c._prefetch_row(rows, d)
-        c._prefetch_row(ran, r)
-        c._prefetch_row(ws, r)
+            tb.prefetch_row(rows, d)
+        tb.prefetch_row(ran, r)
+        tb.prefetch_row(ws, r)
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -294,21 +294,21 @@ def _loop(ci, cf, rd, bv, bl, pv, rc, ran, ai, cost, tabs, lay, ac, wc, ws,
         pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, wt, now):
     """Process events until done (True), or until the batch ends (a table must grow, the sequence be
     renumbered, or the driver pauses: False)."""
-    while ctr[c.C_HEAP_N] > 0 and ctr[c.C_DONE] == 0 and ctr[c.C_ERROR] == 0:
-        if c.needs_room(hh, ctr):
+    while ctr[tb.C_HEAP_N] > 0 and ctr[tb.C_DONE] == 0 and ctr[tb.C_ERROR] == 0:
+        if ev.needs_room(hh, ctr):
             return now, False
-        now, payload = c.pop(hh, ctr)
+        now, payload = ev.pop(hh, ctr)
         c.prefetch_next(hh, ctr, pk, pf, pq, dq, lf, lb, nbr, coords, ip, rk)
         _prefetch_cpu(hh, ctr, ci, cf, rd, ran, ws)
-        ctr[c.C_EVENTS] += 1
+        ctr[tb.C_EVENTS] += 1
         kind = payload & 7
         a = payload >> 3
-        if kind == c.EV_CPU:
+        if kind == tb.EV_CPU:
             _cpu(a, now, ci, cf, rd, bv, bl, pv, rc, ran, ai, cost, tabs, lay, ac, wc,
                  pk, pf, pq, dq, rk, ip, fp, hh, ctr, wt, ws)
         else:
             c.network_event(kind, a, pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, now)
-        if c.batch_over(ctr):
+        if ev.batch_over(ctr):
             return now, False
     return now, True
 
@@ -342,13 +342,13 @@ def prepare(sim, options) -> dict:
     rc[:, :3] = coords[rank // sim.ppn]
     if nd > 3:
         rc[:, 3] = rank % sim.ppn
-    ci = c.line_aligned((R, CI_COLS), np.int64, 0)  # 32-byte rows, two to a cache line
+    ci = tb.line_aligned((R, CI_COLS), np.int64, 0)  # 32-byte rows, two to a cache line
     ci[:, CI_LEFT] = sim.run.updates_per_process
     rd = np.full((R, nd, RD_COLS), -1, dtype=np.int64)
     return {
         "ci": ci, "cf": np.zeros(R), "rd": rd,
         "bv": np.zeros((R * nslots, cap), dtype=np.uint64), "bl": np.zeros(R * nslots, dtype=np.int64),
-        "pv": np.zeros((4 * R + 2 * c.PACKET_MARGIN, pp), dtype=np.uint64), "rc": rc, "ai": ai,
+        "pv": np.zeros((4 * R + 2 * tb.PACKET_MARGIN, pp), dtype=np.uint64), "rc": rc, "ai": ai,
         "cost": np.array([cm.generate, cm.update, sim.algorithm.hop_cycles, sim.algorithm.poll_pass_s]),
         "tabs": tabs, "ac": np.zeros(8, dtype=np.int64), "wc": np.zeros((2, 6), dtype=np.int64),
         "ws": np.zeros(R),  # when each waiting process started to wait

@@ -1,0 +1,389 @@
+"""The fast engine's event queue: SimPy's order of events (time, priority, order of scheduling), compiled.
+
+SimPy keeps its pending events in one heap ordered by (time, priority, event id); the fast kernels must pop
+events in exactly that order, or two events at the same instant could run the other way round and the records
+would no longer equal the reference's bit for bit (docs/performance.md, "Design").
+
+**The event queue** is a 4-ary heap behind a calendar of time buckets (see
+"event queue" below): the heap holds only the events of the buckets up to the
+current one, a few hundred, and later events wait unordered in their bucket's
+four lists until the heap runs empty.  Every event in the heap is earlier than every
+event outside it, so the queue pops exactly the heap-only order
+(``tests/test_fast_heap.py`` compares the two); the heap's pop no longer sifts
+through a heap as long as every pending event.  While an event runs, the rows
+the next one will read first are prefetched (:func:`gupsim.fast.core.prefetch_next`).
+
+An event is a payload (its kind in the low three bits, :data:`gupsim.fast.tables.EV_CPU` and the others, and
+an id above) with a key that packs priority and sequence number; :func:`push` gives the key, :func:`pop`
+returns (time, payload).  Sequence numbers are renumbered in order between batches of events before they can
+overflow their field (:func:`renumber`; :func:`gupsim.fast.credits.renumber_all` for the kernels, whose
+deferred credit returns hold keys too).
+
+Every array that grows with load (the queue's heap and far table, the packet
+table) is grown by the kernel's outer loop between batches of events, never
+inside these helpers: callers keep :data:`HEAP_MARGIN` queue slots and
+:data:`PACKET_MARGIN` packets free.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from gupsim.fast.tables import (C_CAL_N, C_CUR, C_EVENTS, C_FAR_FREE, C_FAR_N, C_FAR_TOP, C_HEAP_N, C_INV_W,
+                                C_MOVED, C_NFREE, C_OV_MIN, C_PAUSE_AT, C_REFILED, C_RENUMBER_AT, C_SEEN_K,
+                                C_SEEN_T, C_SEQ, C_SEQ_LIMIT, PACKET_MARGIN, f2i, grow, i2f)
+
+
+URGENT, NORMAL = 0, 1  # SimPy's priorities: process initialisation before ordinary events
+# heap keys: priority in bit 62, the sequence number above the payload
+PAYLOAD_BITS = 32
+PRIO_BIT = 62
+#: Sequence numbers are renumbered (in order) before they reach this (they must stay below 2^30): the bare heap
+#: in :func:`heap_push` at ``C_SEQ_LIMIT``, the kernels' queue between batches (:func:`gupsim.fast.credits.renumber_all`).
+#: The kernels renumber at ``min(SEQ_LIMIT, SEQ_CAP - HEAP_MARGIN)`` (tests lower it to force renumbering).
+SEQ_LIMIT = 1 << (PRIO_BIT - PAYLOAD_BITS)
+SEQ_CAP = SEQ_LIMIT
+PAYLOAD_MASK = (1 << PAYLOAD_BITS) - 1
+_SEQ_FIELD = ((1 << PRIO_BIT) - 1) ^ PAYLOAD_MASK
+
+#: Free queue slots the kernels' outer loop keeps (:func:`needs_room`), so no helper grows an array.
+HEAP_MARGIN = 1 << 16
+
+
+# ================================================================== heap
+#
+# An entry is 16 bytes: the time's IEEE-754 bits as an int64 (for times >= 0 the bits order as the
+# floats do, so no float compare or float<->int conversion is needed) and one int64 key
+# ``prio << 62 | seq << PAYLOAD_BITS | payload``.  Sequence numbers are unique, so comparing keys
+# compares (priority, order of scheduling) and the payload never decides.  Four children are 64 bytes,
+# a cache line, where the float64 rows of (time, seq, payload) took 96 (docs/performance.md).
+
+
+def new_heap(n):
+    """An empty event heap with room for ``n`` events."""
+    return np.empty((n, 2), dtype=np.int64)
+
+
+@njit(cache=True, _nrt=False)
+def _sift_down(hh, i, n, lt, lk):
+    """Put the entry (lt, lk) at hole ``i`` of the heap's first ``n`` rows, moving smaller children up."""
+    while True:
+        first = 4 * i + 1
+        if first >= n:
+            break
+        best = first
+        bt, bk = hh[first, 0], hh[first, 1]
+        for k in range(first + 1, min(first + 4, n)):
+            kt = hh[k, 0]
+            if kt < bt or (kt == bt and hh[k, 1] < bk):
+                best, bt, bk = k, kt, hh[k, 1]
+        if lt < bt or (lt == bt and lk < bk):
+            break
+        hh[i, 0], hh[i, 1] = bt, bk
+        i = best
+    hh[i, 0], hh[i, 1] = lt, lk
+
+
+@njit(cache=True, _nrt=False)
+def renumber(hh, ctr):
+    """Give the pending events sequence numbers 0..n-1 in their order, in place (no allocation).
+
+    Heapsort leaves the rows in descending order; reversed, they are ascending, which is a valid heap.
+    Only the order of keys between events at equal times matters, and ranking keeps it; later events
+    get larger numbers, as they would have."""
+    n = ctr[C_HEAP_N]
+    for last in range(n - 1, 0, -1):
+        lt, lk = hh[last, 0], hh[last, 1]
+        hh[last, 0], hh[last, 1] = hh[0, 0], hh[0, 1]
+        _sift_down(hh, 0, last, lt, lk)
+    for i in range(n // 2):
+        j = n - 1 - i
+        hh[i, 0], hh[j, 0] = hh[j, 0], hh[i, 0]
+        hh[i, 1], hh[j, 1] = hh[j, 1], hh[i, 1]
+    for i in range(n):
+        k = hh[i, 1]
+        hh[i, 1] = (k & ~_SEQ_FIELD) | (i << PAYLOAD_BITS)
+    ctr[C_SEQ] = n
+
+
+@njit(cache=True, _nrt=False)
+def heap_push(hh, ctr, t, prio, payload):
+    """Schedule ``payload`` (>= 0, below 2^PAYLOAD_BITS) at time ``t`` (>= 0) with SimPy priority ``prio``
+    in the bare heap ``hh`` (renumbering it in place when the sequence reaches ``C_SEQ_LIMIT``)."""
+    if ctr[C_SEQ] >= ctr[C_SEQ_LIMIT]:
+        renumber(hh, ctr)
+    key = (prio << PRIO_BIT) | (ctr[C_SEQ] << PAYLOAD_BITS) | payload
+    ctr[C_SEQ] += 1
+    heap_insert(hh, ctr, f2i(t), key)
+
+
+@njit(cache=True, _nrt=False)
+def heap_insert(hh, ctr, tb, key):
+    """Put the entry (time bits ``tb``, ``key``) into the heap; its key, sequence number included, is given."""
+    n = ctr[C_HEAP_N]
+    i = n
+    while i > 0:
+        parent = (i - 1) >> 2
+        pt = hh[parent, 0]
+        if pt < tb or (pt == tb and hh[parent, 1] < key):
+            break
+        hh[i, 0], hh[i, 1] = pt, hh[parent, 1]
+        i = parent
+    hh[i, 0], hh[i, 1] = tb, key
+    ctr[C_HEAP_N] = n + 1
+
+
+@njit(cache=True, _nrt=False)
+def heap_pop(hh, ctr):
+    """Remove the earliest event of the bare heap ``hh``; return (time, payload).  Keeps the latest key popped (``C_SEEN_*``).
+
+    Not simply the current one: an URGENT event scheduled for the current instant pops after NORMAL events
+    of that instant although its key is smaller, and those NORMAL ones are gone by then."""
+    n = ctr[C_HEAP_N] - 1
+    tb, key = hh[0, 0], hh[0, 1]
+    if tb > ctr[C_SEEN_T]:
+        ctr[C_SEEN_T], ctr[C_SEEN_K] = tb, key
+    elif key > ctr[C_SEEN_K]:
+        ctr[C_SEEN_K] = key
+    t, payload = i2f(tb), key & PAYLOAD_MASK
+    ctr[C_HEAP_N] = n
+    if n > 0:
+        _sift_down(hh, 0, n, hh[n, 0], hh[n, 1])
+    return t, payload
+
+
+# ================================================================== event queue
+#
+# The heap's cost grows with its length: a pop sifts through log4(n) levels, the bottom ones out of cache
+# once the machine has tens of thousands of processes (docs/performance.md).  So the queue the kernels use
+# is a calendar in front of the heap: time is cut into buckets of a fixed width, numbered from t = 0
+# (``floor(t / width)``, a non-decreasing function of t, so equal times share a bucket); the heap holds the
+# events of buckets up to the current one (``C_CUR``) and only those; later events wait unordered in their
+# bucket's lists (a slot of the calendar ``cal``, one per bucket of the next ``len(cal) - 1``, whose last row
+# holds the overflow lists for events beyond them; :data:`CAL_LISTS` lists a slot).  Every event in the heap
+# is earlier than every event outside it, so the heap's minimum is the queue's minimum, ties included: exactly the heap-only order.  When the heap
+# runs empty, the next non-empty bucket's events move into it.  The heap stays a bucket or so long.
+#
+# The queue is the tuple ``(heap, cal, far)``: ``far`` holds the entries outside the heap, rows
+# (time bits, key, next in its list).  Invariant: the heap is empty only when the whole queue is, so
+# ``ctr[C_HEAP_N] > 0`` still says "something is pending" and nothing else in the kernels changes.
+# The heap is kept long enough for every pending event (rows are only touched when used), so moving a
+# bucket in, or renumbering, never needs to grow it inside the loop.
+
+#: Calendar slots (a power of two): buckets ahead of the current one kept in slots; later ones overflow.
+CAL_SLOTS = 1 << 15
+#: A bucket is this many processes' share of one hop's time (:func:`bucket_seconds`).
+BUCKET_RANKS = 32
+#: Lists per calendar slot (4, as :func:`_advance` walks them).  An event is filed in the list its sequence
+#: number picks; moving a bucket into the heap walks the four lists side by side, so four of the far table's
+#: cache misses are outstanding at once instead of one (the walk was 9-11% of a whole-machine run's time:
+#: docs/performance.md, sixth pass).  The order of insertion into the heap changes no pop: keys are unique.
+CAL_LISTS = 4
+assert CAL_LISTS == 4, "_advance walks exactly four lists a slot (e0..e3)"
+
+
+def bucket_seconds(hop_s, ranks):
+    """The calendar's bucket width: pending events grow with the processes and spread over a few hop times
+    (a head's chunk plus the router delay), so ``hop_s * BUCKET_RANKS / ranks`` keeps a bucket, and the
+    heap, at a few hundred events at any machine size."""
+    return hop_s * BUCKET_RANKS / max(ranks, BUCKET_RANKS)
+_NO_BUCKET = (1 << 62) - 1
+
+
+def new_queue(n, ctr, bucket_s=1e-9, slots=CAL_SLOTS):
+    """An empty event queue with room for ``n`` events and buckets ``bucket_s`` seconds wide (counters in ``ctr``)."""
+    assert slots & (slots - 1) == 0 and bucket_s > 0
+    cal = np.full((slots + 1, CAL_LISTS), -1, dtype=np.int64)
+    far = np.empty((n, 3), dtype=np.int64)
+    ctr[C_CUR], ctr[C_FAR_N], ctr[C_CAL_N], ctr[C_FAR_TOP], ctr[C_MOVED] = 0, 0, 0, 0, 0
+    ctr[C_INV_W] = np.float64(1.0 / bucket_s).view(np.int64)
+    ctr[C_OV_MIN], ctr[C_FAR_FREE] = _NO_BUCKET, -1
+    return new_heap(n), cal, far
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _bucket(ctr, tb):
+    return np.int64(i2f(tb) * i2f(ctr[C_INV_W]))
+
+
+@njit(cache=True, _nrt=False)
+def _file(q, ctr, e, b):
+    """Put far entry ``e`` (bucket ``b``, after the current one) into one of its slot's lists or the overflow's."""
+    cal, far = q[1], q[2]
+    slots = cal.shape[0] - 1
+    if b < ctr[C_CUR] + slots:
+        s = b & (slots - 1)
+        ctr[C_CAL_N] += 1
+    else:
+        s = slots
+        if b < ctr[C_OV_MIN]:
+            ctr[C_OV_MIN] = b
+    k = (far[e, 1] >> PAYLOAD_BITS) & (CAL_LISTS - 1)
+    far[e, 2] = cal[s, k]
+    cal[s, k] = e
+
+
+@njit(cache=True, _nrt=False)
+def push_keyed(q, ctr, tb, key):
+    """Queue the entry (time bits ``tb``, ``key``); its key, sequence number included, is given."""
+    hh, far = q[0], q[2]
+    b = _bucket(ctr, tb)
+    if ctr[C_HEAP_N] == 0:  # nothing pending: this event's bucket becomes the current one
+        if b > ctr[C_CUR]:
+            ctr[C_CUR] = b
+        heap_insert(hh, ctr, tb, key)
+        return
+    if b <= ctr[C_CUR]:
+        heap_insert(hh, ctr, tb, key)
+        return
+    e = ctr[C_FAR_FREE]
+    if e >= 0:
+        ctr[C_FAR_FREE] = far[e, 2]
+    else:
+        e = ctr[C_FAR_TOP]
+        ctr[C_FAR_TOP] = e + 1
+    far[e, 0], far[e, 1] = tb, key
+    ctr[C_FAR_N] += 1
+    _file(q, ctr, e, b)
+
+
+@njit(cache=True, _nrt=False)
+def push(q, ctr, t, prio, payload):
+    """Schedule ``payload`` (>= 0, below 2^PAYLOAD_BITS) at time ``t`` (>= 0) with SimPy priority ``prio``.
+
+    The kernels renumber the sequence between batches (:func:`renumber_all`) before it can overflow."""
+    key = (prio << PRIO_BIT) | (ctr[C_SEQ] << PAYLOAD_BITS) | payload
+    ctr[C_SEQ] += 1
+    push_keyed(q, ctr, f2i(t), key)
+
+
+@njit(cache=True, _nrt=False)
+def _advance(q, ctr):
+    """The heap ran empty with events still outside it: move the next non-empty bucket's events in."""
+    hh, cal, far = q
+    slots = cal.shape[0] - 1
+    cur = ctr[C_CUR]
+    while True:
+        if ctr[C_CAL_N] == 0:  # the slots are empty: jump to the overflow's first bucket
+            cur = ctr[C_OV_MIN] - 1
+        cur += 1
+        ctr[C_CUR] = cur
+        # The overflow is redistributed when the calendar reaches its first bucket, not as soon as that bucket
+        # comes within the slots' reach: then every entry due in the next ``slots`` buckets goes into the
+        # slots in one pass, and an entry left over waits at least ``slots`` buckets for the next pass.
+        # (At the earliest moment, the pass came again as soon as the calendar moved one bucket on while
+        # the overflow was dense just beyond the slots, each pass walking the whole list: the 64-rack UPC
+        # run, whose CPU steps of about 3 us outreach the slots' 2.3 us, slowed from 0.43 to 0.12 M events
+        # per second as it went; docs/performance.md, fifth pass.)
+        if ctr[C_OV_MIN] <= cur:
+            ctr[C_OV_MIN] = _NO_BUCKET
+            for k in range(CAL_LISTS):
+                e = cal[slots, k]
+                cal[slots, k] = -1
+                while e >= 0:
+                    nxt = far[e, 2]
+                    _file(q, ctr, e, _bucket(ctr, far[e, 0]))
+                    ctr[C_REFILED] += 1
+                    e = nxt
+        s = cur & (slots - 1)
+        if cal[s, 0] >= 0 or cal[s, 1] >= 0 or cal[s, 2] >= 0 or cal[s, 3] >= 0:
+            break
+    e0, e1, e2, e3 = cal[s, 0], cal[s, 1], cal[s, 2], cal[s, 3]
+    cal[s, 0], cal[s, 1], cal[s, 2], cal[s, 3] = -1, -1, -1, -1
+    ctr[C_MOVED] += 1
+    # four independent chains: each step's four loads do not wait on one another
+    while e0 >= 0 or e1 >= 0 or e2 >= 0 or e3 >= 0:
+        if e0 >= 0:
+            e0 = _move_in(hh, ctr, far, e0)
+        if e1 >= 0:
+            e1 = _move_in(hh, ctr, far, e1)
+        if e2 >= 0:
+            e2 = _move_in(hh, ctr, far, e2)
+        if e3 >= 0:
+            e3 = _move_in(hh, ctr, far, e3)
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _move_in(hh, ctr, far, e):
+    """Far entry ``e`` into the heap, its row onto the free list; the next entry of its list."""
+    nxt = far[e, 2]
+    heap_insert(hh, ctr, far[e, 0], far[e, 1])
+    far[e, 2] = ctr[C_FAR_FREE]
+    ctr[C_FAR_FREE] = e
+    ctr[C_FAR_N] -= 1
+    ctr[C_CAL_N] -= 1
+    return nxt
+
+
+@njit(cache=True, _nrt=False)
+def pop(q, ctr):
+    """Remove the earliest event; return (time, payload) (:func:`heap_pop`, which keeps ``C_SEEN_*``)."""
+    out = heap_pop(q[0], ctr)
+    if ctr[C_HEAP_N] == 0 and ctr[C_FAR_N] > 0:
+        _advance(q, ctr)
+    return out
+
+
+@njit(cache=True, _nrt=False)
+def gather(q, ctr):
+    """Move every entry outside the heap into it (the heap has room: see :func:`needs_room`)."""
+    hh, cal, far = q
+    for s in range(cal.shape[0]):
+        for k in range(CAL_LISTS):
+            e = cal[s, k]
+            cal[s, k] = -1
+            while e >= 0:
+                heap_insert(hh, ctr, far[e, 0], far[e, 1])
+                e = far[e, 2]
+    ctr[C_FAR_N], ctr[C_CAL_N], ctr[C_FAR_TOP], ctr[C_FAR_FREE], ctr[C_OV_MIN] = 0, 0, 0, -1, _NO_BUCKET
+
+
+@njit(cache=True, _nrt=False)
+def scatter(q, ctr):
+    """After renumbering (the heap sorted ascending): the events after the current bucket leave the heap again.
+
+    They are a suffix of the sorted rows, and a sorted prefix is a valid heap."""
+    hh = q[0]
+    n = ctr[C_HEAP_N]
+    keep = 0
+    while keep < n and _bucket(ctr, hh[keep, 0]) <= ctr[C_CUR]:
+        keep += 1
+    if keep == 0:
+        return
+    ctr[C_HEAP_N] = keep
+    for i in range(keep, n):
+        push_keyed(q, ctr, hh[i, 0], hh[i, 1])
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def needs_room(q, ctr):
+    """True when the queue or the packet table is short of its margin: the kernel's loop must return to grow them.
+
+    The heap must have room for every pending event (a bucket moving in, renumbering), the far table for
+    every one outside the heap."""
+    pending = ctr[C_HEAP_N] + ctr[C_FAR_N] + HEAP_MARGIN
+    return pending > q[0].shape[0] or pending > q[2].shape[0] or ctr[C_NFREE] < PACKET_MARGIN
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def batch_over(ctr):
+    """True when the batch of events ends: the sequence number reached the kernels' renumbering point, or
+    the event count the driver's pause point (checked after each event).
+
+    Checked after an event, not before, so that a loop always makes progress even when a test's limit is
+    below the number of pending events."""
+    return ctr[C_SEQ] >= ctr[C_RENUMBER_AT] or ctr[C_EVENTS] >= ctr[C_PAUSE_AT]
+
+
+@njit(cache=True)
+def grow_queue(q, ctr, extra=0):
+    """The queue, its heap and far table grown (doubled, or more) to hold every pending event, ``extra`` more,
+    and :data:`HEAP_MARGIN` free slots."""
+    hh, cal, far = q
+    need = ctr[C_HEAP_N] + ctr[C_FAR_N] + extra + HEAP_MARGIN
+    if need > hh.shape[0]:
+        hh = grow(hh, max(2 * hh.shape[0], need))
+    if need > far.shape[0]:
+        far = grow(far, max(2 * far.shape[0], need))
+    return hh, cal, far
