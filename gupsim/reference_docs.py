@@ -13,6 +13,10 @@ A page asks for a block with a marker comment, e.g.
 output at build time.  A field added to a model, an algorithm registered or a
 command added therefore appears on the site without touching the docs, and
 ``tests/test_docs.py`` checks that every leaf field does.
+
+The tutorial's example outputs (``gupsim bounds``, a default ``gupsim run``,
+a what-if table across link rates, a quick reproduction) are blocks too,
+computed when the site is built, so no simulated number is typed by hand.
 """
 
 from __future__ import annotations
@@ -221,6 +225,62 @@ def reproduce_example(name: str) -> str:
     return "```text\n" + "\n".join(lines) + "\n```"
 
 
+def run_example() -> str:
+    """What ``gupsim run`` with no options prints, run now by the installed command line.
+
+    The command runs in a process of its own, as in a reader's shell, so that its defaults are the command's
+    own (nothing here restates them) and the wall time and peak memory it prints are a standalone run's,
+    not the site build's.  Those three lines vary from machine to machine; every other line is deterministic.
+    """
+    import subprocess
+
+    # stderr is a pipe here, not a terminal, so the command draws no progress bar and needs no option.
+    proc = subprocess.run([sys.executable, "-c", "from gupsim.cli import main; main()", "run"],
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise GupsimError(f"run-example: `gupsim run` failed (exit {proc.returncode}): {proc.stderr.strip()[-500:]}")
+    return f"```text\n$ gupsim run\n{proc.stdout.rstrip()}\n```"
+
+
+def whatif_example(shape: str, algorithm: str, updates: str, rates: str, machine: str = "bgl") -> str:
+    """``gupsim bounds`` and ``gupsim run`` at several link rates (``rates``: comma-separated), computed now.
+
+    One table row per rate: both bounds of seed 000, the simulated ``gups``, that rate as a share of the
+    lower bound and the busiest link's utilisation.  Runs use ``gupsim run``'s defaults otherwise (seed 0,
+    engine ``auto``), so the loop shown above the table reproduces every number in it.
+    """
+    from gupsim.bounds import bounds
+    from gupsim.config import load_machine, parse_set_options
+    from gupsim.runner import MIN_STEADY_UPDATES, make_run_config, simulate
+
+    values = rates.split(",")
+    loop = [f"for rate in {' '.join(values)}; do",
+            f"  gupsim bounds --machine {machine} --shape {shape} --set link_bytes_per_s=$rate",
+            f"  gupsim run --machine {machine} --shape {shape} --algorithm {algorithm} --updates {updates} "
+            f"--set link_bytes_per_s=$rate",
+            "done"]
+    rows = ["| `link_bytes_per_s` | network bound, eq. (2) [GUPS] | CPU bound, eq. (1) [GUPS] | bottleneck "
+            "| simulated `gups` | `gups` / lower bound | `link_utilisation_max` |",
+            "|---|---|---|---|---|---|---|"]
+    short = False
+    for rate in values:
+        m = load_machine(machine, parse_set_options([f"link_bytes_per_s={rate}"]))
+        b = bounds(m, shape)
+        _, record = simulate(make_run_config(machine=m, shape=shape, algorithm=algorithm,
+                                             updates_per_process=int(updates)))
+        lower = min(b.network_bound_gups, b.cpu_bound_gups)
+        # Same number formats as `gupsim bounds` (4 significant digits) and `gupsim run` (gups to 4 decimals).
+        rows.append(f"| {rate} | {b.network_bound_gups:.4g} | {b.cpu_bound_gups:.4g} | {b.bottleneck} "
+                    f"| {record['gups']:.4f} | {record['gups'] / lower:.3f} | {record['link_utilisation_max']:.3f} |")
+        short |= not record["steady_state"]
+    out = "```bash\n" + "\n".join(loop) + "\n```\n\n" + "\n".join(rows)
+    if short:
+        # The record flags it; say so beside the table rather than let the rates pass for steady-state ones.
+        out += (f"\n\nFewer than {MIN_STEADY_UPDATES} updates per process: the records' `steady_state` flag is "
+                "false, so treat these rates as indicative.")
+    return out
+
+
 def optional_link(path: str, up: str = "0") -> str:
     """A link to ``docs/<path>`` once a page exists there, else its name (pages other branches add)."""
     from gupsim.config import REPO_ROOT
@@ -239,6 +299,8 @@ BLOCKS: dict[str, Callable[..., str]] = {
     "machines": machines_reference,
     "bounds-example": bounds_example,
     "reproduce-example": reproduce_example,
+    "run-example": run_example,
+    "whatif-example": whatif_example,
     "optional-link": optional_link,
 }
 

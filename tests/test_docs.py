@@ -140,19 +140,65 @@ def test_the_add_an_algorithm_example_runs_and_matches_one_packet(bgl):
     assert record["gups"] == reference["gups"] and record["sim_time_s"] == reference["sim_time_s"]
 
 
-def test_the_tutorials_first_run_output_is_what_gupsim_run_prints_today(bgl):
-    """The tutorial pastes one real `gupsim run`; every deterministic line of it must still be true."""
+def test_the_tutorials_first_run_is_generated_and_is_what_gupsim_run_prints(bgl):
+    """Section 2's output is a block that runs `gupsim run`; its deterministic lines must be the default run's."""
     from gupsim.cli import DEFAULTS
-    from gupsim.reporting import format_record
+    from gupsim.reporting import MEASURED_KEYS, SUMMARY_ROWS, format_record
     from gupsim.runner import make_run_config, simulate
 
     text = (REPO_ROOT / "docs" / "tutorial.md").read_text()
-    pasted = re.search(r"```text\n\$ gupsim run\n(.*?)```", text, re.S).group(1).strip().splitlines()
+    assert "<!-- gupsim:run-example -->" in text
+    assert "$ gupsim run\n" not in text, "docs/tutorial.md pastes a `gupsim run` output; use the run-example block"
+    block = reference_docs.render("<!-- gupsim:run-example -->")
+    shown = re.fullmatch(r"```text\n\$ gupsim run\n(.*)\n```", block, re.S).group(1).splitlines()
     _, record = simulate(make_run_config(machine=bgl, shape=DEFAULTS["shape"], algorithm=DEFAULTS["algorithm"],
                                          updates_per_process=DEFAULTS["updates"], seed=DEFAULTS["seed"]))
     fresh = format_record(record).splitlines()
-    machine_dependent = ("wall time", "events per wall second", "peak memory")
-    assert len(pasted) == len(fresh)
-    for old, new in zip(pasted, fresh, strict=True):
-        if not old.strip().startswith(machine_dependent):
-            assert old == new, "docs/tutorial.md section 2 is stale: paste a fresh `gupsim run` output"
+    measured = tuple(label for key, label, _ in SUMMARY_ROWS if key in MEASURED_KEYS)
+    assert len(shown) == len(fresh)
+    for line, expected in zip(shown, fresh, strict=True):
+        if not line.strip().startswith(measured):
+            assert line == expected
+
+
+def _table_rows(markdown: str) -> list[list[str]]:
+    """The data rows of the one Markdown table in ``markdown``, as cells."""
+    rows = [line for line in markdown.splitlines() if line.startswith("|")]
+    return [[c.strip() for c in row.strip("|").split("|")] for row in rows[2:]]
+
+
+def test_the_tutorials_what_if_table_is_generated_and_consistent():
+    """Section 5's table: one row per rate, each share the simulated rate over the lower of the two bounds."""
+    text = (REPO_ROOT / "docs" / "tutorial.md").read_text()
+    marker = re.search(r"<!-- gupsim:whatif-example .*?-->", text)
+    assert marker, "docs/tutorial.md lost its generated what-if table"
+    args = dict(arg.split("=", 1) for arg in marker.group(0).split()[2:-1])
+    rates = args["rates"].split(",")
+    block = reference_docs.render(marker.group(0))
+    # the loop shown above the table is the one that made it
+    assert f"--shape {args['shape']} --algorithm {args['algorithm']} --updates {args['updates']} " in block
+    rows = _table_rows(block)
+    assert [row[0] for row in rows] == rates and len(rows) == 3
+    for rate, network, cpu, bottleneck, gups, share, utilisation in rows:
+        network, cpu, gups, share, utilisation = map(float, (network, cpu, gups, share, utilisation))
+        lower = min(network, cpu)
+        assert bottleneck == ("network" if network < cpu else "cpu"), rate
+        # every value is rounded (bounds to 4 significant digits, gups to 4 decimals, share to 3)
+        assert share == pytest.approx(gups / lower, abs=2e-3), rate
+        assert 0 < utilisation <= 1 and 0 < gups
+    # each row really ran at its rate: eq. (2) is proportional to the link rate, eq. (1) does not depend on it
+    per_rate = [float(r[1]) / float(r[0]) for r in rows]
+    assert max(per_rate) == pytest.approx(min(per_rate), rel=1e-3)
+    assert len({r[2] for r in rows}) == 1
+
+
+@pytest.mark.parametrize("page, extra", [("tutorial.md", ()), ("how-to/add-an-algorithm.md", ("direct",))])
+def test_pasted_algorithm_lists_are_the_registry(page, extra):
+    """An unknown --algorithm prints the registered names; a page that shows that error must show them all."""
+    from gupsim.algorithms import available_algorithms
+
+    text = (REPO_ROOT / "docs" / page).read_text()
+    shown = re.findall(r"(?:valid choices|algorithms): ([\w, -]+)", text)
+    assert shown, page
+    for names in shown:
+        assert names.strip().split(", ") == sorted([*available_algorithms(), *extra]), page
