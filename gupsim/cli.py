@@ -6,15 +6,33 @@ user types produces a traceback.
 
 from __future__ import annotations
 
+import math
 import sys
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
 import click
 
-from gupsim.errors import GupsimError
+from gupsim.errors import GupsimError, UnknownNameError
 
 DEFAULTS = {"machine": "bgl", "shape": "4x4x4", "algorithm": "baseline", "updates": 4096, "seed": 0}
+
+
+def _load_machine(machine: str, sets: tuple[str, ...]) -> Any:
+    """``--machine`` and ``--set``: the validated machine.  A value that is neither a known name nor a
+    ``.yaml`` path says so, instead of only "unknown machine" for what the user meant as a file."""
+    from gupsim.config import load_machine, parse_set_options
+
+    try:
+        return load_machine(machine, parse_set_options(sets))
+    except UnknownNameError as exc:
+        from pathlib import Path
+
+        if exc.kind != "machine" or exc.name != machine or not (Path(machine).exists() or "/" in machine):
+            raise
+        found = "the file exists, but" if Path(machine).exists() else f"no file {machine} either;"
+        raise GupsimError(f"--machine {machine}: no machine named {machine!r}, and {found} a machine file's name "
+                          f"ends in .yaml or .yml (machines: {', '.join(exc.valid)})") from None
 
 
 def _key_values(items: tuple[str, ...], what: str) -> dict[str, Any]:
@@ -23,7 +41,66 @@ def _key_values(items: tuple[str, ...], what: str) -> dict[str, Any]:
     return dict(parse_key_value(item, what) for item in items)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class GupsimGroup(click.Group):
+    """The command group, which reports every user mistake as one line ``gupsim: error: ...`` and exit 2.
+
+    Click's own usage errors (a bad option value, a missing or unknown option) would print a usage line,
+    a hint and the error; the README promises the one line, whichever layer found the mistake.  This is
+    the group's ``main``, so ``gupsim`` and ``CliRunner().invoke(cli, ...)`` behave the same.  A command
+    that succeeds returns (``main()`` callers run several commands in one process); one that fails exits.
+    """
+
+    def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
+             standalone_mode: bool = True, **extra: Any) -> Any:
+        if not standalone_mode:  # the caller handles the exceptions itself
+            return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        try:
+            code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except GupsimError as exc:
+            _fail(str(exc))
+        except click.exceptions.NoArgsIsHelpError as exc:  # bare `gupsim`: the help, as click shows it
+            exc.show()
+            sys.exit(exc.exit_code)
+        except click.UsageError as exc:
+            _fail(exc.format_message(), exc.exit_code)
+        except click.exceptions.Abort:
+            click.echo("gupsim: aborted", err=True)
+            sys.exit(130)
+        except click.ClickException as exc:
+            exc.show()
+            sys.exit(exc.exit_code)
+        return code
+
+
+def _fail(message: str, code: int = 2) -> None:
+    """Print ``gupsim: error: MESSAGE`` as one line on stderr and exit."""
+    click.echo(f"gupsim: error: {' '.join(message.split())}", err=True)
+    sys.exit(code)
+
+
+class FiniteFloatRange(click.FloatRange):
+    """A ``click.FloatRange`` that also refuses ``nan`` and ``inf``: float() parses both, and the range
+    test lets NaN through (every comparison with it is false), so ``--sample-interval-s nan`` ran with a
+    meaningless interval."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        rv = super().convert(value, param, ctx)
+        if not math.isfinite(rv):
+            self.fail(f"{value!r} is not a finite number.", param, ctx)
+        return rv
+
+
+@contextmanager
+def _writing(option: str, path: Any) -> Iterator[None]:
+    """Turn an OSError while writing the output named by ``option`` into one line naming the path (a
+    missing folder, a read-only place); any other exception is left alone."""
+    try:
+        yield
+    except OSError as exc:
+        raise GupsimError(f"{option} {path}: {exc.strerror or exc}") from None
+
+
+@click.group(name="gupsim", cls=GupsimGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="gupsim")
 def cli() -> None:
     """Simulate HPCC RandomAccess (GUPS) on torus supercomputers."""
@@ -45,22 +122,21 @@ def cli() -> None:
 @click.option("--json", "as_json", is_flag=True, help="print one JSON object")
 @click.option("--links", is_flag=True, help="add per-link counters to the record (for gupsim plot links)")
 @click.option("--histograms", is_flag=True, help="add updates-per-packet/-message histograms to the record")
-@click.option("--sample-interval-s", type=click.FloatRange(min=0, min_open=True), default=None,
+@click.option("--sample-interval-s", type=FiniteFloatRange(min=0, min_open=True), default=None,
               help="sample throttling and SBF this often (simulated seconds)")
 @click.option("--checkpoint", "checkpoint_path", default=None, type=click.Path(dir_okay=False),
               help="keep the fast run's state in this file as it goes; the same command resumes from it")
-@click.option("--checkpoint-every-s", default=None, type=click.FloatRange(min=0),
+@click.option("--checkpoint-every-s", default=None, type=FiniteFloatRange(min=0),
               help="wall seconds between two saves of --checkpoint  [default: 600]")
 @click.option("--no-progress", is_flag=True, help="no progress bar (it shows only on a terminal)")
 def run(machine, shape, algorithm, updates, seed, sets, options, log2_table_size, verify, engine, as_json,
         links, histograms, sample_interval_s, checkpoint_path, checkpoint_every_s, no_progress) -> None:
     """Simulate one run and print its record."""
-    from gupsim.config import load_machine, parse_set_options
     from gupsim.reporting import format_record, to_json
     from gupsim.runner import make_run_config, simulate
     from gupsim.telemetry import Telemetry
 
-    m = load_machine(machine, parse_set_options(sets))
+    m = _load_machine(machine, sets)
     cfg = make_run_config(machine=m, shape=shape, algorithm=algorithm, updates_per_process=updates, seed=seed,
                           verify=verify, log2_table_size=log2_table_size,
                           algorithm_options=_key_values(options, "--option"), engine=engine)
@@ -119,20 +195,19 @@ def _checkpoint(cfg: Any, path: str | None, every_s: float | None, telemetry: bo
                              every_s=driver.CHECKPOINT_EVERY_S if every_s is None else every_s)
 
 
-@cli.command()
+@cli.command(short_help="CPU bound (eq. 1) and network bound (eq. 2) of seed 000.")
 @click.option("--machine", default=DEFAULTS["machine"], show_default=True, help="machine name or YAML path")
 @click.option("--shape", required=True, help="partition shape XxYxZ, e.g. 64x32x32")
-@click.option("--bytes-per-update", type=click.FloatRange(min=0, min_open=True), default=None,
+@click.option("--bytes-per-update", type=FiniteFloatRange(min=0, min_open=True), default=None,
               help="b for eq. (2) instead of the machine's wire bytes")
 @click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help="override a machine field (repeatable)")
 @click.option("--json", "as_json", is_flag=True, help="print one JSON object")
 def bounds(machine, shape, bytes_per_update, sets, as_json) -> None:
     """CPU bound (eq. 1) and network bound (eq. 2) of seed 000."""
     from gupsim.bounds import bounds as compute
-    from gupsim.config import load_machine, parse_set_options
     from gupsim.reporting import format_bounds, to_json
 
-    b = compute(load_machine(machine, parse_set_options(sets)), shape, bytes_per_update).as_dict()
+    b = compute(_load_machine(machine, sets), shape, bytes_per_update).as_dict()
     click.echo(to_json(b) if as_json else format_bounds(b))
 
 
@@ -165,21 +240,27 @@ def reproduce(names, out_dir, quick, docs_path, jobs, keep_runs) -> None:
         # Each table lands (CSV, figures, its section of the page) as soon as it is done, so a long
         # `reproduce all` that is stopped early keeps what it finished; the page says which ones.
         finished.append(comparison)
-        path = comparison.write_csv(Path(out_dir))
-        for extra in comparison.figures(Path(out_dir)):
+        with _writing("--out", out_dir):
+            path = comparison.write_csv(Path(out_dir))
+            figures = comparison.figures(Path(out_dir))
+        for extra in figures:
             click.echo(f"{comparison.name}: wrote {extra}")
         click.echo(f"{comparison.name}: wrote {path} ({comparison.wall_s:.1f} s)")
         for line in comparison.summary_lines():
             click.echo(f"  {line}")
         if docs_path:
-            write_markdown(finished, Path(docs_path), command, refresh=True)
+            with _writing("--docs", docs_path):
+                write_markdown(finished, Path(docs_path), command, refresh=True)
 
+    with _writing("--out", out_dir):  # a folder that cannot be made fails now, not after the runs
+        Path(out_dir).mkdir(parents=True, exist_ok=True)
     cache_dir = Path(out_dir) / "runs" if keep_runs else None
     log_to_stderr()
     comparisons = run_experiments(wanted, quick, jobs, on_done=keep, cache_dir=cache_dir)
     if docs_path:
         # One table reproduced refreshes its own section; `all` rewrites the page once everything is in.
-        write_markdown(comparisons, Path(docs_path), command, refresh="all" not in names)
+        with _writing("--docs", docs_path):
+            write_markdown(comparisons, Path(docs_path), command, refresh="all" not in names)
         click.echo(f"wrote {docs_path}")
     if not quick:
         from gupsim.config import MACHINES_DIR
@@ -210,7 +291,8 @@ def runs(out_dir, show_all, csv_path) -> None:
     mine = table.loc[table["reused"].astype(bool)]  # .loc: an empty object column would select columns
     shown = table if show_all else mine
     if csv_path:
-        shown.to_csv(csv_path, index=False)
+        with _writing("--csv", csv_path):
+            shown.to_csv(csv_path, index=False)
     readable = {"events": "{:,}".format, "wall_s": "{:,.1f}".format, "events_per_wall_s": "{:,.0f}".format,
                 "peak_rss_mb": "{:,.0f}".format, "gups": "{:.4g}".format, "updates_applied": "{:,}".format,
                 "size_mb": "{:,.0f}".format}
@@ -227,7 +309,7 @@ def runs(out_dir, show_all, csv_path) -> None:
 
 @cli.command(name="list")
 def list_() -> None:
-    """List the machines, algorithms and topologies gupsim knows."""
+    """List the machines, algorithms, topologies and experiments gupsim knows."""
     from gupsim.algorithms import available_algorithms
     from gupsim.config import available_machines
     from gupsim.topology import TOPOLOGIES
@@ -293,9 +375,11 @@ def results(store_path, csv_path, parquet_path, all_columns) -> None:
 
     table = store_table(store_path)
     if csv_path:
-        table.to_csv(csv_path, index=False)
+        with _writing("--csv", csv_path):
+            table.to_csv(csv_path, index=False)
     if parquet_path:
-        table.to_parquet(parquet_path, index=False)
+        with _writing("--parquet", parquet_path):
+            table.to_parquet(parquet_path, index=False)
     main_cols = ["key", "status", "shape", "nodes", "algorithm", "seed"] + \
         [c for c in table.columns if c.startswith("var.")] + ["gups", "network_bound_fraction", "send_blocking_factor", "bytes_per_update", "updates_per_packet", "error"]
     shown = table if all_columns else table[[c for c in dict.fromkeys(main_cols) if c in table]]
@@ -309,7 +393,8 @@ def results(store_path, csv_path, parquet_path, all_columns) -> None:
 @click.argument("kind", type=click.Choice(["scaling", "links", "histograms", "timeseries"]))
 @click.argument("source", type=click.Path())
 @click.option("--out", "out_dir", default="results/plots", show_default=True, type=click.Path(file_okay=False))
-@click.option("--key", default=None, help="which run of a results store (a unique key prefix)")
+@click.option("--key", default=None,
+              help="which run of a results store (a unique key prefix); scaling: the runs whose key starts with it")
 @click.option("--slice", "z_slice", default=0, show_default=True, type=click.IntRange(min=0),
               help="links: the z plane to draw")
 def plot(kind, source, out_dir, key, z_slice) -> None:
@@ -323,24 +408,15 @@ def plot(kind, source, out_dir, key, z_slice) -> None:
 
     from gupsim import plots
 
+    with _writing("--out", out_dir):
+        Path(out_dir).mkdir(parents=True, exist_ok=True)
     for path in plots.draw(kind, source, Path(out_dir), key=key, z_slice=z_slice):
         click.echo(f"wrote {path}")
 
 
 def main(argv: list[str] | None = None) -> None:
-    try:
-        cli.main(args=argv, prog_name="gupsim", standalone_mode=False)
-    except GupsimError as exc:
-        click.echo(f"gupsim: error: {exc}", err=True)
-        sys.exit(2)
-    except click.exceptions.Abort:
-        click.echo("gupsim: aborted", err=True)
-        sys.exit(130)
-    except click.ClickException as exc:
-        exc.show()
-        sys.exit(exc.exit_code)
-    except SystemExit:
-        raise
+    """The ``gupsim`` script: :class:`GupsimGroup` turns every user mistake into one line and exit 2."""
+    cli.main(args=argv, prog_name="gupsim")
 
 
 if __name__ == "__main__":

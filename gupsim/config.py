@@ -13,15 +13,18 @@ The sections mirror the model's parts:
 * ``cache`` (optional): cache sizes and latencies for the baseline's
   per-destination data (seed 000 §5.1, §6.1; :mod:`gupsim.cache`).
 
-Loading is strict: an unknown key, a wrong type or an impossible value is
-reported as one line naming the file and the field (:class:`GupsimError`),
-never as a pydantic traceback.  ``--set key=value`` overrides any leaf field
+Loading is strict: an unknown key, a key given twice, a wrong type, an
+impossible value or a broken cycle table is reported as one line naming the
+file (or the ``--set`` that caused it) and the field (:class:`GupsimError`),
+never as a pydantic, PyYAML or pandas traceback.  YAML is read as YAML 1.2
+reads numbers: ``350e6`` is a float.  ``--set key=value`` overrides any leaf field
 for what-if runs, by its dotted path or by its bare name when unambiguous.
 """
 
 from __future__ import annotations
 
 import difflib
+import re
 import typing
 from dataclasses import dataclass
 from functools import cached_property
@@ -38,7 +41,24 @@ from gupsim.errors import GupsimError, UnknownNameError
 REPO_ROOT = Path(__file__).resolve().parents[1]
 MACHINES_DIR = REPO_ROOT / "configs" / "machines"
 
+
+class FieldProblem(GupsimError):
+    """What is wrong with one machine field: ``path`` (dotted, without pydantic's union tags) and the message.
+
+    Raised while a machine is checked, so that the loader can blame whoever set that field: the
+    machine file, or the ``--set`` that changed it.  Its text is the message alone, one line.
+    """
+
+    def __init__(self, path: str, message: str, kind: str = "invalid"):
+        self.path, self.kind = path, kind
+        super().__init__(message)
+
+
 _STRICT = ConfigDict(frozen=True, extra="forbid", strict=True, allow_inf_nan=False)
+
+# Upper bound of every count-like int field (bytes, chunks, cycles, ports): the fast engine keeps
+# them in int32 tables, so a larger value must fail here, naming the field, not overflow there.
+MAX_COUNT = 2**31 - 1
 
 
 class NetworkConfig(BaseModel):
@@ -49,14 +69,14 @@ class NetworkConfig(BaseModel):
     topology: Literal["torus", "mesh", "auto"] = Field(
         description="'auto' builds a mesh up to mesh_up_to_nodes nodes and a torus above"
     )
-    mesh_up_to_nodes: int = Field(ge=0, description="largest partition wired as a mesh when topology is auto")
+    mesh_up_to_nodes: int = Field(ge=0, le=MAX_COUNT, description="largest partition wired as a mesh when topology is auto")
     link_bytes_per_s: float = Field(gt=0, description="bandwidth of one directed link")
-    chunk_bytes: int = Field(gt=0, description="packets are whole multiples of this many payload bytes")
-    max_chunks_per_packet: int = Field(ge=1, description="largest packet, in chunks")
-    packet_header_bytes: int = Field(ge=0, description="hardware header on the wire, per packet")
-    packet_trailer_bytes: int = Field(ge=0, description="hardware trailer (CRC) on the wire, per packet")
+    chunk_bytes: int = Field(gt=0, le=MAX_COUNT, description="packets are whole multiples of this many payload bytes")
+    max_chunks_per_packet: int = Field(ge=1, le=MAX_COUNT, description="largest packet, in chunks")
+    packet_header_bytes: int = Field(ge=0, le=MAX_COUNT, description="hardware header on the wire, per packet")
+    packet_trailer_bytes: int = Field(ge=0, le=MAX_COUNT, description="hardware trailer (CRC) on the wire, per packet")
     paper_packet_overhead_bytes: int = Field(
-        ge=0, description="per-packet overhead the bottleneck table of seed 000 used (b = 32 + this)"
+        ge=0, le=MAX_COUNT, description="per-packet overhead the bottleneck table of seed 000 used (b = 32 + this)"
     )
     router_delay_ns: float = Field(ge=0, description="pipeline latency of one router hop")
     routing: Literal["deterministic", "adaptive"] = Field(
@@ -64,9 +84,9 @@ class NetworkConfig(BaseModel):
         "dimension-order escape VC")
     flow_control: Literal["bubble", "none"] = Field(
         description="torus deadlock avoidance: BG/L's bubble rule, or none (a what-if that can deadlock)")
-    link_buffer_chunks: int = Field(ge=1, description="input buffer at the far end of each directed link")
-    injection_fifo_chunks: int = Field(ge=1, description="injection FIFO depth of a node")
-    reception_fifo_chunks: int = Field(ge=1, description="reception FIFO depth of a node")
+    link_buffer_chunks: int = Field(ge=1, le=MAX_COUNT, description="input buffer at the far end of each directed link")
+    injection_fifo_chunks: int = Field(ge=1, le=MAX_COUNT, description="injection FIFO depth of a node")
+    reception_fifo_chunks: int = Field(ge=1, le=MAX_COUNT, description="reception FIFO depth of a node")
     fifos: Literal["shared", "per-dimension"] = Field(
         description="shared: one injection and one reception FIFO per process; per-dimension: one of each per "
         "torus dimension plus one for node-local packets, each of the depth above")
@@ -75,7 +95,7 @@ class NetworkConfig(BaseModel):
         "as hardware FIFOs do (head-of-line blocking); pool: a buffer is room only, and any packet whose next "
         "room is free may leave")
     cut_through_bytes: int | None = Field(
-        default=None, ge=1,
+        default=None, ge=1, le=MAX_COUNT,
         description="bytes a router must have before it forwards a packet's head (default: one chunk)")
 
     @model_validator(mode="after")
@@ -116,8 +136,8 @@ class CpuConfig(BaseModel):
 
     clock_hz: float = Field(gt=0, description="core clock; every *_cycles field counts cycles of it")
     processes_per_node: int = Field(ge=1, le=4, description="1: co-processor mode; 2: virtual-node mode")
-    generate_cycles: int = Field(ge=0, description="t_g + t_o^s: form the next update")
-    update_cycles: int = Field(ge=0, description="t_u: XOR into a table word that misses every cache")
+    generate_cycles: int = Field(ge=0, le=MAX_COUNT, description="t_g + t_o^s: form the next update")
+    update_cycles: int = Field(ge=0, le=MAX_COUNT, description="t_u: XOR into a table word that misses every cache")
     packet_overhead_cycles: float = Field(ge=0, description="t_o^p of eq. (1): per remote update, beyond send and receive")
     route_hop_cycles: float = Field(ge=0, description="software routing: per update per software hop, packets excluded")
     poll_cycles_per_dimension: float = Field(
@@ -132,11 +152,11 @@ class MpiConfig(BaseModel):
     model_config = _STRICT
 
     latency_small_cycles: float = Field(gt=0, description="MPI call latency at latency_small_bytes")
-    latency_small_bytes: int = Field(gt=0, description="message size of latency_small_cycles")
+    latency_small_bytes: int = Field(gt=0, le=MAX_COUNT, description="message size of latency_small_cycles")
     latency_large_cycles: float = Field(gt=0, description="MPI call latency at latency_large_bytes")
-    latency_large_bytes: int = Field(gt=0, description="message size of latency_large_cycles")
+    latency_large_bytes: int = Field(gt=0, le=MAX_COUNT, description="message size of latency_large_cycles")
     send_share: float = Field(ge=0, le=1, description="fraction of a message's MPI cost paid by the sender")
-    header_bytes: int = Field(ge=0, description="software header MPI adds to each message")
+    header_bytes: int = Field(ge=0, le=MAX_COUNT, description="software header MPI adds to each message")
     test_cycles: float = Field(ge=0, description="one MPI_Test call")
     bucket_insert_cycles: float = Field(ge=0, description="append an update to its destination bucket")
     heap_cycles_per_level: float = Field(ge=0, description="heap update cost per level of a heap of N-1 entries")
@@ -148,6 +168,10 @@ class MpiConfig(BaseModel):
     def _ordered(self) -> "MpiConfig":
         if self.latency_large_bytes <= self.latency_small_bytes:
             raise ValueError("latency_large_bytes must exceed latency_small_bytes")
+        # A larger message never costs less; the latency line would fall, and mpi_latency clamps it.
+        if self.latency_large_cycles < self.latency_small_cycles:
+            raise ValueError(f"latency_large_cycles={self.latency_large_cycles} is below "
+                             f"latency_small_cycles={self.latency_small_cycles}: a larger message cannot cost less")
         return self
 
 
@@ -156,10 +180,10 @@ class CacheConfig(BaseModel):
 
     model_config = _STRICT
 
-    line_bytes: int = Field(gt=0, description="cache line: the bytes one miss brings in")
-    l1_bytes: int = Field(gt=0, description="L1 data cache capacity")
+    line_bytes: int = Field(gt=0, le=MAX_COUNT, description="cache line: the bytes one miss brings in")
+    l1_bytes: int = Field(gt=0, le=MAX_COUNT, description="L1 data cache capacity")
     l1_hit_cycles: float = Field(ge=0, description="load latency on an L1 hit")
-    l3_bytes: int = Field(gt=0, description="last-level (L3) cache capacity")
+    l3_bytes: int = Field(gt=0, le=MAX_COUNT, description="last-level (L3) cache capacity")
     l3_hit_cycles: float = Field(ge=0, description="load latency on an L1 miss that hits L3")
     memory_cycles: float = Field(ge=0, description="main-memory latency (misses every cache)")
 
@@ -181,7 +205,7 @@ class DmaConfig(BaseModel):
     model_config = _STRICT
 
     engine_bytes_per_s: float = Field(gt=0, description="one node's DMA engine, each way (injection, reception)")
-    header_bytes: int = Field(ge=0, description="DMA header carried inside each packet's chunks")
+    header_bytes: int = Field(ge=0, le=MAX_COUNT, description="DMA header carried inside each packet's chunks")
     rx_packet_overhead_ns: float = Field(ge=0, description="extra reception cost per packet from the torus")
     throttle_backoff_ns: float = Field(ge=0, description="wait before a sender whose first link is busy retries")
 
@@ -215,7 +239,7 @@ class MachineConfig(BaseModel):
         base = Path(self.source_path).parent if self.source_path else MACHINES_DIR
         path = (base / rel).resolve()
         if not path.exists():
-            raise GupsimError(f"{self.source_path or self.name}: cpu.raw_device_cycle_table: file not found: {path}")
+            raise FieldProblem("cpu.raw_device_cycle_table", f"cpu.raw_device_cycle_table: file not found: {path}")
         return path
 
     @property
@@ -236,19 +260,42 @@ class RawDeviceCosts:
     send_cycles: np.ndarray
     recv_cycles: np.ndarray
 
+    COLUMNS = ("payload_bytes", "send_mean_cycles", "recv_mean_cycles")
+
     @classmethod
     def from_csv(cls, path: Path) -> "RawDeviceCosts":
-        frame = pd.read_csv(path)
-        need = {"payload_bytes", "send_mean_cycles", "recv_mean_cycles"}
-        missing = need - set(frame.columns)
+        """Read and check the table; any defect is a :class:`FieldProblem` of cpu.raw_device_cycle_table.
+
+        Checked here, when the machine loads, because the table is first interpolated deep inside a
+        run, where an empty or non-numeric column would surface as a NumPy error from SimPy.
+        """
+        def problem(reason: str) -> FieldProblem:
+            return FieldProblem("cpu.raw_device_cycle_table", f"cpu.raw_device_cycle_table: {path}: {reason}")
+
+        if not path.is_file():
+            raise problem("not a file")
+        try:
+            frame = pd.read_csv(path)
+        except (OSError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
+            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise problem(f"not a readable CSV table ({reason})") from None
+        missing = [c for c in cls.COLUMNS if c not in frame.columns]
         if missing:
-            raise GupsimError(f"{path}: missing columns {sorted(missing)}")
-        frame = frame.sort_values("payload_bytes")
-        return cls(
-            frame["payload_bytes"].to_numpy(float),
-            frame["send_mean_cycles"].to_numpy(float),
-            frame["recv_mean_cycles"].to_numpy(float),
-        )
+            raise problem(f"missing columns {missing} (expected a CSV with columns {', '.join(cls.COLUMNS)})")
+        frame = frame[list(cls.COLUMNS)]
+        if frame.empty:
+            raise problem("no rows; the costs are interpolated, so at least one is needed")
+        numbers = frame.apply(pd.to_numeric, errors="coerce")
+        bad = numbers.isna() | ~np.isfinite(numbers.fillna(0)) | (numbers < 0)
+        if bad.to_numpy().any():
+            row, column = next((r, c) for r, c in zip(*np.nonzero(bad.to_numpy())))
+            got = frame.iat[row, column]
+            shown = "an empty cell" if pd.isna(got) else repr(got)
+            raise problem(f"data row {row + 1}: {cls.COLUMNS[column]}: expected a non-negative number (got {shown})")
+        if numbers["payload_bytes"].duplicated().any():
+            raise problem("payload_bytes repeats a size; each row must be a different payload")
+        numbers = numbers.sort_values("payload_bytes")
+        return cls(*(numbers[c].to_numpy(float) for c in cls.COLUMNS))
 
     def send(self, payload_bytes: float) -> float:
         return self._lookup(payload_bytes)[0]
@@ -288,10 +335,55 @@ def machine_path(name_or_path: str) -> Path:
     return path
 
 
+class DuplicateKeyError(yaml.constructor.ConstructorError):
+    """A mapping names the same key twice (YAML requires unique keys; PyYAML would keep the last)."""
+
+
+class StrictLoader(yaml.SafeLoader):
+    """PyYAML's safe loader with two YAML 1.2 rules that YAML 1.1 lacks.
+
+    * A key may appear once per mapping: a repeated ``chunk_bytes`` is a mistake, not an override.
+    * ``350e6`` and ``1.0e6`` are floats (YAML 1.1 wants a dot and a signed exponent, ``350.0e+6``,
+      and reads the rest as strings, which strict number fields then refuse).
+    """
+
+    def construct_mapping(self, node: yaml.Node, deep: bool = False) -> dict[Any, Any]:
+        if isinstance(node, yaml.MappingNode):
+            first: dict[Any, yaml.Node] = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue  # '<<' brings in defaults that the mapping's own keys may override
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    seen = first.setdefault(key, key_node)
+                except TypeError:
+                    continue  # an unhashable key: SafeLoader reports it below
+                if seen is not key_node:
+                    raise DuplicateKeyError(
+                        problem=f"duplicate key {key!r} (first given on line {seen.start_mark.line + 1})",
+                        problem_mark=key_node.start_mark)
+        return super().construct_mapping(node, deep=deep)
+
+
+StrictLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$"),
+    list("-+0123456789."),
+)
+
+
 def read_yaml_mapping(path: Path, what: str) -> dict[str, Any]:
-    """A YAML file whose top level is a mapping; bad YAML or another shape is one line."""
+    """A YAML file whose top level is a mapping; an unreadable file, bad YAML or another shape is one line."""
     try:
-        data = yaml.safe_load(path.read_text())
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise GupsimError(f"{path}: not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset {exc.start})") from None
+    except OSError as exc:
+        raise GupsimError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    try:
+        data = yaml.load(text, Loader=StrictLoader)
+    except DuplicateKeyError as exc:
+        raise GupsimError(f"{path}: line {exc.problem_mark.line + 1}: {exc.problem}") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1})" if mark is not None else ""
@@ -302,19 +394,39 @@ def read_yaml_mapping(path: Path, what: str) -> dict[str, Any]:
 
 
 def load_machine(name_or_path: str, overrides: dict[str, Any] | None = None) -> MachineConfig:
-    """Load, override and validate a machine; every failure is one line."""
+    """Load, override and validate a machine; every failure is one line, blaming the file or the --set."""
     path = machine_path(name_or_path)
-    data = read_yaml_mapping(path, "machine fields")
-    data = apply_overrides(data, overrides or {}, str(path))
-    data["source_path"] = str(path)
+    overrides = overrides or {}
+    base = read_yaml_mapping(path, "machine fields")
+    data = apply_overrides(base, overrides, str(path))
     try:
-        return validate_machine(data, str(path))
-    except GupsimError as exc:
-        # Blame the override, not the file, when the bad field came from --set.
-        for dotted, value in (overrides or {}).items():
-            if f": {dotted}:" in str(exc):
-                raise GupsimError(f"--set {dotted}={value}: {str(exc).split(f': {dotted}: ', 1)[1]}") from None
-        raise
+        return checked_machine(data | {"source_path": str(path)})
+    except FieldProblem as problem:
+        raise GupsimError(_blame(problem, base, overrides, path)) from None
+
+
+def _blame(problem: FieldProblem, base: dict[str, Any], overrides: dict[str, Any], path: Path) -> str:
+    """The one line for a machine that failed: led by the ``--set`` options that broke it, else by the file."""
+    culprits = [key for key in overrides if key == problem.path]
+    if not culprits and overrides and _loads(base, path):
+        # The file alone is fine, so the overrides broke it: those in the failing section, else all.
+        inside = [key for key in overrides if not problem.path or key.startswith(problem.path + ".")]
+        culprits = inside or list(overrides)
+    if not culprits:
+        return f"{path}: {problem}"
+    message = str(problem).removeprefix(f"{culprits[0]}: ") if len(culprits) == 1 else str(problem)
+    section = problem.path.split(".", 1)[0]
+    if problem.kind == "missing" and "." in problem.path and section not in base:
+        message += f" ({path.name} has no {section} section; --set all of its fields to add one)"
+    return f"{' '.join(f'--set {key}={overrides[key]}' for key in culprits)}: {message}"
+
+
+def _loads(data: dict[str, Any], path: Path) -> bool:
+    try:
+        checked_machine(data | {"source_path": str(path)})
+    except FieldProblem:
+        return False
+    return True
 
 
 def machine_kinds() -> dict[str, type[BaseModel]]:
@@ -325,52 +437,105 @@ def machine_kinds() -> dict[str, type[BaseModel]]:
 
 
 def validate_machine(data: dict[str, Any], where: str) -> Any:
+    """A machine from already-read data (``where`` names its origin in the one-line error)."""
+    try:
+        return checked_machine(data)
+    except FieldProblem as problem:
+        raise GupsimError(f"{where}: {problem}") from None
+
+
+def checked_machine(data: dict[str, Any]) -> Any:
+    """Validate a machine and read its cycle table; a failure is a :class:`FieldProblem`."""
     kinds = machine_kinds()
     kind = data.get("kind", "torus")
-    if kind not in kinds:
-        raise GupsimError(f"{where}: kind: unknown machine kind {kind!r}; valid choices: {', '.join(kinds)}")
+    if not isinstance(kind, str) or kind not in kinds:
+        raise FieldProblem("kind", f"kind: unknown machine kind {kind!r}; valid choices: {', '.join(kinds)}")
     model = kinds[kind]
     if kind == "torus":
         data = {k: v for k, v in data.items() if k != "kind"}
     try:
         machine = model.model_validate(data)
     except ValidationError as exc:
-        raise GupsimError(f"{where}: {_one_line(exc, model)}") from None
+        raise _problem(exc, model) from None
     if isinstance(machine, MachineConfig):
-        machine.costs  # noqa: B018 - load the cycle table now, so a bad path fails at load time
+        machine.costs  # noqa: B018 - load the cycle table now, so a bad table fails at load time
     return machine
 
 
-def _one_line(exc: ValidationError, model: type[BaseModel]) -> str:
-    err = exc.errors()[0]
-    loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
+def _problem(exc: ValidationError, model: type[BaseModel]) -> FieldProblem:
+    """pydantic's first error as one line, with the path a user writes (no union tags, no variant dump)."""
+    errors = exc.errors()
+    # A misspelt key is reported twice (unknown, and its right spelling missing): name the misspelling.
+    err = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
+    path, owner, variant = _locate(err["loc"], model)
     if err["type"] == "extra_forbidden":
-        hint = _suggest(err["loc"], model)
-        return f"unknown key '{loc}'{hint}"
+        context = f" in a {variant} {path.split('.', 1)[0]}" if variant else ""
+        return FieldProblem(path, f"unknown key '{path}'{context}{_suggest(path.rsplit('.', 1)[-1], owner)}",
+                            "unknown")
+    ctx = err.get("ctx") or {}
+    tag_field = f"{path}.{str(ctx.get('discriminator', '')).strip(QUOTE)}"  # the key that picks a variant
+    if err["type"] == "union_tag_not_found":  # that key is absent
+        path = tag_field
+        return FieldProblem(path, f"missing required key '{path}'", "missing")
     if err["type"] == "missing":
-        return f"missing required key '{loc}'"
+        return FieldProblem(path, f"missing required key '{path}'", "missing")
+    more = f" [+{len(errors) - 1} more]" if len(errors) > 1 else ""
+    if err["type"] == "union_tag_invalid":
+        path = tag_field
+        return FieldProblem(path, f"{path}: Input should be one of {ctx['expected_tags']} (got {ctx['tag']!r}){more}")
     msg = err["msg"].removeprefix("Value error, ")
     got = err.get("input")
     shown = "" if isinstance(got, dict) or got is None else f" (got {got!r})"
-    more = f" [+{len(exc.errors()) - 1} more]" if len(exc.errors()) > 1 else ""
-    return f"{loc}: {msg}{shown}{more}"
+    return FieldProblem(path, f"{path}: {msg}{shown}{more}" if path else f"{msg}{more}")
 
 
-def _section(annotation: Any) -> type[BaseModel] | None:
-    """The model a field holds, if it is a section (``CacheConfig | None`` counts)."""
-    for candidate in (annotation, *getattr(annotation, "__args__", ())):
-        if isinstance(candidate, type) and issubclass(candidate, BaseModel):
-            return candidate
-    return None
+QUOTE = "'"
+
+
+def _locate(loc: tuple, model: type[BaseModel]) -> tuple[str, type[BaseModel] | None, str | None]:
+    """A pydantic error location as (dotted path without union tags, model owning its last part, variant tag).
+
+    A section that may hold one of several models (``network`` of a switched machine) puts the
+    variant's tag (``data-vortex``) into pydantic's location; users never write it, so it goes.
+    """
+    parts = [str(p) for p in loc]
+    path: list[str] = []
+    owner: type[BaseModel] | None = model
+    variant = None
+    while parts and owner is not None:
+        name = parts.pop(0)
+        path.append(name)
+        field = owner.model_fields.get(name)
+        if field is None or not parts:
+            break
+        variants = _variants(field.annotation)
+        if not variants:
+            break
+        if len(variants) > 1:
+            variant = parts.pop(0)
+            owner = next((v for v in variants if variant in _tags(v, field.discriminator)), None)
+        else:
+            owner = variants[0]
+    return ".".join(path + parts), owner, variant
+
+
+def _variants(annotation: Any) -> list[type[BaseModel]]:
+    """The models a field may hold (one for a section, ``CacheConfig | None`` too; several for a union)."""
+    return [a for a in (typing.get_args(annotation) or (annotation,)) if isinstance(a, type) and issubclass(a, BaseModel)]
+
+
+def _tags(variant: type[BaseModel], discriminator: Any) -> tuple[str, ...]:
+    """The tags pydantic puts in an error location for this variant of a union."""
+    field = variant.model_fields.get(discriminator) if isinstance(discriminator, str) else None
+    return typing.get_args(field.annotation) if field is not None else (variant.__name__,)
 
 
 def _leaf_paths(model: type[BaseModel], prefix: str = "") -> dict[str, type[BaseModel]]:
     """Dotted path of every field, mapped to the model that owns it."""
     out: dict[str, type[BaseModel]] = {}
     for name, field in model.model_fields.items():
-        ann = field.annotation
         # A section may be one of several models (a union, or optional): every variant's fields count.
-        variants = [a for a in (typing.get_args(ann) or (ann,)) if isinstance(a, type) and issubclass(a, BaseModel)]
+        variants = _variants(field.annotation)
         if variants:
             for variant in variants:
                 out.update({k: v for k, v in _leaf_paths(variant, f"{prefix}{name}.").items() if k not in out})
@@ -386,15 +551,12 @@ def leaf_fields() -> list[str]:
     return [p for p in paths if p != "source_path"]
 
 
-def _suggest(loc: tuple, model: type[BaseModel]) -> str:
-    sub: type[BaseModel] = model
-    for part in loc[:-1]:
-        ann = _section(sub.model_fields[str(part)].annotation) if str(part) in sub.model_fields else None
-        if ann is None:
-            return ""
-        sub = ann
-    close = difflib.get_close_matches(str(loc[-1]), list(sub.model_fields), n=1)
-    return f" (did you mean '{close[0]}'?)" if close else f" (valid: {', '.join(sub.model_fields)})"
+def _suggest(name: str, owner: type[BaseModel] | None) -> str:
+    if owner is None:
+        return ""
+    fields = [f for f in owner.model_fields if f != "source_path"]
+    close = difflib.get_close_matches(name, fields, n=1)
+    return f" (did you mean '{close[0]}'?)" if close else f" (valid: {', '.join(fields)})"
 
 
 def resolve_override_key(key: str) -> str:
@@ -417,8 +579,12 @@ def parse_key_value(item: str, option: str) -> tuple[str, Any]:
     if "=" not in item:
         raise GupsimError(f"{option} {item!r}: expected KEY=VALUE, e.g. --set link_bytes_per_s=350e6")
     key, raw = item.split("=", 1)
-    value = yaml.safe_load(raw) if raw.strip() else raw
-    if isinstance(value, str):  # YAML reads 350e6 as a string; numbers should be numbers
+    try:
+        value = yaml.load(raw, Loader=StrictLoader) if raw.strip() else raw
+    except yaml.YAMLError as exc:
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise GupsimError(f"{option} {item}: not a valid value ({problem}; quote it to pass text)") from None
+    if isinstance(value, str):  # "inf", "1_000": numbers should be numbers
         try:
             value = float(value) if not value.lstrip("-").isdigit() else int(value)
         except ValueError:
@@ -448,4 +614,3 @@ def apply_overrides(data: dict[str, Any], overrides: dict[str, Any], where: str)
                 raise GupsimError(f"{where}: cannot override {dotted}: '{part}' is not a section")
         node[leaf] = value
     return data
-

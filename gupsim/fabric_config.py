@@ -29,7 +29,7 @@ from typing import Annotated, Literal, Union
 
 from pydantic import BaseModel, Field, model_validator
 
-from gupsim.config import _STRICT, MpiConfig
+from gupsim.config import _STRICT, MAX_COUNT, MpiConfig
 
 
 class DataVortexConfig(BaseModel):
@@ -38,19 +38,19 @@ class DataVortexConfig(BaseModel):
     model_config = _STRICT
 
     topology: Literal["data-vortex"]
-    lanes_per_vic: int = Field(ge=1, description="SerDes lanes of one VIC, each to its own switch network")
+    lanes_per_vic: int = Field(ge=1, le=MAX_COUNT, description="SerDes lanes of one VIC, each to its own switch network")
     lane_bits_per_s: float = Field(gt=0, description="signalling rate of one lane")
     lane_coding_efficiency: float = Field(gt=0, le=1, description="data bits per signalled bit on a lane")
-    packet_payload_bytes: int = Field(ge=1, description="payload of every packet")
-    packet_header_bytes: int = Field(ge=0, description="header word on the wire: destination VIC and address")
-    switch_radix: int = Field(ge=2, description="ports of one switch chip")
+    packet_payload_bytes: int = Field(ge=1, le=MAX_COUNT, description="payload of every packet")
+    packet_header_bytes: int = Field(ge=0, le=MAX_COUNT, description="header word on the wire: destination VIC and address")
+    switch_radix: int = Field(ge=2, le=MAX_COUNT, description="ports of one switch chip")
     switch_level_delay_ns: float = Field(ge=0, description="pipeline latency of one switch level")
     deflection_delay_ns: float = Field(gt=0, description="time a deflected packet needs to come round again")
     pcie_bytes_per_s: float = Field(gt=0, description="host-to-VIC bus bandwidth, each direction")
     pcie_efficiency: float = Field(gt=0, le=1, description="share of the bus left for data after packet overheads")
     dma_setup_ns: float = Field(ge=0, description="start one DMA between host memory and the VIC")
     group_counter_ns: float = Field(ge=0, description="set (send) or read out (receive) one group counter")
-    vic_window_packets: int = Field(ge=1, description="packets a VIC may have sent but not yet read out at their destinations")
+    vic_window_packets: int = Field(ge=1, le=MAX_COUNT, description="packets a VIC may have sent but not yet read out at their destinations")
 
     def topology_kind(self, num_nodes: int) -> str:
         return self.topology
@@ -81,14 +81,14 @@ class FatTreeConfig(BaseModel):
 
     topology: Literal["fat-tree"]
     link_bytes_per_s: float = Field(gt=0, description="data bandwidth of one link direction")
-    switch_ports: int = Field(ge=4, description="ports of one switch")
+    switch_ports: int = Field(ge=4, le=MAX_COUNT, description="ports of one switch")
     router_delay_ns: float = Field(ge=0, description="port-to-port latency of one switch")
     adapter_delay_ns: float = Field(ge=0, description="host adapter latency, added once per packet")
-    chunk_bytes: int = Field(gt=0, description="flow-control credit unit (buffer room is counted in these)")
-    mtu_bytes: int = Field(gt=0, description="largest packet payload")
-    packet_header_bytes: int = Field(ge=0, description="headers and CRCs on the wire, per packet")
-    injection_fifo_chunks: int = Field(ge=1, description="send queue room of one process at the adapter")
-    reception_fifo_chunks: int = Field(ge=1, description="receive buffer room of one process")
+    chunk_bytes: int = Field(gt=0, le=MAX_COUNT, description="flow-control credit unit (buffer room is counted in these)")
+    mtu_bytes: int = Field(gt=0, le=MAX_COUNT, description="largest packet payload")
+    packet_header_bytes: int = Field(ge=0, le=MAX_COUNT, description="headers and CRCs on the wire, per packet")
+    injection_fifo_chunks: int = Field(ge=1, le=MAX_COUNT, description="send queue room of one process at the adapter")
+    reception_fifo_chunks: int = Field(ge=1, le=MAX_COUNT, description="receive buffer room of one process")
 
     @model_validator(mode="after")
     def _fifos_hold_a_packet(self) -> "FatTreeConfig":
@@ -125,9 +125,9 @@ class XeonCpuConfig(BaseModel):
     model_config = _STRICT
 
     clock_hz: float = Field(gt=0)
-    cores_per_processor: int = Field(ge=1)
-    processors_per_endpoint: int = Field(ge=1, description="processors behind one network endpoint (adapter)")
-    processes_per_node: int = Field(ge=1, description="processes (ranks) per network endpoint")
+    cores_per_processor: int = Field(ge=1, le=MAX_COUNT)
+    processors_per_endpoint: int = Field(ge=1, le=MAX_COUNT, description="processors behind one network endpoint (adapter)")
+    processes_per_node: int = Field(ge=1, le=MAX_COUNT, description="processes (ranks) per network endpoint")
     generate_cycles: float = Field(ge=0, description="form the next update (LFSR step, owner, loop)")
     update_cycles: float = Field(ge=0, description="one update applied by a single thread: one DRAM miss")
     header_cycles: float = Field(ge=0, description="Data Vortex: build the header word of one packet")
@@ -141,7 +141,7 @@ class MemoryConfig(BaseModel):
     model_config = _STRICT
 
     dram_latency_ns: float = Field(gt=0, description="latency of one random access that misses every cache")
-    line_fill_buffers_per_core: int = Field(ge=1, description="misses one core can have in flight")
+    line_fill_buffers_per_core: int = Field(ge=1, le=MAX_COUNT, description="misses one core can have in flight")
     outstanding_misses_per_processor: float = Field(gt=0, description="misses the whole processor can have in flight")
 
 

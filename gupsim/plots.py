@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import numpy as np
 import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, ValidationError, model_validator
 
 from gupsim.errors import GupsimError
 
@@ -48,13 +49,85 @@ def save_figure(fig, out_dir: Path, stem: str, dpi: int = 120) -> list[Path]:
     unchanged result leaves the committed figures unchanged."""
     import matplotlib
 
-    out_dir.mkdir(parents=True, exist_ok=True)
     paths = [out_dir / f"{stem}.png", out_dir / f"{stem}.svg"]
-    with matplotlib.rc_context({"svg.hashsalt": "gupsim"}):
-        for path in paths:
-            fig.savefig(path, dpi=dpi, bbox_inches="tight", metadata={"Date": None} if path.suffix == ".svg" else None)
-    _plt().close(fig)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        with matplotlib.rc_context({"svg.hashsalt": "gupsim"}):
+            for path in paths:
+                fig.savefig(path, dpi=dpi, bbox_inches="tight",
+                            metadata={"Date": None} if path.suffix == ".svg" else None)
+    except OSError as exc:  # a folder that cannot be made or written: the user's path, in one line
+        raise GupsimError(f"cannot write {exc.filename or out_dir}: {exc.strerror or exc}") from None
+    finally:
+        _plt().close(fig)
     return paths
+
+
+# --------------------------------------------------------------------------- record sections
+
+#: A finite number (JSON has no NaN, but Python's json module reads and writes it).
+_Finite = Annotated[float, Field(allow_inf_nan=False)]
+_Coords = tuple[NonNegativeInt, NonNegativeInt, NonNegativeInt]
+
+
+class _Columns(BaseModel):
+    """A record section stored as equal-length columns (gupsim.telemetry); other columns pass unchecked."""
+
+    model_config = ConfigDict(extra="allow")
+
+    @model_validator(mode="after")
+    def _rows(self) -> "_Columns":
+        lengths = {len(getattr(self, name)) for name in type(self).model_fields}
+        if len(lengths) > 1:
+            raise ValueError(f"columns {', '.join(type(self).model_fields)} differ in length")
+        if lengths == {0}:
+            raise ValueError("no rows")
+        return self
+
+
+class LinkColumns(_Columns):
+    """``links``: one entry per directed link, as :func:`gupsim.telemetry.link_table` writes them."""
+
+    src: list[_Coords]
+    dst: list[_Coords]
+    dim: list[Literal[0, 1, 2]]
+    dir: list[Literal[-1, 1]]
+    utilisation: list[Annotated[float, Field(ge=0, allow_inf_nan=False)]]
+
+
+class Histograms(BaseModel):
+    """``histograms``: value -> count, for updates per packet and per message."""
+
+    model_config = ConfigDict(extra="allow")
+    updates_per_packet: dict[_Finite, PositiveInt]
+    updates_per_message: dict[_Finite, PositiveInt]
+
+
+class TimeSeries(_Columns):
+    """``timeseries``: one entry per sample of :class:`gupsim.telemetry.Telemetry`."""
+
+    t_s: list[_Finite]
+    sbf_interval: list[_Finite]
+    sbf_cumulative: list[_Finite]
+    throttled_fraction: list[_Finite]
+
+
+def _section(record: dict[str, Any], name: str, option: str, model: type[BaseModel],
+             where: str = "this record") -> Any:
+    """The record's section ``name``, checked against ``model`` so that a malformed one is a line naming
+    the file and the section, not a traceback from pandas or matplotlib half way through a figure."""
+    value = record.get(name)
+    if not value:
+        raise GupsimError(f"{where} has no {name}; make it with {option}")
+    try:
+        model.model_validate(value)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"])
+        msg = (f"expected an object with {', '.join(model.model_fields)}" if err["type"] == "model_type"
+               else err["msg"])  # pydantic's own words would name the model class
+        raise GupsimError(f"{where}: {name}{loc}: {msg}") from None
+    return value
 
 
 # --------------------------------------------------------------------------- sources
@@ -63,6 +136,8 @@ def save_figure(fig, out_dir: Path, stem: str, dpi: int = 120) -> list[Path]:
 def load_record(source: str | Path, key: str | None = None) -> dict[str, Any]:
     """A run record from a JSON file (``gupsim run --json``) or from a store row (``key`` prefix)."""
     path = Path(source)
+    if key and not path.is_dir():
+        raise GupsimError(f"--key {key}: picks a run of a results store; {path} is not a store folder")
     if path.is_dir():
         from gupsim.store import store_table
 
@@ -84,16 +159,11 @@ def load_record(source: str | Path, key: str | None = None) -> dict[str, Any]:
         record = json.loads(path.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise GupsimError(f"{path}: not a JSON run record ({exc})") from None
+    except OSError as exc:
+        raise GupsimError(f"{path}: cannot read ({exc.strerror or exc})") from None
     if not isinstance(record, dict) or "gups" not in record:
         raise GupsimError(f"{path}: not a gupsim run record (no 'gups' field)")
     return record
-
-
-def _need(record: dict[str, Any], name: str, option: str) -> Any:
-    value = record.get(name)
-    if not value:
-        raise GupsimError(f"this record has no {name}; make it with {option}")
-    return value
 
 
 def _title(record: dict[str, Any]) -> str:
@@ -157,8 +227,9 @@ def plot_scaling(table: pd.DataFrame, out_dir: Path, stem: str = "gups-scaling",
 
 
 def plot_links(record: dict[str, Any], out_dir: Path, z_slice: int = 0, top: int = 12,
-               stem: str = "link-load", **_: Any) -> list[Path]:
-    links = pd.DataFrame(_need(record, "links", "--links (gupsim run) or record: {links: true} (sweep)"))
+               stem: str = "link-load", where: str = "this record", **_: Any) -> list[Path]:
+    links = pd.DataFrame(_section(record, "links", "--links (gupsim run) or record: {links: true} (sweep)",
+                                  LinkColumns, where))
     src = np.array(links["src"].tolist())
     dims = src.max(axis=0) + 1
     if not 0 <= z_slice < dims[2]:
@@ -201,8 +272,10 @@ def plot_links(record: dict[str, Any], out_dir: Path, z_slice: int = 0, top: int
 # --------------------------------------------------------------------------- histograms
 
 
-def plot_histograms(record: dict[str, Any], out_dir: Path, stem: str = "bucket-sizes", **_: Any) -> list[Path]:
-    hist = _need(record, "histograms", "--histograms (gupsim run) or record: {histograms: true} (sweep)")
+def plot_histograms(record: dict[str, Any], out_dir: Path, stem: str = "bucket-sizes", where: str = "this record",
+                    **_: Any) -> list[Path]:
+    hist = _section(record, "histograms", "--histograms (gupsim run) or record: {histograms: true} (sweep)",
+                    Histograms, where)
     plt = _plt()
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
     for ax, name, xlabel in ((axes[0], "updates_per_message", "updates per message (bucket size when sent)"),
@@ -224,9 +297,10 @@ def plot_histograms(record: dict[str, Any], out_dir: Path, stem: str = "bucket-s
 # --------------------------------------------------------------------------- time series
 
 
-def plot_timeseries(record: dict[str, Any], out_dir: Path, stem: str = "throttling", **_: Any) -> list[Path]:
-    ts = pd.DataFrame(_need(record, "timeseries", "--sample-interval-s (gupsim run) or record: "
-                            "{sample_interval_s: ...} (sweep)"))
+def plot_timeseries(record: dict[str, Any], out_dir: Path, stem: str = "throttling", where: str = "this record",
+                    **_: Any) -> list[Path]:
+    ts = pd.DataFrame(_section(record, "timeseries", "--sample-interval-s (gupsim run) or record: "
+                               "{sample_interval_s: ...} (sweep)", TimeSeries, where))
     t_us = ts["t_s"] * 1e6
     plt = _plt()
     fig, axes = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
@@ -245,9 +319,15 @@ def plot_timeseries(record: dict[str, Any], out_dir: Path, stem: str = "throttli
 
 
 def _store_rows(source: str | Path, key: str | None) -> pd.DataFrame:
+    """The store's rows; with ``key``, those whose key starts with it (never the whole store silently)."""
     from gupsim.store import store_table
 
-    return store_table(source)
+    table = store_table(source)
+    if key:
+        table = table[table["key"].astype(str).str.startswith(key)]
+        if not table["status"].eq("ok").any():
+            raise GupsimError(f"{source}: no ok run has a key starting with {key!r}")
+    return table
 
 
 #: kind -> (what it is drawn from, how)
@@ -266,4 +346,5 @@ def draw(kind: str, source: str | Path, out_dir: Path, key: str | None = None, *
     if kind not in PLOTS:
         raise UnknownNameError("plot", kind, list(PLOTS))
     load, make = PLOTS[kind]
-    return make(load(source, key), out_dir, **options)
+    where = f"{source}" + (f" (key {key})" if key else "")
+    return make(load(source, key), out_dir, where=where, **options)

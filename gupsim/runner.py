@@ -19,6 +19,7 @@ utilisation cover the whole run.
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Any, Callable
 
@@ -30,7 +31,7 @@ from simpy.core import EmptySchedule, StopSimulation
 
 from gupsim.errors import DeadlockError, GupsimError, SimulationError
 from gupsim.memory import peak_rss_mb
-from gupsim.simulation import WINDOW, RunConfig, Simulation
+from gupsim.simulation import WINDOW, RunConfig, Simulation, stream_layout
 
 #: SimPy events between two progress reports (a fraction of a second of the reference engine).
 PROGRESS_EVERY_EVENTS = 1 << 16
@@ -58,13 +59,11 @@ def simulate(run: RunConfig, observer: Any = None, checkpoint: Any = None,
     ``progress(applied, total)``, if given, is told the updates applied so far every few seconds of wall
     time and at the end (``gupsim run``'s progress bar); it sees the run, it does not change it.
     """
-    from gupsim.fast import choose_engine, simulate_fast
+    from gupsim.fast import simulate_fast
 
     wall0 = time.perf_counter()
-    if observer is not None and run.engine == "fast":
-        raise GupsimError("telemetry (--links, --histograms, --sample-interval-s) needs the SimPy engine: "
-                          "use --engine simpy or auto")
-    if observer is None and choose_engine(run) == "fast":
+    _check_sample_interval(observer)
+    if preflight(run, telemetry=observer is not None) == "fast":
         fast = simulate_fast(run, checkpoint, progress)
         _check_counts(fast)
         return fast, make_record(fast, time.perf_counter() - wall0 + fast.earlier_wall_s) | {"engine": "fast"}
@@ -83,6 +82,40 @@ def simulate(run: RunConfig, observer: Any = None, checkpoint: Any = None,
     if observer is not None:
         record.update(observer.results(sim))
     return sim, record
+
+
+def preflight(run: RunConfig, telemetry: bool = False) -> str:
+    """Everything checked before a run is built, each failure one line; the engine that will run it.
+
+    The HPCC slice every rank reads (updates and seed), the network the algorithm runs on, the engine
+    (``telemetry``, an observer, needs SimPy), and that engine's memory estimate.  :func:`simulate` calls it,
+    and a sweep calls it on every point before anything runs (:mod:`gupsim.sweep`), so a point that cannot run
+    fails the sweep's validation with the line ``gupsim run`` would print.
+    """
+    from gupsim import fast
+    from gupsim.simulation import check_memory, check_network
+
+    if telemetry and run.engine == "fast":
+        raise GupsimError("telemetry (--links, --histograms, --sample-interval-s) needs the SimPy engine: "
+                          "use --engine simpy or auto")
+    stream_layout(run)  # a run past its HPCC slices is one line, whichever engine would have run it
+    check_network(run)
+    engine = "simpy" if telemetry else fast.choose_engine(run)
+    {"fast": fast.check_memory, "simpy": check_memory}[engine](run)
+    return engine
+
+
+def _check_sample_interval(observer: Any) -> None:
+    """Refuse a sampling interval that is not a finite number of seconds above 0.
+
+    A NaN interval would schedule the sampler's timeouts at time NaN, which
+    reorders SimPy's queue and silently changes the run's result; an infinite
+    one would take a single sample.  The command line and a sweep's extras
+    check the sign only, so the runner checks every observer that samples.
+    """
+    interval = getattr(observer, "sample_interval_s", None)
+    if interval is not None and not (math.isfinite(interval) and interval > 0):
+        raise GupsimError(f"sample_interval_s={interval!r}: must be a finite number of simulated seconds above 0")
 
 
 def _run_until(sim: Simulation, finish: Any, progress: Callable[[int, int], None] | None) -> None:

@@ -116,6 +116,25 @@ class UpdateStream:
         return self.count - self.taken
 
 
+def check_memory(run: RunConfig) -> int:
+    """The SimPy engine's memory estimate for ``run`` in bytes; a run that would not fit is refused in one line
+    (:func:`gupsim.memory.check_fits`)."""
+    ranks = math.prod(parse_shape(run.shape)) * run.machine.cpu.processes_per_node
+    return check_fits(ranks, algorithm_class(run.algorithm).memory_per_rank_bytes,
+                      f"{run.algorithm} on {run.shape} ({run.machine.cpu.processes_per_node} per node)")
+
+
+def check_network(run: RunConfig) -> None:
+    """Refuse an algorithm on a network it does not run on, or without the MPI costs it needs, in one line."""
+    m, cls = run.machine, algorithm_class(run.algorithm)
+    kind = m.network.topology_kind(math.prod(parse_shape(run.shape)))
+    if kind not in cls.networks:
+        raise GupsimError(f"algorithm {run.algorithm} does not run on a {kind} network "
+                          f"(machine {m.name}); it runs on: {', '.join(cls.networks)}")
+    if cls.needs_mpi and getattr(m, "mpi", None) is None:
+        raise GupsimError(f"algorithm {run.algorithm} needs MPI costs; machine {m.name} has no mpi section")
+
+
 class Simulation:
     """The assembled model of one run."""
 
@@ -126,20 +145,13 @@ class Simulation:
         shape = parse_shape(run.shape)
         self.ppn = m.cpu.processes_per_node
         # Refuse a run that cannot fit before building anything of its size.
-        self.memory_estimate_bytes = check_fits(
-            math.prod(shape) * self.ppn, algorithm_class(run.algorithm).memory_per_rank_bytes,
-            f"{run.algorithm} on {run.shape} ({self.ppn} per node)")
+        self.memory_estimate_bytes = check_memory(run)
+        check_network(run)
         self.topology = make_topology(m.network.topology_kind(math.prod(shape)), shape, m.network)
         self.num_ranks = self.topology.num_nodes * self.ppn
-        runs_on = algorithm_class(run.algorithm).networks
-        if self.topology.kind not in runs_on:
-            raise GupsimError(f"algorithm {run.algorithm} does not run on a {self.topology.kind} network "
-                              f"(machine {m.name}); it runs on: {', '.join(runs_on)}")
-        if algorithm_class(run.algorithm).needs_mpi and getattr(m, "mpi", None) is None:
-            raise GupsimError(f"algorithm {run.algorithm} needs MPI costs; machine {m.name} has no mpi section")
         self.net = self.topology.make_network(self.env, m, self.ppn)
         self.cost = CostModel.from_machine(m)
-        self.layout = hpcc.TableLayout(self._log2_table_size(), self.num_ranks)
+        self.layout = stream_layout(run)
         self.streams = [UpdateStream(self.layout, self.stream_start(r), run.updates_per_process)
                         for r in range(self.num_ranks)]
         self.cpus = [Cpu(self.env, r, m.cpu.clock_hz) for r in range(self.num_ranks)]
@@ -153,32 +165,13 @@ class Simulation:
         options = validate_options(run.algorithm, run.algorithm_options)
         self.algorithm = algorithm_class(run.algorithm)(self, options)
 
-    def _log2_table_size(self) -> int:
-        if self.run.log2_table_size is not None:
-            size = self.run.log2_table_size
-        elif self.run.verify:
-            size = int(math.log2(self.num_ranks)) + VERIFY_LOG2_WORDS_PER_PROCESS
-        else:
-            size = int(math.log2(self.topology.num_nodes)) + DEFAULT_LOG2_WORDS_PER_NODE
-        if 2**size < self.num_ranks:
-            raise GupsimError(f"log2_table_size={size} gives fewer table words than {self.num_ranks} processes")
-        return size
-
     def stream_start(self, rank: int) -> int:
         """Where ``rank``'s simulated stretch starts: its first update is value number start + 1.
 
         (:func:`gupsim.hpcc.stream` returns values ``first+1 .. first+count``, as HPCC
         steps the generator before each use.)
         """
-        u, seed = self.run.updates_per_process, self.run.seed
-        slice_len = 4 * self.layout.local_size(rank)
-        skip = int(SLICE_START_FRACTION * slice_len)
-        if skip + (seed + 1) * u > slice_len:
-            raise GupsimError(
-                f"updates_per_process={u} with seed={seed} runs past rank {rank}'s HPCC slice "
-                f"of {slice_len} updates (4 x its table); use fewer updates, a lower seed or a larger table"
-            )
-        return 4 * self.layout.global_start(rank) + skip + seed * u
+        return stream_start(self.run, self.layout, rank)
 
     # ------------------------------------------------------------------ bookkeeping
 
@@ -222,3 +215,56 @@ class Simulation:
         u = self.run.updates_per_process
         values = np.concatenate([hpcc.stream(self.stream_start(r), u) for r in range(self.num_ranks)])
         return hpcc.verify(self.table, values, self.layout)
+
+
+def log2_table_size(run: RunConfig, num_nodes: int, num_ranks: int) -> int:
+    """The run's global table size (log2 words): as given, else the default for its machine size."""
+    if run.log2_table_size is not None:
+        size = run.log2_table_size
+    elif run.verify:
+        size = int(math.log2(num_ranks)) + VERIFY_LOG2_WORDS_PER_PROCESS
+    else:
+        size = int(math.log2(num_nodes)) + DEFAULT_LOG2_WORDS_PER_NODE
+    if 2**size < num_ranks:
+        raise GupsimError(f"log2_table_size={size} gives fewer table words than {num_ranks} processes")
+    return size
+
+
+def stream_start(run: RunConfig, layout: hpcc.TableLayout, rank: int) -> int:
+    """Where ``rank``'s simulated stretch of its HPCC slice starts (see the module docstring).
+
+    A stretch that would run past the slice is one line of :class:`GupsimError`: the
+    updates would belong to the next rank's slice.
+    """
+    u, seed = run.updates_per_process, run.seed
+    slice_len = 4 * layout.local_size(rank)
+    skip = int(SLICE_START_FRACTION * slice_len)
+    if skip + (seed + 1) * u > slice_len:
+        raise GupsimError(
+            f"updates_per_process={u} with seed={seed} runs past rank {rank}'s HPCC slice "
+            f"of {slice_len} updates (4 x its table); use fewer updates, a lower seed or a larger table"
+        )
+    return 4 * layout.global_start(rank) + skip + seed * u
+
+
+def stream_layout(run: RunConfig) -> hpcc.TableLayout:
+    """The run's table layout, once every rank's stretch is known to lie inside its HPCC slice.
+
+    Both engines take their layout from here, and :func:`gupsim.runner.simulate`
+    calls it before choosing one, so a run too long for its table, or a seed too
+    far along the slice, is the same one line on either engine, and the fast
+    engine (whose stream positions and counters are int64) never sees
+    ``updates_per_process`` or ``seed`` beyond a slice, however large.
+
+    Ranks below ``layout.remainder`` hold one word more than the rest, so there
+    are two slice lengths, and a longer slice has at least as much room after its
+    starting point.  Checking rank 0 and the first rank of the shorter slices
+    therefore checks every rank, and raises for the same rank as building the
+    streams in rank order would.
+    """
+    num_nodes = math.prod(parse_shape(run.shape))
+    num_ranks = num_nodes * run.machine.cpu.processes_per_node
+    layout = hpcc.TableLayout(log2_table_size(run, num_nodes, num_ranks), num_ranks)
+    for rank in sorted({0, layout.remainder}):
+        stream_start(run, layout, rank)
+    return layout

@@ -172,15 +172,27 @@ def _atomic_parquet(frame: pd.DataFrame, final: Path) -> None:
 
 
 def _arrow_safe(frame: pd.DataFrame) -> pd.DataFrame:
-    """Columns mixing types across rows (an option given as 8 in one point, 'x' in another) become text."""
+    """Columns mixing types across rows (an option given as 8 in one point, 'x' in another) become text,
+    and so do integers beyond Parquet's 64 bits (a failed point's seed of 10^20, kept as the user wrote it):
+    pyarrow would refuse the whole row otherwise, and a failed point must still be stored."""
     frame = frame.copy()
     for col in frame.columns[frame.dtypes.eq(object)]:
-        kinds = {type(v) for v in frame[col] if v is not None and not (isinstance(v, float) and v != v)}
-        if len(kinds) > 1:
+        values = [v for v in frame[col] if v is not None and not (isinstance(v, float) and v != v)]
+        kinds = {type(v) for v in values}
+        too_wide = any(isinstance(v, int) and not -2**63 <= v < 2**64 for v in values)
+        if len(kinds) > 1 or too_wide:
             frame[col] = frame[col].map(lambda v: None if v is None else str(v))
     return frame
 
 
 def store_table(path: str | Path) -> pd.DataFrame:
-    """The rows of an existing store (compacting it), for ``gupsim results`` and plots."""
-    return ResultsStore(path, create=False).compact()
+    """The rows of an existing store (compacting it), for ``gupsim results`` and plots.
+
+    A folder with neither ``results.parquet`` nor ``parts/`` is not a store (a sweep creates ``parts/``
+    before its first point): reading it as an empty one would report "no runs yet" for a mistyped path.
+    """
+    store = ResultsStore(path, create=False)
+    if not store.compacted.exists() and not store.parts.is_dir():
+        raise GupsimError(f"results store {store.path}: not a results store (no results.parquet or parts/ in it; "
+                          "gupsim sweep --store makes one)")
+    return store.compact()

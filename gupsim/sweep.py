@@ -16,8 +16,10 @@ The points are the Cartesian product of the grid.  Grid keys are
   ``shape`` is given too, checked against it;
 * ``option.NAME``: an algorithm option for every point.
 
-Every point is validated (machine, run fields, algorithm options) before any
-runs, so a bad sweep file fails in one line naming the file and the field.
+Every point is validated (machine, run fields, algorithm options, and what
+``gupsim run`` checks before it builds a run: the HPCC slice, the engine, the
+memory estimate) before any runs, so a bad sweep file fails in one line naming
+the file and the field.
 A point's identity is :func:`point_key`, a hash of its fully resolved
 configuration (seed included) and of the record extras asked for; the
 results store (:mod:`gupsim.store`) uses it to skip points already done.
@@ -104,6 +106,15 @@ def load_sweep(path_or_name: str) -> SweepSpec:
     if not spec.grid:
         raise GupsimError(f"{path}: grid names no fields; give at least one field and its values, "
                           f"e.g. grid: {{shape: [4x4x4, 8x8x8]}}")
+    machine = Path(spec.machine)
+    if machine.suffix in (".yaml", ".yml") and not machine.is_absolute():
+        # A machine file beside the sweep file is found wherever gupsim is started from, as a machine
+        # file's own relative paths (raw_device_cycle_table) are read from its folder.
+        beside = path.parent / machine
+        if not beside.exists():
+            raise GupsimError(f"{path}: machine {spec.machine}: file not found (a relative path is read "
+                              f"from the sweep file's folder: {beside})")
+        spec = spec.model_copy(update={"machine": str(beside)})
     return spec
 
 
@@ -178,18 +189,36 @@ def _dig(data: dict[str, Any], dotted: str) -> Any:
     return data
 
 
+#: The largest node count a sweep may name: 2^40 nodes would take about 3 PB at the fast engine's per-node
+#: figure (gupsim.memory.FAST_NODE_BYTES), beyond any machine gupsim runs on.  It also bounds the divisor
+#: search of :func:`shape_for_nodes` (a million candidates at most).
+MAX_NODES = 2**40
+
+
 def shape_for_nodes(nodes: int) -> str:
     """The most nearly cubic XxYxZ with X >= Y >= Z for a node count (65536 -> 64x32x32)."""
     if not isinstance(nodes, int) or isinstance(nodes, bool) or nodes < 2:
         raise GupsimError(f"nodes={nodes!r}: expected a whole number of at least 2")
+    if nodes > MAX_NODES:
+        raise GupsimError(f"nodes={nodes}: more than any machine gupsim can simulate (at most 2^40 = "
+                          f"{MAX_NODES:,} nodes, and far fewer fit in this computer's memory)")
+    import bisect
+
+    import numpy as np
+
+    # Only divisors can be dimensions: find them at once (vectorised trial division up to sqrt(n)) and
+    # search those, in the order the candidates were always tried, so ties resolve as before.
+    small = np.arange(1, math.isqrt(nodes) + 1, dtype=np.int64)
+    small = small[nodes % small == 0].tolist()
+    divisors = sorted(set(small) | {nodes // d for d in small})
     best = None
-    for z in range(1, round(nodes ** (1 / 3)) + 2):
-        if nodes % z:
-            continue
-        for y in range(z, math.isqrt(nodes // z) + 1):
-            if (nodes // z) % y == 0:
-                x = nodes // z // y
-                dims = (x, y, z)
+    for z in divisors:
+        if z > round(nodes ** (1 / 3)) + 1:
+            break
+        rest = nodes // z
+        for y in divisors[bisect.bisect_left(divisors, z):bisect.bisect_right(divisors, math.isqrt(rest))]:
+            if rest % y == 0:
+                dims = (rest // y, y, z)
                 if best is None or max(dims) / min(dims) < max(best) / min(best):
                     best = dims
     return "x".join(map(str, best))
@@ -242,10 +271,12 @@ def expand(spec: SweepSpec, where: str = "sweep") -> list[Point]:
                 machines[mkey] = load_machine(spec.machine, overrides)
             validate_options(run["algorithm"], options)
             cfg = make_run_config(machine=machines[mkey], algorithm_options=options, **run)
-            _check_shape(cfg)
+            _check_runnable(cfg, spec.record)
         except GupsimError as exc:
-            # load_machine blames "--set KEY=VALUE"; here the value came from the sweep file.
-            raise GupsimError(f"{where}: point {shown}: {str(exc).replace('--set ', '')}") from None
+            # load_machine blames "--set KEY=VALUE", choose_engine "--engine"; here the value came from the
+            # sweep file.
+            raise GupsimError(f"{where}: point {shown}: "
+                              f"{str(exc).replace('--set ', '').replace('--engine ', 'engine ')}") from None
         key = point_key(cfg, spec.record)
         if key in seen:
             raise GupsimError(f"{where}: points {seen[key]} and {shown} are the same run "
@@ -261,17 +292,28 @@ def _shape_and_nodes(shape: Any, nodes: Any, where: str) -> str:
     if not isinstance(nodes, int) or isinstance(nodes, bool) or nodes < 2:
         raise GupsimError(f"{where}: nodes={nodes!r}: expected a whole number of at least 2")
     if shape is None:
-        return shape_for_nodes(nodes)
+        try:
+            return shape_for_nodes(nodes)
+        except GupsimError as exc:
+            raise GupsimError(f"{where}: {exc}") from None
     dims = parse_shape(str(shape))
     if math.prod(dims) != nodes:
         raise GupsimError(f"{where}: shape {shape} has {math.prod(dims)} nodes, not nodes={nodes}")
     return str(shape)
 
 
-def _check_shape(cfg: Any) -> None:
+def _check_runnable(cfg: Any, extras: RecordExtras) -> None:
+    """What ``gupsim run`` checks before it builds anything (:func:`gupsim.runner.preflight`: the HPCC
+    slice, the network, the engine, the memory estimate), so that a point that cannot run fails the
+    validation instead of every run."""
+    from gupsim.runner import preflight
     from gupsim.topology import parse_shape
 
-    parse_shape(cfg.shape)
+    nodes = math.prod(parse_shape(cfg.shape))
+    if nodes > MAX_NODES:  # before anything multiplies it into an estimate
+        raise GupsimError(f"shape {cfg.shape}: {nodes:,} nodes, more than any machine gupsim can simulate "
+                          f"(at most 2^40)")
+    preflight(cfg, telemetry=bool(extras.links or extras.histograms or extras.sample_interval_s is not None))
 
 
 def point_key(run_config: Any, extras: RecordExtras) -> str:

@@ -32,10 +32,12 @@ for small shapes).
 
 from __future__ import annotations
 
+import math
 import operator
 import re
 from collections.abc import Callable, Sequence
 from fractions import Fraction
+from functools import cached_property
 from typing import ClassVar, TypeVar
 
 import networkx as nx
@@ -50,6 +52,9 @@ TOPOLOGIES: dict[str, type[Topology]] = {}
 
 _EXAMPLE = "(e.g. 8x8x16)"
 _DIM_NAMES = "xyz"
+#: Peak bytes per node of building the per-node tables (the (N, 6) neighbour table, the (N, 3) coordinates
+#: and the per-port temporaries of :meth:`Topology._build_neighbor_table`), rounded up.
+TABLE_BYTES_PER_NODE = 160
 
 
 def register_topology(kind: str) -> Callable[[T], T]:
@@ -131,11 +136,21 @@ class Topology:
         self.num_nodes: int = self.shape[0] * self.shape[1] * self.shape[2]
         self.num_link_slots: int = self.num_nodes * self.ports
         self._strides = (1, self.shape[0], self.shape[0] * self.shape[1])
-        # The table is built once so that routing and the simulator's inner loop
-        # never recompute coordinates; -1 marks a port with no link.
-        self._nbr = self._build_neighbor_table()
-        self._nbr.setflags(write=False)
-        self.num_links: int = int(np.count_nonzero(self._nbr >= 0))
+
+    @cached_property
+    def _nbr(self) -> np.ndarray:
+        # Built once, on first use, so that routing and the simulator's inner loop never recompute
+        # coordinates, while the closed forms (bounds, hop counts) of a shape far too large to hold in
+        # memory still answer; -1 marks a port with no link.
+        table = self._build_neighbor_table()
+        table.setflags(write=False)
+        return table
+
+    @cached_property
+    def num_links(self) -> int:
+        """Directed links that exist: per dimension of length L, every node's two ports on a torus
+        (L >= 2), all but the two end planes' outward ones on a mesh."""
+        return sum(self._dim_links(length) * (self.num_nodes // length) for length in self.shape)
 
     @classmethod
     def from_config(cls, shape: str | Sequence[int], network: object = None) -> "Topology":
@@ -168,6 +183,26 @@ class Topology:
     def _dim_diameter(self, length: int) -> int:
         raise NotImplementedError
 
+    def _dim_links(self, length: int) -> int:
+        """Directed links along one line of ``length`` nodes of a dimension."""
+        raise NotImplementedError
+
+    def _check_tables_fit(self, what: str) -> None:
+        """Refuse, in one line, per-node tables that cannot fit in the memory available now (the style of
+        :func:`gupsim.memory.check_fits`); numpy would otherwise fail with a traceback, or grow until the
+        kernel kills the process."""
+        from gupsim.memory import HEADROOM, available_bytes
+
+        need = self.num_nodes * TABLE_BYTES_PER_NODE
+        have = available_bytes()
+        # 2^62: beyond any array NumPy can index, whatever the system says it has.
+        limit = 2**62 if have is None else min(2**62, HEADROOM * have)
+        if need > limit:
+            shape = "x".join(map(str, self.shape))
+            shown = "" if have is None else f", but only {have / 2**30:.1f} GB are available"
+            raise GupsimError(f"{self.kind} {shape}: {what} of {self.num_nodes:,} nodes need about "
+                              f"{need / 2**30:,.1f} GB{shown}; use a smaller shape")
+
     # --- nodes ----------------------------------------------------------------
 
     def _check_node(self, node: int) -> int:
@@ -190,6 +225,7 @@ class Topology:
 
     def coords_array(self) -> np.ndarray:
         """Coordinates of every node as an ``(N, 3)`` int64 array, row = node id."""
+        self._check_tables_fit("the coordinate tables")
         ids = np.arange(self.num_nodes, dtype=np.int64)
         return np.stack(
             [ids % self.shape[0], (ids // self.shape[0]) % self.shape[1], ids // self._strides[2]],
@@ -199,6 +235,7 @@ class Topology:
     # --- links ----------------------------------------------------------------
 
     def _build_neighbor_table(self) -> np.ndarray:
+        self._check_tables_fit("the neighbour tables")
         coords = self.coords_array()
         table = np.full((self.num_nodes, self.ports), -1, dtype=np.int64)
         for d, length in enumerate(self.shape):
@@ -351,7 +388,7 @@ class Topology:
     def _bisection(self, lengths: tuple[int, ...]) -> int:
         if not lengths:
             return 0
-        size = int(np.prod(lengths))
+        size = math.prod(lengths)  # Python ints: exact for any shape, where np.prod would overflow
         best = None
         for i, length in enumerate(lengths):
             cost = self._cut_multiplicity * size // length
@@ -409,6 +446,10 @@ class Torus3D(Topology):
     def _dim_diameter(self, length: int) -> int:
         return length // 2
 
+    def _dim_links(self, length: int) -> int:
+        # Both ports of every node; on a length-2 ring they are two cables to the same neighbour.
+        return 2 * length if length >= 2 else 0
+
 
 @register_topology("mesh")
 class Mesh3D(Topology):
@@ -433,6 +474,9 @@ class Mesh3D(Topology):
 
     def _dim_diameter(self, length: int) -> int:
         return length - 1
+
+    def _dim_links(self, length: int) -> int:
+        return 2 * (length - 1)
 
 
 # Switched fabrics (Data Vortex, InfiniBand) register themselves beside the torus.

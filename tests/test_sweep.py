@@ -97,8 +97,10 @@ def test_small_sweep_on_a_local_cluster_stores_every_point_and_skips_them_on_rer
 def test_a_failing_point_is_stored_with_its_error_and_the_sweep_goes_on(tmp_path):
     from dask.distributed import Client, LocalCluster
 
-    # 8 processes x 64 updates overrun a 16-word table's HPCC slices: fails at run time, not at expansion.
-    path = _sweep_file(tmp_path, {"shape": ["2x2x2"], "updates": [64], "log2_table_size": [4, 20]})
+    # routed with shared FIFOs on slow links deadlocks (tests/test_routed.py): a point that passes every
+    # check at expansion and fails only when it runs; the same point on BG/L's links finishes.
+    path = _sweep_file(tmp_path, {"shape": ["16x2x2"], "algorithm": ["routed"], "updates": [1024],
+                                  "fifos": ["shared"], "link_bytes_per_s": [10937500.0, 175e6]})
     spec = load_sweep(str(path))
     points = expand(spec)
     with LocalCluster(n_workers=1, processes=False, dashboard_address=":0") as cluster, Client(cluster) as client:
@@ -106,8 +108,9 @@ def test_a_failing_point_is_stored_with_its_error_and_the_sweep_goes_on(tmp_path
     assert (summary.done, summary.failed) == (1, 1)
     table = ResultsStore(tmp_path / "s").read()
     failed = table[table["status"] == "failed"].iloc[0]
-    assert "runs past rank" in failed["error"] and failed["var.log2_table_size"] == 4
-    assert ResultsStore(tmp_path / "s").done_keys() == {p.key for p in points if p.run.log2_table_size == 20}
+    assert "deadlock" in failed["error"] and failed["var.link_bytes_per_s"] == 10937500.0
+    fast = {p.key for p in points if p.run.machine.network.link_bytes_per_s == 175e6}
+    assert ResultsStore(tmp_path / "s").done_keys() == fast
 
 
 def test_a_killed_worker_loses_no_point(tmp_path):

@@ -28,8 +28,13 @@ if TYPE_CHECKING:
 ALGORITHMS: dict[str, type["Algorithm"]] = {}
 
 
+#: Every algorithm's ``Options`` model takes this config: frozen, no unknown keys, and no inf or NaN in
+#: a float option (a cost of inf cycles ends a run with GUPS n/a and a record that is not valid JSON).
+OPTIONS_CONFIG = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+
 class NoOptions(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = OPTIONS_CONFIG
 
 
 class Algorithm:
@@ -96,7 +101,9 @@ def validate_options(name: str, options: dict[str, Any]) -> BaseModel:
         if err["type"] == "extra_forbidden":
             valid = ", ".join(cls.Options.model_fields) or "none"
             raise GupsimError(f"algorithm {name}: unknown option '{loc}' (valid: {valid})") from None
-        raise GupsimError(f"algorithm {name}: option {loc}: {err['msg']} (got {err.get('input')!r})") from None
+        # a validator's own ValueError already says what is wrong in the user's terms
+        msg = str(err["ctx"]["error"]) if err["type"] == "value_error" else err["msg"]
+        raise GupsimError(f"algorithm {name}: option {loc}: {msg} (got {err.get('input')!r})") from None
 
 
 def available_algorithms() -> list[str]:

@@ -31,9 +31,9 @@ from __future__ import annotations
 import math
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
-from gupsim.algorithms import Algorithm, register_algorithm
+from gupsim.algorithms import OPTIONS_CONFIG, Algorithm, register_algorithm
 from gupsim.bucketing import Buckets, mean_bucket_size
 from gupsim.cache import baseline_cache_costs
 
@@ -57,7 +57,7 @@ class Baseline(Algorithm):
     needs_mpi = True
 
     class Options(BaseModel):
-        model_config = ConfigDict(frozen=True, extra="forbid")
+        model_config = OPTIONS_CONFIG
         termination: Literal["counter", "messages"] = Field(
             default="counter", description="counter: perfect end detector; messages: HPCC's FINISHED messages")
         max_pending: int = Field(default=1024, ge=1, le=1024,

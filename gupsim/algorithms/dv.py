@@ -29,9 +29,9 @@ from __future__ import annotations
 
 from collections import deque
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
-from gupsim.algorithms import Algorithm, register_algorithm
+from gupsim.algorithms import OPTIONS_CONFIG, Algorithm, register_algorithm
 from gupsim.dram import ProcessorMemory
 from gupsim.errors import GupsimError
 
@@ -45,7 +45,7 @@ class DataVortexUpdates(Algorithm):
     memory_per_rank_bytes = 600_000  # the arrival heaps hold up to a window (4096 packets of ~120 B) per sender
 
     class Options(BaseModel):
-        model_config = ConfigDict(frozen=True, extra="forbid")
+        model_config = OPTIONS_CONFIG
         buffer_updates: int = Field(default=512, ge=1, le=LOOK_AHEAD // 2,
                                     description="updates per send buffer (two alternate: <= 1024 held)")
         receive_batch: int = Field(default=256, ge=1, description="most packets one DMA reads out of the VIC")

@@ -26,9 +26,9 @@ the UPC runtime's own per-update costs are ``local_overhead_cycles`` and
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field, ValidationInfo, field_validator
 
-from gupsim.algorithms import Algorithm, register_algorithm
+from gupsim.algorithms import OPTIONS_CONFIG, Algorithm, register_algorithm
 from gupsim.errors import GupsimError
 
 
@@ -37,13 +37,24 @@ class OnePacket(Algorithm):
     memory_per_rank_bytes = 120_000  # measured peak about 115 KB per process on 8x8x8, routes excluded
 
     class Options(BaseModel):
-        model_config = ConfigDict(frozen=True, extra="forbid")
+        model_config = OPTIONS_CONFIG
         payload_bytes: int = Field(default=8, ge=8, description="bytes the packet carries")
         wire_bytes: int | None = Field(default=None, ge=1, description="override the bytes on the wire")
         local_overhead_cycles: float = Field(
             default=0.0, ge=0, description="runtime cost per local update beyond t_g + t_u (e.g. UPC pointer translation)")
         remote_overhead_cycles: float = Field(
             default=0.0, ge=0, description="runtime cost per remote update at the sender, beyond the raw send")
+
+        @field_validator("wire_bytes")
+        @classmethod
+        def _wire_carries_payload(cls, wire: int | None, info: ValidationInfo) -> int | None:
+            # The wire carries the payload and then some (header, trailer); fewer bytes is no packet at all.
+            # payload_bytes is declared first, so it is validated first; it is absent only if it was invalid.
+            payload = info.data.get("payload_bytes")
+            if wire is not None and payload is not None and wire < payload:
+                raise ValueError(f"wire_bytes={wire} is less than payload_bytes={payload}: the bytes on the "
+                                 f"wire include the payload")
+            return wire
 
     def __init__(self, sim, options):
         super().__init__(sim, options)

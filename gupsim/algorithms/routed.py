@@ -66,9 +66,9 @@ from collections import deque
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
-from gupsim.algorithms import Algorithm, register_algorithm
+from gupsim.algorithms import OPTIONS_CONFIG, Algorithm, register_algorithm
 from gupsim.cache import routed_lookup_miss_cycles
 from gupsim.errors import GupsimError
 
@@ -94,7 +94,7 @@ class Routed(Algorithm):
     memory_per_rank_bytes = 100_000  # measured peak 67-86 KB per process on 4x4x4 and 8x8x8
 
     class Options(BaseModel):
-        model_config = ConfigDict(frozen=True, extra="forbid")
+        model_config = OPTIONS_CONFIG
         software_header_bytes: int = Field(default=16, ge=0, description="per-packet software header (assumed)")
         bucket_capacity: int | None = Field(default=None, ge=1, description="default 1024 / (X + Y + Z [+ cores])")
         receive_buckets: Literal["per-dimension", "shared"] = Field(

@@ -51,11 +51,13 @@ from gupsim.errors import DeadlockError, GupsimError, SimulationError
 from gupsim.memory import FAST_BASE_BYTES, FAST_MARGIN_BYTES, FAST_NODE_BYTES, check_fits
 from gupsim.network import Network
 from gupsim.node import CostModel
-from gupsim.simulation import SLICE_START_FRACTION, WINDOW, RunConfig, Simulation
+from gupsim.simulation import SLICE_START_FRACTION, WINDOW, RunConfig, Simulation, stream_layout
 from gupsim.topology import make_topology, parse_shape
 
 #: The fast engine's largest packet: event payloads keep a pool's returned chunks in 5 bits.
 MAX_FAST_CHUNKS = 31
+#: The fast engine's largest run in updates (all processes): its counters are int64.
+MAX_FAST_UPDATES = np.iinfo(np.int64).max
 
 
 @dataclass(frozen=True)
@@ -113,10 +115,19 @@ def unsupported(run: RunConfig) -> str | None:
     # The kernels compile network.py's torus link model and nothing else.
     if not isinstance(run.machine, MachineConfig):
         return f"machine {run.machine.name} is not a torus machine (the kernels model network.py only)"
-    if run.machine.dma is not None or run.machine.network.cut_through_bytes is not None:
+    # One reason per feature: the line must name what the user set, not a neighbouring feature.
+    if run.machine.dma is not None:
         return f"machine {run.machine.name} has a DMA engine (gupsim.dma), which the kernels do not model"
+    if run.machine.network.cut_through_bytes is not None:
+        return (f"machine {run.machine.name} sets network.cut_through_bytes={run.machine.network.cut_through_bytes}; "
+                f"the kernels forward a packet's head after one chunk only")
     if run.machine.network.max_chunks_per_packet > MAX_FAST_CHUNKS:
         return f"max_chunks_per_packet above {MAX_FAST_CHUNKS}"
+    # The kernels count updates in int64; only a table near 2^63 words leaves room in its slices for more.
+    ranks = math.prod(parse_shape(run.shape)) * run.machine.cpu.processes_per_node
+    if ranks * run.updates_per_process > MAX_FAST_UPDATES:
+        return (f"{ranks} processes x updates_per_process={run.updates_per_process} is more than the "
+                f"{MAX_FAST_UPDATES:,} updates the kernels count")
     return None
 
 
@@ -131,6 +142,16 @@ def choose_engine(run: RunConfig) -> str:
     return "simpy" if reason else "fast"
 
 
+def check_memory(run: RunConfig) -> int:
+    """The fast engine's memory estimate for ``run`` in bytes; a run that would not fit is refused in one line
+    (:func:`gupsim.memory.check_fits`)."""
+    nodes = math.prod(parse_shape(run.shape))
+    ppn = run.machine.cpu.processes_per_node
+    return check_fits(nodes * ppn, KERNELS[run.algorithm].per_rank_bytes,
+                      f"{run.algorithm} on {run.shape} ({ppn} per node, fast engine)",
+                      base_bytes=FAST_BASE_BYTES + FAST_MARGIN_BYTES + nodes * FAST_NODE_BYTES)
+
+
 class FastSimulation:
     """A finished fast run, with the attributes :func:`gupsim.runner.make_record` reads."""
 
@@ -140,15 +161,12 @@ class FastSimulation:
         shape = parse_shape(run.shape)
         self.ppn = m.cpu.processes_per_node
         kernel = KERNELS[run.algorithm]
-        self.memory_estimate_bytes = check_fits(
-            math.prod(shape) * self.ppn, kernel.per_rank_bytes,
-            f"{run.algorithm} on {run.shape} ({self.ppn} per node, fast engine)",
-            base_bytes=FAST_BASE_BYTES + FAST_MARGIN_BYTES + math.prod(shape) * FAST_NODE_BYTES)
+        self.memory_estimate_bytes = check_memory(run)
         self.topology = make_topology(m.network.topology_kind(math.prod(shape)), shape)
         self.num_ranks = self.topology.num_nodes * self.ppn
         self.net_cfg = m.network
         self.cost = CostModel.from_machine(m)
-        self.layout = hpcc.TableLayout(Simulation._log2_table_size(self), self.num_ranks)
+        self.layout = stream_layout(run)  # checks every rank's stretch first, as the SimPy engine does
         self.total_updates = self.num_ranks * run.updates_per_process
         options = validate_options(run.algorithm, run.algorithm_options)
         self.net = SimpleNamespace(cfg=m.network, topology=self.topology)
@@ -158,21 +176,33 @@ class FastSimulation:
     # ------------------------------------------------------------------ set-up
 
     def stream_starts(self) -> np.ndarray:
-        """Every rank's first stream position, as :meth:`Simulation.stream_start` (vectorised)."""
+        """Every rank's first stream position, as :meth:`Simulation.stream_start`.
+
+        Positions reach 4 x the table size.  Up to 2^60 words that fits int64 and
+        the positions are computed vectorised (fast on 131,072 processes); the
+        skip's float product is the reference's own, IEEE double times the slice
+        length rounded to double, so truncating it gives the same integer.  A
+        larger table (``log2_table_size`` 61..63) puts positions past int64: they
+        are the reference's exact Python integers, taken modulo HPCC's period,
+        which is what both ``starts`` functions do first anyway.
+        """
         lay, u, seed = self.layout, self.run.updates_per_process, self.run.seed
+        if 4 * lay.table_size > np.iinfo(np.int64).max:
+            return np.array([Simulation.stream_start(self, r) % hpcc.PERIOD for r in range(self.num_ranks)],
+                            dtype=np.int64)
         r = np.arange(self.num_ranks, dtype=np.int64)
         mlts, rem = lay.min_local_table_size, lay.remainder
         local = mlts + (r < rem)
         gstart = np.where(r < rem, (mlts + 1) * r, mlts * r + rem)
         slice_len = 4 * local
         skip = (SLICE_START_FRACTION * slice_len.astype(np.float64)).astype(np.int64)
-        bad = np.flatnonzero(skip + (seed + 1) * u > slice_len)
-        if bad.size:
-            Simulation.stream_start(self, int(bad[0]))  # raises the reference's one-line error
+        # stream_layout has checked every slice, so (seed + 1) * u <= 4 x the table fits int64 here
         first = 4 * gstart + skip + seed * u
         # float skip must equal int(fraction * slice) exactly; check a few ranks against the reference
         for rank in {0, self.num_ranks - 1, self.num_ranks // 2}:
-            assert first[rank] == Simulation.stream_start(self, rank)
+            if first[rank] != Simulation.stream_start(self, rank):
+                raise SimulationError(f"fast engine: rank {rank}'s stream starts at {first[rank]}, "
+                                      f"the reference's at {Simulation.stream_start(self, rank)}")
         return first
 
     def _arrays(self) -> dict[str, Any]:
