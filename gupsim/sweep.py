@@ -10,8 +10,8 @@ The points are the Cartesian product of the grid.  Grid keys are
   machine's own value, which is how "links x0.5 .. x4" is written without
   retyping the machine's number;
 * any run field of :class:`gupsim.simulation.RunConfig` (``shape``,
-  ``algorithm``, ``seed``, ``log2_table_size``, ``engine`` once the run has
-  one; ``updates`` is short for ``updates_per_process``), plus ``nodes``: a
+  ``algorithm``, ``seed``, ``log2_table_size``, ``engine``; ``updates`` is
+  short for ``updates_per_process``), plus ``nodes``: a
   node count, turned into the most cubic power-of-two-friendly shape, or, if
   ``shape`` is given too, checked against it;
 * ``option.NAME``: an algorithm option for every point.
@@ -152,6 +152,8 @@ def _classify(key: str, where: str) -> tuple[str, str]:
     except GupsimError as exc:
         if "did you mean" in str(exc):
             raise GupsimError(f"{where}: grid.{key}: no such field{str(exc).split('field', 1)[1]}") from None
+        if "ambiguous" in str(exc):  # a bare name two sections share: say which to write, as --set does
+            raise GupsimError(f"{where}: grid.{key}: {str(exc).split(': ', 1)[1]}") from None
         valid = sorted(_run_fields() | {"nodes", "updates", "option.NAME"})
         raise GupsimError(f"{where}: grid.{key}: not a run field ({', '.join(valid)}) "
                           f"nor a machine field (e.g. {', '.join([p for p in leaf_fields() if '.' in p][:3])}, ...)") from None

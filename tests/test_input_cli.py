@@ -272,3 +272,9 @@ def test_a_relative_machine_path_in_a_sweep_is_read_beside_the_sweep_file(tmp_pa
 
 def test_an_algorithm_on_a_network_it_does_not_run_on_fails_the_dry_run(tmp_path):
     _one_error_line(_dry_run(tmp_path, {"algorithm": ["dv"]}), "point algorithm=dv: algorithm dv does not run on")
+
+
+def test_an_ambiguous_bare_machine_key_in_a_sweep_names_the_candidates(tmp_path):
+    # header_bytes is both mpi.header_bytes and dma.header_bytes: --set says so, and so must a sweep grid
+    line = _one_error_line(_dry_run(tmp_path, {"header_bytes": [1]}), "grid.header_bytes: ambiguous")
+    assert "mpi.header_bytes" in line and "dma.header_bytes" in line
