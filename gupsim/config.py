@@ -19,13 +19,13 @@ file (or the ``--set`` that caused it) and the field (:class:`GupsimError`),
 never as a pydantic, PyYAML or pandas traceback.  YAML is read as YAML 1.2
 reads numbers: ``350e6`` is a float.  ``--set key=value`` overrides any leaf field
 for what-if runs, by its dotted path or by its bare name when unambiguous.
+Reading YAML strictly is :mod:`gupsim.yaml_files`; turning pydantic's errors into that one line is
+:mod:`gupsim.field_errors`.
 """
 
 from __future__ import annotations
 
 import difflib
-import re
-import typing
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -37,21 +37,11 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from gupsim.errors import GupsimError, UnknownNameError
+from gupsim.field_errors import FieldProblem, field_problem, leaf_paths
+from gupsim.yaml_files import StrictLoader, read_yaml_mapping
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 MACHINES_DIR = REPO_ROOT / "configs" / "machines"
-
-
-class FieldProblem(GupsimError):
-    """What is wrong with one machine field: ``path`` (dotted, without pydantic's union tags) and the message.
-
-    Raised while a machine is checked, so that the loader can blame whoever set that field: the
-    machine file, or the ``--set`` that changed it.  Its text is the message alone, one line.
-    """
-
-    def __init__(self, path: str, message: str, kind: str = "invalid"):
-        self.path, self.kind = path, kind
-        super().__init__(message)
 
 
 _STRICT = ConfigDict(frozen=True, extra="forbid", strict=True, allow_inf_nan=False)
@@ -335,64 +325,6 @@ def machine_path(name_or_path: str) -> Path:
     return path
 
 
-class DuplicateKeyError(yaml.constructor.ConstructorError):
-    """A mapping names the same key twice (YAML requires unique keys; PyYAML would keep the last)."""
-
-
-class StrictLoader(yaml.SafeLoader):
-    """PyYAML's safe loader with two YAML 1.2 rules that YAML 1.1 lacks.
-
-    * A key may appear once per mapping: a repeated ``chunk_bytes`` is a mistake, not an override.
-    * ``350e6`` and ``1.0e6`` are floats (YAML 1.1 wants a dot and a signed exponent, ``350.0e+6``,
-      and reads the rest as strings, which strict number fields then refuse).
-    """
-
-    def construct_mapping(self, node: yaml.Node, deep: bool = False) -> dict[Any, Any]:
-        if isinstance(node, yaml.MappingNode):
-            first: dict[Any, yaml.Node] = {}
-            for key_node, _ in node.value:
-                if key_node.tag == "tag:yaml.org,2002:merge":
-                    continue  # '<<' brings in defaults that the mapping's own keys may override
-                key = self.construct_object(key_node, deep=True)
-                try:
-                    seen = first.setdefault(key, key_node)
-                except TypeError:
-                    continue  # an unhashable key: SafeLoader reports it below
-                if seen is not key_node:
-                    raise DuplicateKeyError(
-                        problem=f"duplicate key {key!r} (first given on line {seen.start_mark.line + 1})",
-                        problem_mark=key_node.start_mark)
-        return super().construct_mapping(node, deep=deep)
-
-
-StrictLoader.add_implicit_resolver(
-    "tag:yaml.org,2002:float",
-    re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$"),
-    list("-+0123456789."),
-)
-
-
-def read_yaml_mapping(path: Path, what: str) -> dict[str, Any]:
-    """A YAML file whose top level is a mapping; an unreadable file, bad YAML or another shape is one line."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise GupsimError(f"{path}: not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset {exc.start})") from None
-    except OSError as exc:
-        raise GupsimError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    try:
-        data = yaml.load(text, Loader=StrictLoader)
-    except DuplicateKeyError as exc:
-        raise GupsimError(f"{path}: line {exc.problem_mark.line + 1}: {exc.problem}") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" (line {mark.line + 1})" if mark is not None else ""
-        raise GupsimError(f"{path}: not valid YAML{where}: {getattr(exc, 'problem', exc)}") from None
-    if not isinstance(data, dict):
-        raise GupsimError(f"{path}: expected a mapping of {what} at the top level")
-    return data
-
-
 def load_machine(name_or_path: str, overrides: dict[str, Any] | None = None) -> MachineConfig:
     """Load, override and validate a machine; every failure is one line, blaming the file or the --set."""
     path = machine_path(name_or_path)
@@ -456,107 +388,17 @@ def checked_machine(data: dict[str, Any]) -> Any:
     try:
         machine = model.model_validate(data)
     except ValidationError as exc:
-        raise _problem(exc, model) from None
+        raise field_problem(exc, model) from None
     if isinstance(machine, MachineConfig):
         machine.costs  # noqa: B018 - load the cycle table now, so a bad table fails at load time
     return machine
 
 
-def _problem(exc: ValidationError, model: type[BaseModel]) -> FieldProblem:
-    """pydantic's first error as one line, with the path a user writes (no union tags, no variant dump)."""
-    errors = exc.errors()
-    # A misspelt key is reported twice (unknown, and its right spelling missing): name the misspelling.
-    err = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
-    path, owner, variant = _locate(err["loc"], model)
-    if err["type"] == "extra_forbidden":
-        context = f" in a {variant} {path.split('.', 1)[0]}" if variant else ""
-        return FieldProblem(path, f"unknown key '{path}'{context}{_suggest(path.rsplit('.', 1)[-1], owner)}",
-                            "unknown")
-    ctx = err.get("ctx") or {}
-    tag_field = f"{path}.{str(ctx.get('discriminator', '')).strip(QUOTE)}"  # the key that picks a variant
-    if err["type"] == "union_tag_not_found":  # that key is absent
-        path = tag_field
-        return FieldProblem(path, f"missing required key '{path}'", "missing")
-    if err["type"] == "missing":
-        return FieldProblem(path, f"missing required key '{path}'", "missing")
-    more = f" [+{len(errors) - 1} more]" if len(errors) > 1 else ""
-    if err["type"] == "union_tag_invalid":
-        path = tag_field
-        return FieldProblem(path, f"{path}: Input should be one of {ctx['expected_tags']} (got {ctx['tag']!r}){more}")
-    msg = err["msg"].removeprefix("Value error, ")
-    got = err.get("input")
-    shown = "" if isinstance(got, dict) or got is None else f" (got {got!r})"
-    return FieldProblem(path, f"{path}: {msg}{shown}{more}" if path else f"{msg}{more}")
-
-
-QUOTE = "'"
-
-
-def _locate(loc: tuple, model: type[BaseModel]) -> tuple[str, type[BaseModel] | None, str | None]:
-    """A pydantic error location as (dotted path without union tags, model owning its last part, variant tag).
-
-    A section that may hold one of several models (``network`` of a switched machine) puts the
-    variant's tag (``data-vortex``) into pydantic's location; users never write it, so it goes.
-    """
-    parts = [str(p) for p in loc]
-    path: list[str] = []
-    owner: type[BaseModel] | None = model
-    variant = None
-    while parts and owner is not None:
-        name = parts.pop(0)
-        path.append(name)
-        field = owner.model_fields.get(name)
-        if field is None or not parts:
-            break
-        variants = _variants(field.annotation)
-        if not variants:
-            break
-        if len(variants) > 1:
-            variant = parts.pop(0)
-            owner = next((v for v in variants if variant in _tags(v, field.discriminator)), None)
-        else:
-            owner = variants[0]
-    return ".".join(path + parts), owner, variant
-
-
-def _variants(annotation: Any) -> list[type[BaseModel]]:
-    """The models a field may hold (one for a section, ``CacheConfig | None`` too; several for a union)."""
-    return [a for a in (typing.get_args(annotation) or (annotation,)) if isinstance(a, type) and issubclass(a, BaseModel)]
-
-
-def _tags(variant: type[BaseModel], discriminator: Any) -> tuple[str, ...]:
-    """The tags pydantic puts in an error location for this variant of a union."""
-    field = variant.model_fields.get(discriminator) if isinstance(discriminator, str) else None
-    return typing.get_args(field.annotation) if field is not None else (variant.__name__,)
-
-
-def _leaf_paths(model: type[BaseModel], prefix: str = "") -> dict[str, type[BaseModel]]:
-    """Dotted path of every field, mapped to the model that owns it."""
-    out: dict[str, type[BaseModel]] = {}
-    for name, field in model.model_fields.items():
-        # A section may be one of several models (a union, or optional): every variant's fields count.
-        variants = _variants(field.annotation)
-        if variants:
-            for variant in variants:
-                out.update({k: v for k, v in _leaf_paths(variant, f"{prefix}{name}.").items() if k not in out})
-        else:
-            out[f"{prefix}{name}"] = model
-    return out
-
-
 def leaf_fields() -> list[str]:
     paths: dict[str, type[BaseModel]] = {}
     for model in machine_kinds().values():
-        paths.update({k: v for k, v in _leaf_paths(model).items() if k not in paths})
+        paths.update({k: v for k, v in leaf_paths(model).items() if k not in paths})
     return [p for p in paths if p != "source_path"]
-
-
-def _suggest(name: str, owner: type[BaseModel] | None) -> str:
-    if owner is None:
-        return ""
-    fields = [f for f in owner.model_fields if f != "source_path"]
-    close = difflib.get_close_matches(name, fields, n=1)
-    return f" (did you mean '{close[0]}'?)" if close else f" (valid: {', '.join(fields)})"
 
 
 def resolve_override_key(key: str) -> str:

@@ -47,8 +47,9 @@ from typing import Any, Callable
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from gupsim.config import REPO_ROOT, leaf_fields, load_machine, read_yaml_mapping, resolve_override_key
+from gupsim.config import REPO_ROOT, leaf_fields, load_machine, resolve_override_key
 from gupsim.errors import GupsimError
+from gupsim.yaml_files import read_yaml_mapping
 
 EXPERIMENTS_DIR = REPO_ROOT / "configs" / "experiments"
 #: Run-field aliases a sweep file may use.
