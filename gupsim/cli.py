@@ -13,26 +13,16 @@ from typing import Any, Callable, Iterator
 
 import click
 
-from gupsim.errors import GupsimError, UnknownNameError
+from gupsim.errors import GupsimError
 
 DEFAULTS = {"machine": "bgl", "shape": "4x4x4", "algorithm": "baseline", "updates": 4096, "seed": 0}
 
 
 def _load_machine(machine: str, sets: tuple[str, ...]) -> Any:
-    """``--machine`` and ``--set``: the validated machine.  A value that is neither a known name nor a
-    ``.yaml`` path says so, instead of only "unknown machine" for what the user meant as a file."""
+    """``--machine`` and ``--set``: the validated machine."""
     from gupsim.config import load_machine, parse_set_options
 
-    try:
-        return load_machine(machine, parse_set_options(sets))
-    except UnknownNameError as exc:
-        from pathlib import Path
-
-        if exc.kind != "machine" or exc.name != machine or not (Path(machine).exists() or "/" in machine):
-            raise
-        found = "the file exists, but" if Path(machine).exists() else f"no file {machine} either;"
-        raise GupsimError(f"--machine {machine}: no machine named {machine!r}, and {found} a machine file's name "
-                          f"ends in .yaml or .yml (machines: {', '.join(exc.valid)})") from None
+    return load_machine(machine, parse_set_options(sets))
 
 
 def _key_values(items: tuple[str, ...], what: str) -> dict[str, Any]:

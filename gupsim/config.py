@@ -320,9 +320,14 @@ def machine_path(name_or_path: str) -> Path:
             raise GupsimError(f"machine file not found: {candidate}")
         return candidate
     path = MACHINES_DIR / f"{name_or_path}.yaml"
-    if not path.exists():
-        raise UnknownNameError("machine", name_or_path, available_machines())
-    return path
+    if path.exists():
+        return path
+    if candidate.exists() or "/" in name_or_path:
+        # Meant as a file, not a name: say why it is neither, not only "unknown machine".
+        found = "the file exists, but" if candidate.exists() else f"no file {name_or_path} either;"
+        raise GupsimError(f"no machine named {name_or_path!r}, and {found} a machine file's name ends in "
+                          f".yaml or .yml (machines: {', '.join(available_machines())})")
+    raise UnknownNameError("machine", name_or_path, available_machines())
 
 
 def load_machine(name_or_path: str, overrides: dict[str, Any] | None = None) -> MachineConfig:

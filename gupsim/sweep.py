@@ -310,12 +310,7 @@ def _check_runnable(cfg: Any, extras: RecordExtras) -> None:
     slice, the network, the engine, the memory estimate), so that a point that cannot run fails the
     validation instead of every run."""
     from gupsim.runner import preflight
-    from gupsim.topology import parse_shape
 
-    nodes = math.prod(parse_shape(cfg.shape))
-    if nodes > MAX_NODES:  # before anything multiplies it into an estimate
-        raise GupsimError(f"shape {cfg.shape}: {nodes:,} nodes, more than any machine gupsim can simulate "
-                          f"(at most 2^40)")
     preflight(cfg, telemetry=bool(extras.links or extras.histograms or extras.sample_interval_s is not None))
 
 
