@@ -166,7 +166,7 @@ class DataVortexNetwork(_FabricBase):
     def send(self, src: int, dests: list[int], values: list[int], first_ready: float, gap_s: float) -> None:
         """The VIC got these packets from host memory, the i-th at ``first_ready + i*gap_s``; send them."""
         topo, lanes, pkt_s, slots = self.topology, self.lanes, self._pkt_s, self._slots
-        free, busy, level_s, deflect_s = self._free_at, self.link_busy_s, self._level_s, self._deflect_s
+        free, busy, level_s = self._free_at, self.link_busy_s, self._level_s
         lane = self._lane_next[src]
         node = self.node_of(src)
         deflections, latency = 0, 0.0

@@ -44,6 +44,8 @@ FAST_MARGIN_BYTES = 16 * 2**20
 FAST_NODE_BYTES = 3_000
 #: Refuse when the estimate exceeds this share of the memory available now.
 HEADROOM = 0.9
+#: Refuse above this whatever the system says it has: beyond any array NumPy can index.
+MAX_ARRAY_BYTES = 2**62
 
 
 def estimate_bytes(num_ranks: int, per_rank_bytes: int, base_bytes: int | None = None) -> int:
@@ -67,13 +69,20 @@ def available_bytes() -> int | None:
 def check_fits(num_ranks: int, per_rank_bytes: int, what: str, base_bytes: int | None = None) -> int:
     """Raise a one-line :class:`GupsimError` if the run would not fit; return the estimate."""
     need = estimate_bytes(num_ranks, per_rank_bytes, base_bytes)
-    have = available_bytes()
-    if have is not None and need > HEADROOM * have:
-        raise GupsimError(
-            f"{what} needs about {need / 2**30:.1f} GB (estimate for {num_ranks:,} processes), but only "
-            f"{have / 2**30:.1f} GB are available; use a smaller shape or fewer processes per node"
-        )
+    refuse_if_over(need, f"{what} (estimate for {num_ranks:,} processes) needs",
+                   "use a smaller shape or fewer processes per node")
     return need
+
+
+def refuse_if_over(need: int, subject: str, hint: str) -> None:
+    """Refuse, in one line (``<subject> about N GB, but only M GB are available; <hint>``), ``need`` bytes
+    above :data:`HEADROOM` of the memory available now, or above :data:`MAX_ARRAY_BYTES` where the system
+    does not say: NumPy would otherwise fail with a traceback, or grow until the kernel kills the process."""
+    have = available_bytes()
+    limit = MAX_ARRAY_BYTES if have is None else min(MAX_ARRAY_BYTES, HEADROOM * have)
+    if need > limit:
+        shown = "" if have is None else f", but only {have / 2**30:,.1f} GB are available"
+        raise GupsimError(f"{subject} about {need / 2**30:,.1f} GB{shown}; {hint}")
 
 
 def peak_rss_mb() -> float:

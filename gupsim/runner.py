@@ -96,8 +96,10 @@ def preflight(run: RunConfig, telemetry: bool = False) -> str:
     from gupsim.simulation import check_memory, check_network
 
     if telemetry and run.engine == "fast":
-        raise GupsimError("telemetry (--links, --histograms, --sample-interval-s) needs the SimPy engine: "
-                          "use --engine simpy or auto")
+        # Named as both gupsim run's flags and a sweep's record keys, since either may have asked for it.
+        raise GupsimError("telemetry (per-link data, histograms, samples: --links, --histograms, "
+                          "--sample-interval-s, or a sweep's record keys) needs the SimPy engine: "
+                          "set the engine to simpy or auto")
     stream_layout(run)  # a run past its HPCC slices is one line, whichever engine would have run it
     check_network(run)
     engine = "simpy" if telemetry else fast.choose_engine(run)

@@ -188,20 +188,12 @@ class Topology:
         raise NotImplementedError
 
     def _check_tables_fit(self, what: str) -> None:
-        """Refuse, in one line, per-node tables that cannot fit in the memory available now (the style of
-        :func:`gupsim.memory.check_fits`); numpy would otherwise fail with a traceback, or grow until the
-        kernel kills the process."""
-        from gupsim.memory import HEADROOM, available_bytes
+        """Refuse, in one line, per-node tables that cannot fit in the memory available now."""
+        from gupsim.memory import refuse_if_over
 
-        need = self.num_nodes * TABLE_BYTES_PER_NODE
-        have = available_bytes()
-        # 2^62: beyond any array NumPy can index, whatever the system says it has.
-        limit = 2**62 if have is None else min(2**62, HEADROOM * have)
-        if need > limit:
-            shape = "x".join(map(str, self.shape))
-            shown = "" if have is None else f", but only {have / 2**30:.1f} GB are available"
-            raise GupsimError(f"{self.kind} {shape}: {what} of {self.num_nodes:,} nodes need about "
-                              f"{need / 2**30:,.1f} GB{shown}; use a smaller shape")
+        shape = "x".join(map(str, self.shape))
+        refuse_if_over(self.num_nodes * TABLE_BYTES_PER_NODE,
+                       f"{self.kind} {shape}: {what} of {self.num_nodes:,} nodes need", "use a smaller shape")
 
     # --- nodes ----------------------------------------------------------------
 

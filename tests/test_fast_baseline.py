@@ -91,25 +91,27 @@ def test_kernel_buckets_pop_what_the_reference_buckets_pop(nr, limit, ops):
     ``max_pending`` updates wait, as the kernel adds) and pops interleaved, the table sized as prepare()
     sizes it; with more destinations than slots, probe runs form and deletions shift entries back."""
     from gupsim.bucketing import Buckets
-    from gupsim.fast import baseline as kb
+    from gupsim.fast import bucket_heap as bh
 
-    t = kb.bucket_tables(nr, limit)  # sized as prepare() sizes them for nr ranks; rank 0's rows
+    t = bh.tables(nr, limit)  # sized as the baseline kernel sizes them for nr ranks; rank 0's rows
     hk, hkey, hpos, mask, shift = t["hk"][:1], t["hkey"][:1], t["hpos"][:1], t["mask"], t["shift"]
-    ci = np.zeros((1, kb.CI_COLS), dtype=np.int64)
+    n = 0
     ref = Buckets()
     for add, x in ops:
         if (add or not len(ref)) and ref.pending < limit:
             dest = x % nr
             ref.add(dest, 0)
-            kb._bucket_add(ci, hk, hkey, hpos, 0, dest, nr, mask, shift)
+            n = bh.add(hk, hkey, hpos, 0, n, dest, nr, mask, shift)
         elif len(ref):
             dest, bucket = ref.pop_largest()
-            assert kb._bucket_pop(ci, hk, hkey, hpos, 0, nr, mask, shift) == (dest, len(bucket))
-        assert ci[0, kb.CI_HN] == len(ref) and ci[0, kb.CI_PENDING] == ref.pending
+            assert bh.pop_largest(hk, hkey, hpos, 0, n, nr, mask, shift) == (dest, len(bucket))
+            n -= 1
+        assert n == len(ref)
         for pos in range(len(ref)):  # each entry names its table slot, and the slot points back
             entry = int(hk[0, pos])
             assert hkey[0, entry & mask] == nr - 1 - (entry >> shift) % nr and hpos[0, entry & mask] == pos
     while len(ref):
         dest, bucket = ref.pop_largest()
-        assert kb._bucket_pop(ci, hk, hkey, hpos, 0, nr, mask, shift) == (dest, len(bucket))
+        assert bh.pop_largest(hk, hkey, hpos, 0, n, nr, mask, shift) == (dest, len(bucket))
+        n -= 1
     assert (hkey == -1).all()

@@ -227,7 +227,14 @@ def test_points_that_cannot_run_fail_the_dry_run(tmp_path, machine, grid, fragme
 
 
 def test_telemetry_on_the_fast_engine_fails_the_dry_run(tmp_path):
-    _one_error_line(_dry_run(tmp_path, {"engine": ["fast"]}, record={"links": True}), "needs the SimPy engine")
+    """The line names what a sweep file calls it (record keys) as well as gupsim run's flags."""
+    _one_error_line(_dry_run(tmp_path, {"engine": ["fast"]}, record={"links": True}),
+                    "needs the SimPy engine", "record keys", "engine to simpy or auto")
+
+
+def test_telemetry_on_the_fast_engine_is_refused_by_gupsim_run():
+    _one_error_line(_invoke("run", "--shape", "4x4x4", "--updates", "8", "--engine", "fast", "--links"),
+                    "needs the SimPy engine", "--links")
 
 
 # --- 9. smaller things --------------------------------------------------------------------------------------

@@ -6,15 +6,11 @@ reference schedules are mirrored one for one wherever their order can
 matter at equal times:
 
 * **Buckets.**  Without ``verify`` an update's value matters only for its
-  owner, so a rank keeps the *size* of each destination's bucket.  The
-  max-heap of :class:`gupsim.bucketing.Buckets` becomes an indexed binary
-  heap of keys ``size * R + (R - 1 - dest)`` (largest bucket, ties: lowest
-  destination, exactly what the lazy heap pops), with an open-addressing
-  table from destination to heap slot.  Both are bounded by ``max_pending``
-  per rank.  Each heap entry carries its destination's slot in that table
-  in its low bits (below the key, so the order is the keys'): moving an
-  entry updates the table without searching it, one cache miss instead of
-  two per level (those misses were most of a pop's cost at 4,096 ranks).
+  owner, so a rank keeps the *size* of each destination's bucket, in the
+  indexed max-heap of :mod:`gupsim.fast.bucket_heap` (the largest bucket,
+  ties the lowest destination, exactly what
+  :class:`gupsim.bucketing.Buckets` pops).  The rank's row keeps the heap's
+  length (``CI_HN``) and the pending count (``CI_PENDING``).
 * **Messages.**  A row of a message table: destination, updates, packets,
   packets injected, packets received.  ``MPI_Isend`` is the messaging
   co-processor's process in the reference (``env.process``): here an
@@ -41,7 +37,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from gupsim.fast import core as c, credits as cr, events as ev, stream, tables as tb
+from gupsim.fast import bucket_heap as bh, core as c, credits as cr, events as ev, stream, tables as tb
 
 # Event kinds of this kernel (core uses 0..4).
 EV_ISEND = 5       # a = message: its send process starts (SimPy's Initialize of _isend)
@@ -72,103 +68,6 @@ KT_SEND, KT_RECV = range(2)
 # cost parameters
 K_GEN, K_UPD, K_TEST, K_INSERT, K_SPIN_S = range(5)
 COUNTER_NAMES = ("updates", "messages", "packets", "send_tests", "send_tests_blocked")
-
-
-# ================================================================== buckets: indexed max-heap + hash
-
-
-@njit(cache=True, inline="always", _nrt=False)
-def _hslot(hkey, r, dest, mask):
-    """The hash slot holding ``dest``, or the empty slot where it would go (linear probing)."""
-    i = (dest * 2654435761) & mask
-    while hkey[r, i] != -1 and hkey[r, i] != dest:
-        i = (i + 1) & mask
-    return i
-
-
-@njit(cache=True, _nrt=False)
-def _hdelete(hk, hkey, hpos, r, i, mask):
-    """Empty slot ``i``, shifting later entries of its probe run back (no tombstones); a shifted entry's
-    heap key learns its new slot."""
-    j = i
-    while True:
-        j = (j + 1) & mask
-        if hkey[r, j] == -1:
-            break
-        home = (hkey[r, j] * 2654435761) & mask
-        if (i <= j and i < home <= j) or (i > j and (home > i or home <= j)):
-            continue
-        hkey[r, i] = hkey[r, j]
-        pos = hpos[r, j]
-        hpos[r, i] = pos
-        hk[r, pos] = (hk[r, pos] & ~mask) | i
-        i = j
-    hkey[r, i] = -1
-
-
-@njit(cache=True, inline="always", _nrt=False)
-def _place(hk, hpos, r, pos, entry, mask):
-    hk[r, pos] = entry
-    hpos[r, entry & mask] = pos
-
-
-@njit(cache=True, _nrt=False)
-def _sift_up(hk, hpos, r, pos, mask):
-    entry = hk[r, pos]
-    while pos > 0:
-        parent = (pos - 1) >> 1
-        if hk[r, parent] > entry:
-            break
-        _place(hk, hpos, r, pos, hk[r, parent], mask)
-        pos = parent
-    _place(hk, hpos, r, pos, entry, mask)
-
-
-@njit(cache=True, _nrt=False)
-def _bucket_add(ci, hk, hkey, hpos, r, dest, nr, mask, shift):
-    """:meth:`Buckets.add`: one more update for ``dest``."""
-    i = _hslot(hkey, r, dest, mask)
-    if hkey[r, i] == -1:
-        pos = ci[r, CI_HN]
-        ci[r, CI_HN] = pos + 1
-        hkey[r, i] = dest
-        hk[r, pos] = (nr + (nr - 1 - dest)) << shift | i
-    else:
-        pos = hpos[r, i]
-        hk[r, pos] += nr << shift
-    _sift_up(hk, hpos, r, pos, mask)
-    ci[r, CI_PENDING] += 1
-
-
-@njit(cache=True, _nrt=False)
-def _bucket_pop(ci, hk, hkey, hpos, r, nr, mask, shift):
-    """:meth:`Buckets.pop_largest`: (destination, size) of the largest bucket, ties the lowest destination."""
-    top = hk[r, 0]
-    key = top >> shift
-    dest, size = nr - 1 - key % nr, key // nr
-    n = ci[r, CI_HN] - 1
-    ci[r, CI_HN] = n
-    ci[r, CI_PENDING] -= size
-    if n > 0:
-        entry = hk[r, n]
-        hk[r, 0] = entry  # the last entry moves up first, so that _hdelete's shifts find it where it is
-        hpos[r, entry & mask] = 0
-    _hdelete(hk, hkey, hpos, r, top & mask, mask)
-    if n > 0:
-        entry = hk[r, 0]
-        pos = 0
-        while True:
-            child = 2 * pos + 1
-            if child >= n:
-                break
-            if child + 1 < n and hk[r, child + 1] > hk[r, child]:
-                child += 1
-            if hk[r, child] < entry:
-                break
-            _place(hk, hpos, r, pos, hk[r, child], mask)
-            pos = child
-        _place(hk, hpos, r, pos, entry, mask)
-    return dest, size
 
 
 # ================================================================== messages
@@ -315,7 +214,8 @@ def _cpu(r, now, ci, cf, ran, cost, ktab, tabs, ai, lay, ac, wc, ms, hk, hkey, h
                         cf[r, CF_DEBT] += cost[K_UPD]
                         _apply(ip, ctr, wt, wc, ac, 1, now + cf[r, CF_DEBT] * fp[tb.F_CYCLE_S], mm)
                     else:
-                        _bucket_add(ci, hk, hkey, hpos, r, dest, nr, mask, shift)
+                        ci[r, CI_HN] = bh.add(hk, hkey, hpos, r, ci[r, CI_HN], dest, nr, mask, shift)
+                        ci[r, CI_PENDING] += 1
                         cf[r, CF_DEBT] += cost[K_INSERT]
                     _flush(r, now, ci, cf, fp, hh, ctr, PH_TOP)
                     return
@@ -340,7 +240,9 @@ def _cpu(r, now, ci, cf, ran, cost, ktab, tabs, ai, lay, ac, wc, ms, hk, hkey, h
         elif phase == PH_TESTED:
             ac[AC_TESTS] += 1
             if not ci[r, CI_ALIVE]:
-                dest, k = _bucket_pop(ci, hk, hkey, hpos, r, nr, mask, shift)
+                dest, k = bh.pop_largest(hk, hkey, hpos, r, ci[r, CI_HN], nr, mask, shift)
+                ci[r, CI_HN] -= 1
+                ci[r, CI_PENDING] -= k
                 ac[AC_MESSAGES] += 1
                 ac[AC_UPDATES] += k
                 ci[r, CI_DEST], ci[r, CI_K] = dest, k
@@ -518,7 +420,7 @@ def prepare(sim, options) -> dict:
         raise ValueError("baseline kernel: packets above 31 chunks")
     insert = cm.bucket_insert + cm.heap_update(R - 1) + alg.cache.per_remote_update
     spin_s = 2 * cm.mpi_test * (1.0 / sim.machine.cpu.clock_hz)
-    buckets = bucket_tables(R, limit)
+    buckets = bh.tables(R, limit)
     ai = np.zeros(8, dtype=np.int64)
     ai[A_LIMIT], ai[A_EVERY] = limit, options.receive_test_every
     ai[A_MESSAGES_MODE], ai[A_NRANKS] = int(options.termination == "messages"), R
@@ -535,18 +437,6 @@ def prepare(sim, options) -> dict:
         "ktab": ktab, "tabs": tabs, "ai": ai, "ac": ac, "wc": np.zeros((2, 5), dtype=np.int64), "ms": ms,
         **buckets,
     }
-
-
-def bucket_tables(R: int, limit: int) -> dict:
-    """Every rank's empty bucket heap (``hk``) and table (``hkey``, ``hpos``), sized for ``limit`` pending
-    updates, and the table's ``mask`` and the ``shift`` that puts a heap key above its slot."""
-    heap_cap = max(1, min(limit, R))
-    hcap = 1 << max(1, (2 * heap_cap - 1).bit_length())
-    shift = hcap.bit_length() - 1
-    if (((limit + 1) * 2 * R) << shift) >= 1 << 62:
-        raise ValueError("baseline kernel: max_pending x processes too large for the heap's keys")
-    return {"hk": np.zeros((R, heap_cap), dtype=np.int64), "hkey": np.full((R, hcap), -1, dtype=np.int32),
-            "hpos": np.zeros((R, hcap), dtype=np.int32), "mask": hcap - 1, "shift": shift}
 
 
 def remaining(state: dict) -> int:
