@@ -89,11 +89,18 @@ def write_perf_map(path: Path) -> int:
 
     Numba's execution engine knows every symbol it loaded, from its on-disk cache or freshly compiled, and
     where LLVM put it; a function's range ends where the next one starts."""
+    import numba
     from numba.core.registry import cpu_target
 
-    engine = cpu_target.target_context.codegen()._engine
+    # No public API lists the loaded symbols; if a Numba release moves these internals, say so in one line.
+    try:
+        engine = cpu_target.target_context.codegen()._engine
+        names = list(engine._defined_symbols)
+    except AttributeError as exc:
+        raise SystemExit(f"profile_fast: this Numba ({numba.__version__}) no longer exposes its loaded symbols "
+                         f"where the script reads them ({exc}); the profile needs updating for it") from None
     starts: dict[int, str] = {}
-    for name in engine._defined_symbols:  # no public API lists them
+    for name in names:
         if name.startswith("_ZN") and not name.startswith("_ZN08NumbaEnv"):  # functions, not environments
             address = engine.get_function_address(name)
             if address:
