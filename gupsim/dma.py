@@ -82,6 +82,7 @@ class DmaNetwork(Network):
                  processes_per_node: int, dma: "DmaConfig"):
         super().__init__(env, topology, net, processes_per_node)
         self.dma = dma
+        self.data_header_bytes = dma.header_bytes
         self._dma_rate = dma.engine_bytes_per_s
         self._rx_overhead_s = dma.rx_packet_overhead_ns * 1e-9
         self._backoff_s = dma.throttle_backoff_ns * 1e-9
@@ -94,11 +95,6 @@ class DmaNetwork(Network):
         self.throttle_waits = 0
         self.throttled_s = 0.0
         self.inbox = [DmaMailbox(env, self) for _ in range(self.num_ranks)]
-
-    @property
-    def max_data_bytes(self) -> int:
-        """Application bytes one packet carries: its chunks less the DMA header."""
-        return self.cfg.max_payload_bytes - self.dma.header_bytes
 
     def launch(self, pkt: Packet) -> None:
         self.packets_injected += 1

@@ -202,6 +202,14 @@ class FifoInjection:
     """
 
     fifo_groups = 1
+    #: Bytes of every packet's chunks taken by a header the network itself adds (gupsim.dma: BG/P's DMA
+    #: header; none on BG/L or the fat tree).  An algorithm's data starts after it.
+    data_header_bytes = 0
+
+    @property
+    def max_data_bytes(self) -> int:
+        """Application bytes one packet carries: its chunks less :attr:`data_header_bytes`."""
+        return self.cfg.max_payload_bytes - self.data_header_bytes
 
     def injection_fifo(self, pkt: Packet) -> Credits:
         """The injection FIFO ``pkt`` enters."""

@@ -40,3 +40,36 @@ def test_table_has_every_size_mode_and_algorithm_and_no_published_target():
     assert (f[["cpu_bound_gups", "network_bound_gups"]] > 0).all().all()
     assert not f["simulated"].any()  # quick: bounds only
     assert any("simulated rows" in line for line in c.summary_lines())
+
+
+@pytest.mark.parametrize("alg, sw_header", [("routed", 16), ("baseline", 0)])
+def test_packets_on_bgp_carry_the_dma_header_in_their_chunks(monkeypatch, alg, sw_header):
+    """A BG/P packet's chunks hold the DMA header before the algorithm's data (gupsim.dma; gupsim.microbench
+    sizes its packets so): ``routed``'s software header and 8 bytes per update, or a slice of ``baseline``'s
+    MPI message, never more than 240 data bytes.  Found 2026-11-26: the header had been left out."""
+    from gupsim.config import load_machine
+    from gupsim.network import Network
+    from gupsim.runner import make_run_config, simulate
+
+    bgp = load_machine("bgp")
+    dma_header, max_payload = bgp.dma.header_bytes, bgp.network.max_payload_bytes
+    made = []
+    real = Network.make_packet
+
+    def record(self, src, dst, payload_bytes, updates=None, message=None, **kw):
+        made.append((payload_bytes, updates, message))
+        return real(self, src, dst, payload_bytes, updates=updates, message=message, **kw)
+
+    monkeypatch.setattr(Network, "make_packet", record)
+    simulate(make_run_config(machine=bgp, shape="2x2x2", algorithm=alg, updates_per_process=256, engine="simpy"))
+    assert made and all(dma_header < p <= max_payload for p, _, _ in made)
+    if alg == "routed":
+        assert {p - dma_header - sw_header - 8 * len(u) for p, u, _ in made} == {0}
+        assert max(len(u) for _, u, _ in made) == (max_payload - dma_header - sw_header) // 8  # full: 28
+    else:  # each message's packets carry its bytes plus one DMA header each
+        by_message = {}
+        for p, _, m in made:
+            by_message.setdefault(id(m), (m, []))[1].append(p)
+        for m, payloads in by_message.values():
+            assert sum(payloads) == m.nbytes + dma_header * len(payloads)
+            assert len(payloads) == -(-m.nbytes // (max_payload - dma_header))

@@ -108,9 +108,12 @@ class Baseline(Algorithm):
     # ------------------------------------------------------------------ messaging
 
     def _packet_payloads(self, nbytes: int) -> list[int]:
-        size = self.sim.net.cfg.max_payload_bytes
+        """A message's packets: its bytes cut at what a packet carries, each with the network's own header
+        (BG/P's DMA header, gupsim.dma; none on BG/L) in its chunks."""
+        net = self.sim.net
+        size, hdr = net.max_data_bytes, net.data_header_bytes
         full, rest = divmod(nbytes, size)
-        return [size] * full + ([rest] if rest else [])
+        return [size + hdr] * full + ([rest + hdr] if rest else [])
 
     def _message_bytes(self, updates: int) -> int:
         # A FINISHED message carries one 8-byte word (HPCC sends its last random number).

@@ -114,7 +114,7 @@ class Routed(Algorithm):
                               f"the 1024 pending updates HPCC allows (at most {1024 // sum(self.lengths)} here)")
         if self.capacity < 1:
             raise GupsimError(f"routed: {'x'.join(map(str, self.lengths))} has more software routers than 1024 pending updates can give one bucket each")
-        per_packet = (self._max_data_bytes(sim) - options.software_header_bytes) // UPDATE_BYTES
+        per_packet = (sim.net.max_data_bytes - options.software_header_bytes) // UPDATE_BYTES
         if per_packet < 1:
             raise GupsimError("routed: software_header_bytes leaves no room for an update in a packet")
         self.per_packet = per_packet
@@ -139,10 +139,6 @@ class Routed(Algorithm):
         self.packet_updates = 0
         self.hops = 0
 
-    @staticmethod
-    def _max_data_bytes(sim) -> int:
-        # A BG/P DMA network carries its own header inside the packet (gupsim.dma); BG/L has none.
-        return getattr(sim.net, "max_data_bytes", sim.net.cfg.max_payload_bytes)
 
     # ------------------------------------------------------------------ geometry
 
@@ -211,7 +207,8 @@ class Routed(Algorithm):
         if st.sending[d] is None:
             st.sending[d] = self._packets_of(st.buckets.pop(router))
         pending = st.sending[d]
-        hdr = self.options.software_header_bytes
+        # A BG/P packet's chunks also hold the DMA header (gupsim.dma), before the software header.
+        hdr = net.data_header_bytes + self.options.software_header_bytes
         while pending:
             updates = pending[0]
             pkt = net.make_packet(rank, router, hdr + UPDATE_BYTES * len(updates), updates=updates, message=d)

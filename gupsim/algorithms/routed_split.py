@@ -75,7 +75,7 @@ class RoutedSplit(Routed):
         self.ndims = len(self.lengths)
         self.capacity = options.bucket_capacity or 1024 // (sum(self.lengths) + 1)
         self.workers = ppn - options.router_cores
-        self.per_packet = (self._max_data_bytes(sim) - options.software_header_bytes) // 8
+        self.per_packet = (sim.net.max_data_bytes - options.software_header_bytes) // 8
         self._routers = {r: _Router(self.ndims, self._rank_coords(r)) for r in range(sim.num_ranks)
                          if self.is_router(r)}
         self._deliveries = [deque() for _ in range(sim.num_ranks)]  # per worker rank

@@ -169,7 +169,9 @@ class FastSimulation:
         self.layout = stream_layout(run)  # checks every rank's stretch first, as the SimPy engine does
         self.total_updates = self.num_ranks * run.updates_per_process
         options = validate_options(run.algorithm, run.algorithm_options)
-        self.net = SimpleNamespace(cfg=m.network, topology=self.topology)
+        # The kernels model no DMA engine (choose_engine refuses one), so no header inside the chunks.
+        self.net = SimpleNamespace(cfg=m.network, topology=self.topology, data_header_bytes=0,
+                                   max_data_bytes=m.network.max_payload_bytes)
         self.algorithm = algorithm_class(run.algorithm)(self, options)
         self._module = kernel.module()
 
