@@ -3,7 +3,7 @@
 Machine files (``configs/machines``) and sweep files (``configs/experiments``) are YAML.  PyYAML's safe
 loader reads YAML 1.1, which keeps the last of two equal keys and reads ``350e6`` as text; a research
 simulator must not take either silently, so :class:`StrictLoader` refuses the first and reads the second as
-YAML 1.2 does.  :func:`read_yaml_mapping` turns an unreadable file, bad YAML or a top level that is not a
+YAML 1.2 does, and reads integers as YAML 1.2 does (``032`` is 32, not octal 26).  :func:`read_yaml_mapping` turns an unreadable file, bad YAML or a top level that is not a
 mapping into one :class:`gupsim.errors.GupsimError` line naming the file (and the line, where YAML has one).
 """
 
@@ -23,11 +23,12 @@ class DuplicateKeyError(yaml.constructor.ConstructorError):
 
 
 class StrictLoader(yaml.SafeLoader):
-    """PyYAML's safe loader with two YAML 1.2 rules that YAML 1.1 lacks.
+    """PyYAML's safe loader with three YAML 1.2 rules that YAML 1.1 lacks.
 
     * A key may appear once per mapping: a repeated ``chunk_bytes`` is a mistake, not an override.
     * ``350e6`` and ``1.0e6`` are floats (YAML 1.1 wants a dot and a signed exponent, ``350.0e+6``,
       and reads the rest as strings, which strict number fields then refuse).
+    * Integers are YAML 1.2's: ``032`` is 32, ``0o32`` is 26; ``1:30`` and ``0b101`` are text.
     """
 
     def construct_mapping(self, node: yaml.Node, deep: bool = False) -> dict[Any, Any]:
@@ -48,6 +49,24 @@ class StrictLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
+def _construct_int(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int:
+    """An integer as YAML 1.2 reads it: decimal, ``0o`` octal or ``0x`` hex.  YAML 1.1 would read ``032``
+    as octal 26, ``1:30`` as 90 (base 60) and ``0b101`` as 5: silent surprises in a machine file."""
+    text = loader.construct_scalar(node)
+    sign, body = (-1, text[1:]) if text[:1] == "-" else (1, text.lstrip("+"))
+    base = {"0o": 8, "0x": 16}.get(body[:2], 10)
+    return sign * int(body[2:] if base != 10 else body, base)
+
+
+_INT = "tag:yaml.org,2002:int"
+# Only YAML 1.2's integers resolve as integers; the rest (1:30, 0b101, 1_000) are text, which the strict
+# number fields then refuse in one line.
+StrictLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != _INT]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
+StrictLoader.add_implicit_resolver(_INT, re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$"),
+                                   list("-+0123456789"))
+StrictLoader.add_constructor(_INT, _construct_int)
 StrictLoader.add_implicit_resolver(
     "tag:yaml.org,2002:float",
     re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$"),

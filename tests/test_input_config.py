@@ -236,6 +236,19 @@ def test_strict_loader_reads_yaml_12_floats_and_leaves_other_text():
     assert parse_key_value("link_bytes_per_s=350e6", "--set") == ("link_bytes_per_s", 350e6)
 
 
+def test_strict_loader_reads_yaml_12_integers():
+    """YAML 1.1 would read 032 as octal 26, 1:30 as 90 (base 60) and 0b101 as 5, silently."""
+    assert yaml.load("[032, 0o32, 0x1f, -7, +5, 09, 0, 1:30, 0b101, 1_000]", Loader=StrictLoader) == [
+        32, 26, 31, -7, 5, 9, 0, "1:30", "0b101", "1_000"]
+    assert parse_key_value("chunk_bytes=032", "--set") == ("chunk_bytes", 32)
+
+
+def test_a_sexagesimal_count_in_a_machine_file_is_refused_not_read_as_base_60(tmp_path):
+    path = _machine_copy(tmp_path, edit=lambda t: re.sub(r"chunk_bytes: \S+", "chunk_bytes: 1:30", t))
+    with pytest.raises(GupsimError, match="chunk_bytes"):
+        load_machine(str(path))
+
+
 # --------------------------------------------------------------------------- 10: impossible values
 
 

@@ -23,6 +23,7 @@ import yaml
 from gupsim.config import MACHINES_DIR, load_machine
 from gupsim.errors import GupsimError
 from gupsim.runner import make_run_config, resolved_config
+from tests.test_cli import _call
 
 
 # --------------------------------------------------------------------------- helpers
@@ -39,16 +40,6 @@ def _sweep(tmp_path: Path, grid: dict, name: str = "t", **top):
     path = tmp_path / f"{name}.yaml"
     path.write_text(yaml.safe_dump({"name": name, "machine": "bgl", "grid": grid, **top}))
     return load_sweep(str(path))
-
-
-def _call(capsys, *argv: str) -> tuple[int, str, str]:
-    from gupsim.cli import main
-
-    with pytest.raises(SystemExit) as exc:
-        main(list(argv))
-        raise SystemExit(0)
-    out = capsys.readouterr()
-    return exc.value.code or 0, out.out, out.err
 
 
 # --------------------------------------------------------------------------- config
