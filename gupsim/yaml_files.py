@@ -3,8 +3,9 @@
 Machine files (``configs/machines``) and sweep files (``configs/experiments``) are YAML.  PyYAML's safe
 loader reads YAML 1.1, which keeps the last of two equal keys and reads ``350e6`` as text; a research
 simulator must not take either silently, so :class:`StrictLoader` refuses the first and reads the second as
-YAML 1.2 does, and reads integers as YAML 1.2 does (``032`` is 32, not octal 26).  :func:`read_yaml_mapping` turns an unreadable file, bad YAML or a top level that is not a
-mapping into one :class:`gupsim.errors.GupsimError` line naming the file (and the line, where YAML has one).
+YAML 1.2 does, and its integers too (``032`` is 32, not octal 26).  :func:`read_yaml_mapping` turns an
+unreadable file, bad YAML or a top level that is not a mapping into one :class:`gupsim.errors.GupsimError`
+line naming the file (and the line, where YAML has one).
 """
 
 from __future__ import annotations

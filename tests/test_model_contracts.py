@@ -282,14 +282,18 @@ def test_baseline_splits_a_message_into_full_packets_and_one_partial(bgl):
     assert alg._message_bytes(0) == 8 + bgl.mpi.header_bytes
 
 
-def test_baseline_send_blocking_factor_is_blocked_tests_over_all_tests():
-    """Seed 000 §6.1's definition, on a run whose slow links make many send tests block."""
+@pytest.mark.parametrize("algorithm, updates, blocked, tried", [
+    ("baseline", 300, "send_tests_blocked", "send_tests"),  # seed 000 §6.1: blocked send tests over all
+    ("one-packet", 200, "sends_blocked", "sends"),          # blocked sends over all sends
+])
+def test_send_blocking_factor_is_blocked_over_all(algorithm, updates, blocked, tried):
+    """The SBF's definition, on runs whose slow links fill the FIFOs so that many sends block."""
     machine = load_machine("bgl", {"network.link_bytes_per_s": 2e6})
-    sim, rec = simulate(make_run_config(machine=machine, shape="2x2x2", algorithm="baseline",
-                                        updates_per_process=300))
-    alg = sim.algorithm
-    assert 0 < alg.send_tests_blocked < alg.send_tests
-    assert rec["send_blocking_factor"] == pytest.approx(alg.send_tests_blocked / alg.send_tests, rel=1e-12)
+    sim, rec = simulate(make_run_config(machine=machine, shape="2x2x2", algorithm=algorithm,
+                                        updates_per_process=updates))
+    n_blocked, n_tried = getattr(sim.algorithm, blocked), getattr(sim.algorithm, tried)
+    assert 0 < n_blocked < n_tried
+    assert rec["send_blocking_factor"] == pytest.approx(n_blocked / n_tried, rel=1e-12)
 
 
 def test_baseline_blocked_send_test_counts_the_spins_that_fit_in_the_wait(bgl):
@@ -362,15 +366,6 @@ def test_reception_fifo_room_is_freed_only_once_the_cpu_has_read_the_packet(bgl,
 
 
 # ------------------------------------------------------------------ algorithms: one-packet
-
-
-def test_one_packet_send_blocking_factor_is_blocked_sends_over_all_sends():
-    machine = load_machine("bgl", {"network.link_bytes_per_s": 2e6})  # slow links: the FIFOs fill
-    sim, rec = simulate(make_run_config(machine=machine, shape="2x2x2", algorithm="one-packet",
-                                        updates_per_process=200))
-    alg = sim.algorithm
-    assert 0 < alg.sends_blocked < alg.sends
-    assert rec["send_blocking_factor"] == pytest.approx(alg.sends_blocked / alg.sends, rel=1e-12)
 
 
 def test_one_packet_cpu_cycles_add_up_to_the_cost_of_every_step(bgl):
@@ -478,7 +473,8 @@ def test_dv_holds_both_buffers_while_the_first_is_still_being_dmad():
     machine = load_machine("hypatia-dv")
     net, cpu, n = machine.network, machine.cpu, 512
     generate_s = n * (cpu.generate_cycles + cpu.header_cycles) / cpu.clock_hz
-    dma_s = (net.dma_setup_ns + net.group_counter_ns) * 1e-9 + n * net.wire_bytes / (net.pcie_bytes_per_s * net.pcie_efficiency)
+    dma_s = ((net.dma_setup_ns + net.group_counter_ns) * 1e-9
+             + n * net.wire_bytes / (net.pcie_bytes_per_s * net.pcie_efficiency))
     assert dma_s > generate_s  # so the first DMA has not finished when the second buffer is full
     _, rec = _dv(buffer_updates=n)
     assert rec["alg_max_pending"] == 2 * n
