@@ -73,3 +73,40 @@ def test_packets_on_bgp_carry_the_dma_header_in_their_chunks(monkeypatch, alg, s
         for m, payloads in by_message.values():
             assert sum(payloads) == m.nbytes + dma_header * len(payloads)
             assert len(payloads) == -(-m.nbytes // (max_payload - dma_header))
+
+
+@pytest.mark.parametrize("payload", [8, 24])
+def test_one_packet_on_bgp_carries_the_dma_header_beside_its_update(monkeypatch, payload):
+    """``one-packet``'s update rides with the DMA header, as ``routed``'s do: 8 bytes fill one 32-byte
+    chunk with it, 24 bytes need two; the raw send is charged for the packet's bytes.  Found 2026-11-26:
+    ``payload_bytes`` alone had sized the packet, a chunk short above 16 bytes."""
+    from gupsim.config import load_machine
+    from gupsim.network import Network
+    from gupsim.runner import make_run_config, simulate
+
+    bgp = load_machine("bgp")
+    dma_header, chunk = bgp.dma.header_bytes, bgp.network.chunk_bytes
+    made = []
+    real = Network.make_packet
+
+    def record(self, src, dst, payload_bytes, updates=None, message=None, **kw):
+        pkt = real(self, src, dst, payload_bytes, updates=updates, message=message, **kw)
+        made.append((payload_bytes, pkt.chunks))
+        return pkt
+
+    monkeypatch.setattr(Network, "make_packet", record)
+    simulate(make_run_config(machine=bgp, shape="2x2x2", algorithm="one-packet", updates_per_process=64,
+                             engine="simpy", algorithm_options={"payload_bytes": payload}))
+    assert made and set(made) == {(payload + dma_header, -(-(payload + dma_header) // chunk))}
+
+
+def test_one_packet_on_bgp_refuses_a_payload_that_leaves_no_room_for_the_dma_header():
+    from gupsim.config import load_machine
+    from gupsim.errors import GupsimError
+    from gupsim.runner import make_run_config, simulate
+
+    bgp = load_machine("bgp")
+    room = bgp.network.max_payload_bytes - bgp.dma.header_bytes
+    with pytest.raises(GupsimError, match=f"payload_bytes={room + 1} does not fit one packet .at most {room} "):
+        simulate(make_run_config(machine=bgp, shape="2x2x2", algorithm="one-packet", updates_per_process=4,
+                                 engine="simpy", algorithm_options={"payload_bytes": room + 1}))

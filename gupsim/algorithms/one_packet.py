@@ -61,10 +61,13 @@ class OnePacket(Algorithm):
         self.sends = 0
         self.sends_blocked = 0
         self.blocked_s = 0.0
-        largest = sim.net.cfg.max_payload_bytes
+        largest = sim.net.max_data_bytes
         if options.payload_bytes > largest:
             raise GupsimError(f"algorithm one-packet: payload_bytes={options.payload_bytes} does not fit one "
                               f"packet (at most {largest} bytes on this machine)")
+        #: The packet's bytes inside its chunks: a DMA engine's header (BG/P) rides with the update, as in
+        #: routed's packets, and the raw send and receive are charged for the bytes the packet carries.
+        self.packet_payload_bytes = options.payload_bytes + sim.net.data_header_bytes
 
     def _receive(self, rank: int, cpu) -> None:
         sim, net, cost = self.sim, self.sim.net, self.sim.cost
@@ -78,7 +81,7 @@ class OnePacket(Algorithm):
     def process(self, rank: int):
         sim, env, net, cost = self.sim, self.sim.env, self.sim.net, self.sim.cost
         cpu, stream, inbox = sim.cpus[rank], sim.streams[rank], net.inbox[rank]
-        payload, wire = self.options.payload_bytes, self.options.wire_bytes
+        payload, wire = self.packet_payload_bytes, self.options.wire_bytes
         while stream.remaining:
             self._receive(rank, cpu)
             value, dest = stream.take()

@@ -171,7 +171,7 @@ PACKET_ARRAYS = ("pk", "pf")
 def prepare(sim, options) -> dict:
     """Per-rank state and parameters for :func:`run` (called by :mod:`gupsim.fast`)."""
     cost_model, net = sim.cost, sim.net_cfg
-    payload = options.payload_bytes
+    payload = sim.algorithm.packet_payload_bytes
     chunks = max(1, -(-payload // net.chunk_bytes))
     wire = options.wire_bytes if options.wire_bytes is not None else chunks * net.chunk_bytes + net.wire_overhead_bytes
     r = sim.num_ranks
