@@ -60,7 +60,7 @@ class NetworkConfig(BaseModel):
         description="'auto' builds a mesh up to mesh_up_to_nodes nodes and a torus above"
     )
     mesh_up_to_nodes: int = Field(ge=0, le=MAX_COUNT, description="largest partition wired as a mesh when topology is auto")
-    link_bytes_per_s: float = Field(gt=0, description="bandwidth of one directed link")
+    link_bytes_per_s: float = Field(ge=1, description="bandwidth of one directed link")
     chunk_bytes: int = Field(gt=0, le=MAX_COUNT, description="packets are whole multiples of this many payload bytes")
     max_chunks_per_packet: int = Field(ge=1, le=MAX_COUNT, description="largest packet, in chunks")
     packet_header_bytes: int = Field(ge=0, le=MAX_COUNT, description="hardware header on the wire, per packet")
@@ -124,7 +124,7 @@ class CpuConfig(BaseModel):
 
     model_config = _STRICT
 
-    clock_hz: float = Field(gt=0, description="core clock; every *_cycles field counts cycles of it")
+    clock_hz: float = Field(ge=1, description="core clock; every *_cycles field counts cycles of it")
     processes_per_node: int = Field(ge=1, le=4, description="1: co-processor mode; 2: virtual-node mode")
     generate_cycles: int = Field(ge=0, le=MAX_COUNT, description="t_g + t_o^s: form the next update")
     update_cycles: int = Field(ge=0, le=MAX_COUNT, description="t_u: XOR into a table word that misses every cache")
@@ -194,7 +194,7 @@ class DmaConfig(BaseModel):
 
     model_config = _STRICT
 
-    engine_bytes_per_s: float = Field(gt=0, description="one node's DMA engine, each way (injection, reception)")
+    engine_bytes_per_s: float = Field(ge=1, description="one node's DMA engine, each way (injection, reception)")
     header_bytes: int = Field(ge=0, le=MAX_COUNT, description="DMA header carried inside each packet's chunks")
     rx_packet_overhead_ns: float = Field(ge=0, description="extra reception cost per packet from the torus")
     throttle_backoff_ns: float = Field(ge=0, description="wait before a sender whose first link is busy retries")

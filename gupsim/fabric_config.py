@@ -39,14 +39,14 @@ class DataVortexConfig(BaseModel):
 
     topology: Literal["data-vortex"]
     lanes_per_vic: int = Field(ge=1, le=MAX_COUNT, description="SerDes lanes of one VIC, each to its own switch network")
-    lane_bits_per_s: float = Field(gt=0, description="signalling rate of one lane")
+    lane_bits_per_s: float = Field(ge=1, description="signalling rate of one lane")
     lane_coding_efficiency: float = Field(gt=0, le=1, description="data bits per signalled bit on a lane")
     packet_payload_bytes: int = Field(ge=1, le=MAX_COUNT, description="payload of every packet")
     packet_header_bytes: int = Field(ge=0, le=MAX_COUNT, description="header word on the wire: destination VIC and address")
     switch_radix: int = Field(ge=2, le=MAX_COUNT, description="ports of one switch chip")
     switch_level_delay_ns: float = Field(ge=0, description="pipeline latency of one switch level")
     deflection_delay_ns: float = Field(gt=0, description="time a deflected packet needs to come round again")
-    pcie_bytes_per_s: float = Field(gt=0, description="host-to-VIC bus bandwidth, each direction")
+    pcie_bytes_per_s: float = Field(ge=1, description="host-to-VIC bus bandwidth, each direction")
     pcie_efficiency: float = Field(gt=0, le=1, description="share of the bus left for data after packet overheads")
     dma_setup_ns: float = Field(ge=0, description="start one DMA between host memory and the VIC")
     group_counter_ns: float = Field(ge=0, description="set (send) or read out (receive) one group counter")
@@ -80,7 +80,7 @@ class FatTreeConfig(BaseModel):
     model_config = _STRICT
 
     topology: Literal["fat-tree"]
-    link_bytes_per_s: float = Field(gt=0, description="data bandwidth of one link direction")
+    link_bytes_per_s: float = Field(ge=1, description="data bandwidth of one link direction")
     switch_ports: int = Field(ge=4, le=MAX_COUNT, description="ports of one switch")
     router_delay_ns: float = Field(ge=0, description="port-to-port latency of one switch")
     adapter_delay_ns: float = Field(ge=0, description="host adapter latency, added once per packet")
@@ -124,7 +124,7 @@ class XeonCpuConfig(BaseModel):
 
     model_config = _STRICT
 
-    clock_hz: float = Field(gt=0)
+    clock_hz: float = Field(ge=1)
     cores_per_processor: int = Field(ge=1, le=MAX_COUNT)
     processors_per_endpoint: int = Field(ge=1, le=MAX_COUNT, description="processors behind one network endpoint (adapter)")
     processes_per_node: int = Field(ge=1, le=MAX_COUNT, description="processes (ranks) per network endpoint")

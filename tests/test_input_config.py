@@ -188,7 +188,7 @@ def test_a_huge_count_in_a_switched_machine_fails_validation():
 
 
 @pytest.mark.parametrize("machine, item, expected", [
-    ("hypatia-dv", "lane_bits_per_s=-1", "--set network.lane_bits_per_s=-1: Input should be greater than 0"),
+    ("hypatia-dv", "lane_bits_per_s=-1", "--set network.lane_bits_per_s=-1: Input should be greater than or equal to 1"),
     ("hypatia-dv", "switch_radix=1", "--set network.switch_radix=1: Input should be greater than or equal to 2"),
     ("hypatia-ib", "switch_ports=1", "--set network.switch_ports=1: Input should be greater than or equal to 4"),
     ("hypatia-dv", "link_bytes_per_s=1e9",
@@ -209,9 +209,21 @@ def test_a_bad_set_is_blamed_and_no_union_tag_is_shown(machine, item, expected):
     assert "[+" not in message
 
 
+@pytest.mark.parametrize("machine, key", [
+    ("bgl", "cpu.clock_hz"), ("bgl", "network.link_bytes_per_s"), ("bgp", "dma.engine_bytes_per_s"),
+    ("hypatia-dv", "cpu.clock_hz"), ("hypatia-dv", "network.lane_bits_per_s"), ("hypatia-dv", "network.pcie_bytes_per_s"),
+    ("hypatia-ib", "network.link_bytes_per_s"),
+])
+def test_a_rate_below_one_per_second_is_refused(machine, key):
+    """A rate in (0, 1) per second is no machine: a denormal clock (1e-320 Hz) made every cycle last an
+    infinite time and the record all n/a, accepted until 2026-11-26."""
+    for value in (1e-320, 0.5):
+        assert _fails(machine, {key: value}) == f"--set {key}={value}: Input should be greater than or equal to 1 (got {value})"
+
+
 def test_a_bad_value_in_a_switched_file_shows_no_union_tag(tmp_path):
     path = _machine_copy(tmp_path, "hypatia-dv", lambda t: re.sub(r"lane_bits_per_s: \S+", "lane_bits_per_s: -1", t))
-    assert _fails(str(path)) == f"{path}: network.lane_bits_per_s: Input should be greater than 0 (got -1)"
+    assert _fails(str(path)) == f"{path}: network.lane_bits_per_s: Input should be greater than or equal to 1 (got -1)"
 
 
 def test_a_broken_file_is_still_blamed_under_an_unrelated_set(tmp_path):
