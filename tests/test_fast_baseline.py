@@ -19,6 +19,9 @@ from gupsim.runner import make_run_config, simulate
 from tests.test_fast import ROUNDED, VOLATILE
 
 SLOW = {"network.link_bytes_per_s": 2e6}  # ~90x slower links: most send tests block
+#: Slow links, small chunks, adaptive routing: a rank's later packets pass its earlier ones on the torus
+OVERTAKE = {"network.topology": "torus", "network.routing": "adaptive", "network.link_bytes_per_s": 4.5e6,
+            "network.chunk_bytes": 16}
 
 CASES = [
     # (shape, updates per process, machine overrides, options)
@@ -33,6 +36,9 @@ CASES = [
     # FINISHED waits for the last data send: without it, a FINISHED packet granted FIFO room at the
     # same instant overtook the data and its receiver stopped reading (updates lost)
     ("2x2x2", 600, {"network.link_bytes_per_s": 2e6}, {"termination": "messages"}),
+    # a FINISHED that overtook data in the network waits for it (MPI's order): adaptive routing, pool buffers
+    ("4x4x2", 64, {**OVERTAKE, "network.buffer_order": "fifo"}, {"termination": "messages"}),
+    ("4x4x2", 128, {**OVERTAKE, "network.buffer_order": "pool"}, {"termination": "messages"}),
     # FIFOs per dimension (and node-local)
     ("4x4x2", 600, {**SLOW, "network.topology": "torus", "network.fifos": "per-dimension"}, {}),
     ("4x2x2", 400, {**SLOW, "cpu.processes_per_node": 2, "network.fifos": "per-dimension"}, {"max_pending": 32}),
@@ -115,3 +121,21 @@ def test_kernel_buckets_pop_what_the_reference_buckets_pop(nr, limit, ops):
         assert bh.pop_largest(hk, hkey, hpos, 0, n, nr, mask, shift) == (dest, len(bucket))
         n -= 1
     assert (hkey == -1).all()
+
+
+@pytest.mark.parametrize("engine", ["simpy", "fast"])
+@pytest.mark.parametrize("updates, order, seed", [(64, "fifo", 2), (128, "pool", 0)])
+def test_a_finished_message_that_overtakes_data_waits_for_it(engine, updates, order, seed):
+    """MPI matches one sender's messages in order, so HPCC's receiver has every update of a rank before its
+    FINISHED.  With adaptive routing (and pool buffers) the network delivers out of order; until
+    2026-11-26 a receiver that had every FINISHED stopped reading and the overtaken updates were lost
+    (``SimulationError: updates lost``, found by a differential fuzz of the two engines)."""
+    machine = load_machine("bgl", {**OVERTAKE, "network.buffer_order": order})
+    sim, rec = simulate(make_run_config(machine=machine, shape="4x4x2", algorithm="baseline", seed=seed,
+                                        updates_per_process=updates, algorithm_options={"termination": "messages"},
+                                        engine=engine))
+    assert rec["updates_applied"] == 32 * updates
+    if engine == "simpy":
+        alg = sim.algorithm
+        assert alg.finished_ranks == 32
+        assert alg.data_received == alg.data_sent_to and sum(alg.data_sent_to) == rec["alg_messages_sent"]

@@ -74,6 +74,10 @@ class Baseline(Algorithm):
         self.send_tests = 0
         self.send_tests_blocked = 0
         self.finished_ranks = 0
+        # Data messages sent to and received by each rank: a FINISHED that overtook data in the network
+        # (adaptive routing, pool buffers) waits for it, as MPI's non-overtaking order makes it (_finish).
+        self.data_sent_to = [0] * sim.num_ranks
+        self.data_received = [0] * sim.num_ranks
         # Cache misses on per-destination data (seed 000 §6.1's fourth cause): expected
         # cycles per insert and per message side at this N, from gupsim.cache.
         ranks = sim.num_ranks
@@ -145,6 +149,7 @@ class Baseline(Algorithm):
                 if msg.finished:
                     finished += 1
                 else:
+                    self.data_received[rank] += 1
                     cpu.spend(cost.update * len(msg.updates))
                     sim.apply(rank, msg.updates, delay_s=cpu.debt_s)
             # The packet's room in the reception FIFO is free once the CPU has copied it out.
@@ -204,6 +209,7 @@ class Baseline(Algorithm):
         outreq = state["outreq"]
         if outreq is None or not outreq.is_alive:
             dest, updates = buckets.pop_largest()
+            self.data_sent_to[dest] += 1
             self.messages_sent += 1
             self.updates_sent += len(updates)
             cpu.spend(cost.mpi_send(self._message_bytes(len(updates))) + self.cache.per_message_side)
@@ -237,7 +243,10 @@ class Baseline(Algorithm):
                 yield cpu.flush()
                 sends.append(env.process(self._isend(rank, other, [], finished=True)))
         inbox = sim.net.inbox[rank]
-        while state["finished"] < sim.num_ranks - 1:
+        # MPI matches a sender's messages in the order sent, so its FINISHED comes after all its data. The
+        # network may deliver them out of order (adaptive routing, pool buffers): every rank has sent all
+        # its data before its FINISHED, so once all FINISHED are in, data_sent_to[rank] is final.
+        while state["finished"] < sim.num_ranks - 1 or self.data_received[rank] < self.data_sent_to[rank]:
             yield inbox.wait()
             cpu.spend(cost.mpi_test)
             state["finished"] += self._receive(rank, cpu)

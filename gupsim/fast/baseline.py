@@ -48,8 +48,8 @@ W_ISEND = 8        # packet state: waits in its sender's injection FIFO for an M
  PH_FIN, PH_FIN_SENT, PH_FIN_CHECK, PH_FIN_RECV, PH_FIN_WAIT, PH_DONE, PH_FIN_REQ) = range(13)
 # per-rank integer state
 (CI_PHASE, CI_LEFT, CI_ITER, CI_PENDING, CI_ALIVE, CI_FINISHED, CI_OTHER, CI_SENDS,
- CI_COND, CI_SKIP, CI_DEST, CI_K, CI_HN) = range(13)
-CI_COLS = 16  # 13 used: a rank's row is two whole cache lines (line_aligned)
+ CI_COND, CI_SKIP, CI_DEST, CI_K, CI_HN, CI_DATA_TO, CI_DATA_IN) = range(15)
+CI_COLS = 16  # 15 used: a rank's row is two whole cache lines (line_aligned)
 CF_DEBT, CF_BLK = range(2)
 # the blocked test's condition: not waiting, waiting for a trigger, triggered (its event scheduled)
 COND_NONE, COND_WAIT, COND_SET = range(3)
@@ -165,6 +165,7 @@ def _receive(r, now, ci, cf, cost, ktab, ac, ms, ai, pk, pq, dq, rk, ip, fp, hh,
             if ms[m, MS_FIN]:
                 finished += 1
             else:
+                ci[r, CI_DATA_IN] += 1
                 cf[r, CF_DEBT] += cost[K_UPD] * k
                 _apply(ip, ctr, wt, wc, ac, k, now + cf[r, CF_DEBT] * cycle_s, ai[A_MESSAGES_MODE])
             ms[m, MS_NEXT] = ac[AC_MSG_FREE]
@@ -243,6 +244,8 @@ def _cpu(r, now, ci, cf, ran, cost, ktab, tabs, ai, lay, ac, wc, ms, hk, hkey, h
                 dest, k = bh.pop_largest(hk, hkey, hpos, r, ci[r, CI_HN], nr, mask, shift)
                 ci[r, CI_HN] -= 1
                 ci[r, CI_PENDING] -= k
+                if mm:  # only _finish reads it: spare the destination's row otherwise
+                    ci[dest, CI_DATA_TO] += 1
                 ac[AC_MESSAGES] += 1
                 ac[AC_UPDATES] += k
                 ci[r, CI_DEST], ci[r, CI_K] = dest, k
@@ -305,7 +308,7 @@ def _cpu(r, now, ci, cf, ran, cost, ktab, tabs, ai, lay, ac, wc, ms, hk, hkey, h
             ci[r, CI_OTHER] += 1
             phase = PH_FIN
         elif phase == PH_FIN_CHECK:
-            if ci[r, CI_FINISHED] < nr - 1:
+            if ci[r, CI_FINISHED] < nr - 1 or ci[r, CI_DATA_IN] < ci[r, CI_DATA_TO]:  # see Baseline._finish
                 _wait_inbox(r, now, ci, rk, hh, ctr, PH_DRAIN_RECV)
                 return
             if ci[r, CI_SENDS] == 0:
