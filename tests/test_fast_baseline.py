@@ -8,7 +8,6 @@ each option (``max_pending``, ``receive_test_every``, ``termination``).
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -16,7 +15,7 @@ from hypothesis import strategies as st
 from gupsim.algorithms.baseline import Baseline
 from gupsim.config import load_machine
 from gupsim.runner import make_run_config, simulate
-from tests.test_fast import ROUNDED, VOLATILE
+from tests.test_fast import assert_engines_agree
 
 SLOW = {"network.link_bytes_per_s": 2e6}  # ~90x slower links: most send tests block
 #: Slow links, small chunks, adaptive routing: a rank's later packets pass its earlier ones on the torus
@@ -56,21 +55,7 @@ def _run(shape, updates, sets, options, engine):
 
 @pytest.mark.parametrize("shape, updates, sets, options", CASES)
 def test_baseline_kernel_reproduces_the_simpy_reference_bit_for_bit(shape, updates, sets, options):
-    fast_sim, fast = _run(shape, updates, sets, options, "fast")
-    ref_sim, ref = _run(shape, updates, sets, options, "simpy")
-    assert (fast["engine"], ref["engine"]) == ("fast", "simpy")
-    assert set(fast) == set(ref)
-    for key in sorted(set(ref) - VOLATILE):
-        if key in ROUNDED:
-            assert fast[key] == pytest.approx(ref[key], rel=1e-12), key
-        elif isinstance(ref[key], float) and np.isnan(ref[key]):
-            assert np.isnan(fast[key]), key
-        else:
-            assert fast[key] == ref[key], key
-    f, r = fast_sim.net.link_stats(), ref_sim.net.link_stats()
-    for column in ("bytes", "busy_s", "blocked_s"):
-        np.testing.assert_array_equal(f[column], r[column])
-    assert fast_sim.net.packets_delivered == fast_sim.net.packets_injected
+    assert_engines_agree(*_run(shape, updates, sets, options, "fast"), *_run(shape, updates, sets, options, "simpy"))
 
 
 def test_the_slow_cases_really_block():

@@ -20,7 +20,7 @@ from gupsim.config import load_machine
 from gupsim.fast import credits as cr, events as ev, tables as tb
 from gupsim.reporting import model_fields
 from gupsim.runner import make_run_config, simulate
-from tests.test_fast import ROUNDED, VOLATILE
+from tests.test_fast import assert_engines_agree
 
 SLOW = {"network.link_bytes_per_s": 2e7}
 CONTENDED = [
@@ -96,14 +96,7 @@ def test_contended_adaptive_virtual_node_run_is_simpys_bit_for_bit():
     ref_sim, ref = simulate(make_run_config(machine=load_machine("bgl", sets), shape=shape, algorithm=algorithm,
                                             updates_per_process=updates, engine="simpy"))
     assert fast_sim.queue_stats["deferred_rescheduled"] > 0
-    for key in sorted(set(ref) - VOLATILE):
-        if key in ROUNDED:
-            assert fast[key] == pytest.approx(ref[key], rel=1e-12), key
-        else:
-            assert fast[key] == ref[key], key
-    f, r = fast_sim.net.link_stats(), ref_sim.net.link_stats()
-    for column in ("bytes", "busy_s", "blocked_s"):
-        np.testing.assert_array_equal(f[column], r[column])
+    assert_engines_agree(fast_sim, fast, ref_sim, ref)
 
 
 def test_settling_orders_returns_by_the_latest_key_popped():

@@ -23,7 +23,7 @@ from numba import njit
 
 from gupsim.fast import core as c, credits as cr, events as ev, stream, tables as tb
 
-PH_LOOP, PH_AFTER_FLUSH, PH_COND = 0, 1, 2
+PH_LOOP, PH_AFTER_FLUSH, PH_COND, PH_POLLED = 0, 1, 2, 3
 CI_PHASE, CI_LEFT, CI_PROGRESSED, CI_PENDING = range(4)
 CI_COLS = 4
 # per rank and dimension
@@ -137,14 +137,18 @@ def _cpu(r, now, ci, cf, rd, bv, bl, pv, rc, ran, ai, cost, tabs, lay, ac, wc,
     if ci[r, CI_PHASE] == PH_COND:
         # SimPy's any_of([inbox, room...]): the event that woke the CPU, then the condition's own event, which
         # resumes it; events scheduled for this instant in between run before it does
+        ci[r, CI_PHASE] = PH_POLLED
+        ev.push(hh, ctr, now, ev.NORMAL, r << 3 | tb.EV_CPU)
+        return
+    if ci[r, CI_PHASE] == PH_POLLED:
+        # Resumed: count the passes a real loop spun meanwhile, as the reference does after its yield, so
+        # that a window mark crossed by another rank in between sees the same count (found 2026-11-26)
         ci[r, CI_PHASE] = PH_LOOP
         full = 0
         for d in range(nd):
             if rd[r, d, RD_FULL] >= 0:
                 full += 1
-        ac[AC_POLLS] += int((now - ws[r]) / cost[K_POLL_S]) * full  # the passes a real loop spins meanwhile
-        ev.push(hh, ctr, now, ev.NORMAL, r << 3 | tb.EV_CPU)
-        return
+        ac[AC_POLLS] += int((now - ws[r]) / cost[K_POLL_S]) * full
     resumed = ci[r, CI_PHASE] == PH_AFTER_FLUSH
     while True:
         if resumed:
