@@ -168,8 +168,10 @@ def _deadlock(sim: Simulation, procs: list) -> DeadlockError:
     waiting = stuck or [r for r, p in enumerate(procs) if p.is_alive]
     shown = ", ".join(map(str, waiting[:8])) + (", ..." if len(waiting) > 8 else "")
     in_network = sim.net.packets_injected - sim.net.packets_delivered
+    who = (f"1 process waits on the others (rank {shown})" if len(waiting) == 1
+           else f"{len(waiting)} processes wait on each other (ranks {shown})")
     return DeadlockError(
-        f"deadlock at t={sim.env.now:.6g} s: {len(waiting)} processes wait on each other (ranks {shown}); "
+        f"deadlock at t={sim.env.now:.6g} s: {who}; "
         f"{in_network} packets stuck in the network, {sim.applied:,} of {sim.total_updates:,} updates applied"
         + sim.algorithm.deadlock_hint()
     )

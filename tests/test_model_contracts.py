@@ -259,6 +259,10 @@ def test_deadlock_report_counts_only_the_packets_still_in_the_network():
     sim.env.run()
     assert (net.packets_injected, net.packets_delivered) == (3, 1)
     assert "2 packets stuck in the network" in str(_deadlock(sim, []))
+    assert "2 processes wait on each other (ranks 0, 1);" in str(_deadlock(sim, []))
+    while sim.streams[0].remaining:
+        sim.streams[0].take()
+    assert "1 process waits on the others (rank 1);" in str(_deadlock(sim, []))
 
 
 def test_termination_messages_on_the_reference_engine_wait_for_every_finished_message(bgl):
