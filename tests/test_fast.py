@@ -105,11 +105,11 @@ def test_routed_kernel_counts_spun_polls_when_the_reference_does():
 
 
 @st.composite
-def _what_if(draw):
+def _what_if(draw, longest=4, most_updates=120):
     """A random small BG/L what-if that every kernel models: the SimPy engine's configuration space, less
     the options the kernels refuse (``cut_through_bytes``, ``routed``'s shared receive buckets)."""
     algorithm = draw(st.sampled_from(["one-packet", "routed", "baseline"]))
-    dims = [draw(st.integers(1, 4)) for _ in range(3)]
+    dims = [draw(st.integers(1, longest)) for _ in range(3)]
     if dims == [1, 1, 1]:
         dims[0] = 2
     packet = draw(st.sampled_from([4, 8]))  # chunks
@@ -131,7 +131,8 @@ def _what_if(draw):
     if algorithm == "baseline":
         options = {"termination": draw(st.sampled_from(["counter", "messages"])),
                    "max_pending": draw(st.sampled_from([16, 1024]))}
-    return algorithm, "x".join(map(str, dims)), draw(st.integers(16, 120)), sets, options, draw(st.integers(0, 99))
+    return (algorithm, "x".join(map(str, dims)), draw(st.integers(16, most_updates)), sets, options,
+            draw(st.integers(0, 999)))
 
 
 @settings(max_examples=25, deadline=None)
@@ -139,7 +140,19 @@ def _what_if(draw):
 def test_fast_engine_reproduces_the_simpy_reference_on_random_what_ifs(what_if):
     """The fixed grid above checks each feature; this draws mixtures of them (packet and buffer sizes,
     routing, buffer order, FIFOs, processes per node, termination).  A random search like it found the
-    FINISHED-overtakes-data loss of 2026-11-26 in both engines."""
+    FINISHED-overtakes-data loss and the early poll count of 2026-11-26."""
+    _engines_agree_on(what_if)
+
+
+@pytest.mark.slow
+@settings(max_examples=300, deadline=None)
+@given(_what_if(longest=8, most_updates=800))
+def test_fast_engine_reproduces_the_simpy_reference_on_larger_random_what_ifs(what_if):
+    """The same on up to 8x8x8 and 800 updates per process (300 draws: 8.6 min, 640 MB; ``pytest -m slow -k larger``)."""
+    _engines_agree_on(what_if)
+
+
+def _engines_agree_on(what_if):
     algorithm, shape, updates, sets, options, seed = what_if
     fast_sim, fast = _run(algorithm, shape, updates, sets, options, "fast", seed=seed)
     ref_sim, ref = _run(algorithm, shape, updates, sets, options, "simpy", seed=seed)
