@@ -117,7 +117,8 @@ def _what_if(draw, longest=4, most_updates=120):
     sets = {
         "network.topology": torus,
         "network.routing": draw(st.sampled_from(["deterministic", "adaptive"])),
-        "network.fifos": "per-dimension" if algorithm == "routed" else draw(st.sampled_from(["shared", "per-dimension"])),
+        "network.fifos": ("per-dimension" if algorithm == "routed"
+                          else draw(st.sampled_from(["shared", "per-dimension"]))),
         "network.buffer_order": draw(st.sampled_from(["fifo", "pool"])),
         "network.link_bytes_per_s": draw(st.sampled_from([4e6, 3e7, 175e6, 7e8])),
         "network.chunk_bytes": draw(st.sampled_from([16, 32])),
@@ -148,7 +149,8 @@ def test_fast_engine_reproduces_the_simpy_reference_on_random_what_ifs(what_if):
 @settings(max_examples=300, deadline=None)
 @given(_what_if(longest=8, most_updates=800))
 def test_fast_engine_reproduces_the_simpy_reference_on_larger_random_what_ifs(what_if):
-    """The same on up to 8x8x8 and 800 updates per process (300 draws: 8.6 min, 640 MB; ``pytest -m slow -k larger``)."""
+    """The same on up to 8x8x8 and 800 updates per process (300 draws: 8.6 min, 640 MB;
+    ``pytest -m slow -k larger``)."""
     _engines_agree_on(what_if)
 
 

@@ -188,7 +188,8 @@ def test_a_huge_count_in_a_switched_machine_fails_validation():
 
 
 @pytest.mark.parametrize("machine, item, expected", [
-    ("hypatia-dv", "lane_bits_per_s=-1", "--set network.lane_bits_per_s=-1: Input should be greater than or equal to 1"),
+    ("hypatia-dv", "lane_bits_per_s=-1",
+     "--set network.lane_bits_per_s=-1: Input should be greater than or equal to 1"),
     ("hypatia-dv", "switch_radix=1", "--set network.switch_radix=1: Input should be greater than or equal to 2"),
     ("hypatia-ib", "switch_ports=1", "--set network.switch_ports=1: Input should be greater than or equal to 4"),
     ("hypatia-dv", "link_bytes_per_s=1e9",
@@ -211,7 +212,8 @@ def test_a_bad_set_is_blamed_and_no_union_tag_is_shown(machine, item, expected):
 
 @pytest.mark.parametrize("machine, key", [
     ("bgl", "cpu.clock_hz"), ("bgl", "network.link_bytes_per_s"), ("bgp", "dma.engine_bytes_per_s"),
-    ("hypatia-dv", "cpu.clock_hz"), ("hypatia-dv", "network.lane_bits_per_s"), ("hypatia-dv", "network.pcie_bytes_per_s"),
+    ("hypatia-dv", "cpu.clock_hz"), ("hypatia-dv", "network.lane_bits_per_s"),
+    ("hypatia-dv", "network.pcie_bytes_per_s"),
     ("hypatia-ib", "network.link_bytes_per_s"),
 ])
 def test_a_rate_below_one_per_second_is_refused(machine, key):
