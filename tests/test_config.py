@@ -50,7 +50,8 @@ def test_raw_device_table_is_read_from_csv_and_interpolated(bgl):
     "mutate, expected",
     [
         (lambda d: d["network"].update(link_byte_per_s=1), "unknown key 'network.link_byte_per_s' (did you mean 'link_bytes_per_s'?)"),
-        (lambda d: d["network"].update(link_bytes_per_s=-175e6), "network.link_bytes_per_s: Input should be greater than 0"),
+        (lambda d: d["network"].update(link_bytes_per_s=-175e6),
+         "network.link_bytes_per_s: Input should be greater than or equal to 1"),
         (lambda d: d["cpu"].update(clock_hz="fast"), "cpu.clock_hz: Input should be a valid number"),
         (lambda d: d["network"].pop("chunk_bytes"), "missing required key 'network.chunk_bytes'"),
         (lambda d: d["network"].update(link_buffer_chunks=4), "cannot hold one full packet"),
@@ -103,7 +104,8 @@ def test_bad_set_is_one_line(item, expected):
 
 
 def test_bad_set_value_blames_the_override():
-    with pytest.raises(GupsimError, match=r"^--set network.link_bytes_per_s=-1: Input should be greater than 0"):
+    with pytest.raises(GupsimError,
+                       match=r"^--set network.link_bytes_per_s=-1: Input should be greater than or equal to 1"):
         load_machine("bgl", parse_set_options(["link_bytes_per_s=-1"]))
 
 

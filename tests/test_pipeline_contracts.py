@@ -523,7 +523,8 @@ def test_the_field_reference_shows_strict_and_inclusive_bounds_apart_and_factory
 
     rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[1:-1]]
             for line in fields_table(NetworkConfig, prefix="network.").splitlines()[2:]}
-    assert rows["`network.link_bytes_per_s`"][3] == "> 0"  # gt=0
+    assert rows["`network.chunk_bytes`"][3].startswith("> 0")  # gt=0
+    assert rows["`network.link_bytes_per_s`"][3] == "≥ 1"  # ge=1: a rate of at least one per second
     assert rows["`network.mesh_up_to_nodes`"][3].startswith("≥ 0")  # ge=0
     assert rows["`network.max_chunks_per_packet`"][3].startswith("≥ 1")
     options = [line for line in run_reference().splitlines() if line.startswith("| `algorithm_options` |")]
