@@ -31,3 +31,14 @@ class DeadlockError(GupsimError):
     A property of the configuration (for example a torus without deadlock
     avoidance), so it is reported as one line naming the waiting processes.
     """
+
+    @classmethod
+    def report(cls, now_s: float, waiting: list[int], in_network: int, applied: int, total: int,
+               hint: str = "") -> "DeadlockError":
+        """The one line both engines give: when, who waits, what is stuck, how far the run got."""
+        shown = ", ".join(map(str, waiting[:8])) + (", ..." if len(waiting) > 8 else "")
+        who = ("every process waits on another" if not waiting else
+               f"1 process waits on the others (rank {shown})" if len(waiting) == 1 else
+               f"{len(waiting)} processes wait on each other (ranks {shown})")
+        return cls(f"deadlock at t={now_s:.6g} s: {who}; {in_network} packets stuck in the network, "
+                   f"{applied:,} of {total:,} updates applied{hint}")

@@ -166,15 +166,8 @@ def _deadlock(sim: Simulation, procs: list) -> DeadlockError:
     """Describe a run whose event queue emptied before it finished."""
     stuck = [r for r in range(sim.num_ranks) if sim.streams[r].remaining or sim.net.inbox[r].items]
     waiting = stuck or [r for r, p in enumerate(procs) if p.is_alive]
-    shown = ", ".join(map(str, waiting[:8])) + (", ..." if len(waiting) > 8 else "")
-    in_network = sim.net.packets_injected - sim.net.packets_delivered
-    who = (f"1 process waits on the others (rank {shown})" if len(waiting) == 1
-           else f"{len(waiting)} processes wait on each other (ranks {shown})")
-    return DeadlockError(
-        f"deadlock at t={sim.env.now:.6g} s: {who}; "
-        f"{in_network} packets stuck in the network, {sim.applied:,} of {sim.total_updates:,} updates applied"
-        + sim.algorithm.deadlock_hint()
-    )
+    return DeadlockError.report(sim.env.now, waiting, sim.net.packets_injected - sim.net.packets_delivered,
+                                sim.applied, sim.total_updates, sim.algorithm.deadlock_hint())
 
 
 def _runs_to_completion(sim: Simulation) -> bool:

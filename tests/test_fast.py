@@ -104,6 +104,32 @@ def test_routed_kernel_counts_spun_polls_when_the_reference_does():
     assert_engines_agree(fast_sim, fast, ref_sim, ref)
 
 
+@pytest.mark.parametrize("algorithm, shape, updates, seed, sets, options", [
+    ("one-packet", "2x4x4", 50, 215, {"network.max_chunks_per_packet": 4, "network.packet_header_bytes": 0,
+                                      "network.packet_trailer_bytes": 0, "network.link_buffer_chunks": 11,
+                                      "network.injection_fifo_chunks": 8, "network.reception_fifo_chunks": 9,
+                                      "network.router_delay_ns": 10.0, "network.link_bytes_per_s": 172.9e6,
+                                      "network.buffer_order": "pool", "cpu.clock_hz": 1.4e9,
+                                      "cpu.processes_per_node": 2}, {}),
+    ("baseline", "4x2x2", 200, 1, {"network.link_buffer_chunks": 8, "network.injection_fifo_chunks": 8,
+                                   "network.reception_fifo_chunks": 8, "network.link_bytes_per_s": 2e7},
+     {"termination": "messages"}),
+])
+def test_both_engines_report_a_deadlock_in_the_same_line(algorithm, shape, updates, seed, sets, options):
+    """A torus without deadlock avoidance: the same instant, waiting ranks, packets stuck and updates applied
+    (until 2026-11-26 the fast engine's line gave neither the ranks nor the packets)."""
+    from gupsim.errors import DeadlockError
+
+    sets = {**sets, "network.topology": "torus", "network.flow_control": "none"}
+    lines = []
+    for engine in ("fast", "simpy"):
+        with pytest.raises(DeadlockError) as err:
+            _run(algorithm, shape, updates, sets, options, engine, seed=seed)
+        lines.append(str(err.value))
+    assert lines[0] == lines[1]
+    assert " wait" in lines[0] and "packets stuck in the network" in lines[0]
+
+
 @st.composite
 def _what_if(draw, longest=4, most_updates=120):
     """A random small BG/L what-if that every kernel models: the SimPy engine's configuration space, less

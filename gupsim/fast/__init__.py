@@ -287,10 +287,13 @@ class FastSimulation:
         if ctr[tb.C_ERROR]:
             raise SimulationError(mod.error_message(ctr[tb.C_ERROR], a))
         if not ctr[tb.C_DONE]:
-            # a property of the configuration, as on the SimPy engine (runner._deadlock): one line, not a bug
-            raise DeadlockError(f"deadlock at t={now:.6g} s: the event queue emptied with "
-                                f"{int(ctr[tb.C_APPLIED]):,} of {self.total_updates:,} updates applied (fast engine)"
-                                + self.algorithm.deadlock_hint())
+            # a property of the configuration, as on the SimPy engine (runner._deadlock): the same line
+            ranks = self.num_ranks
+            stuck = (a["ci"][:ranks, mod.CI_LEFT] > 0) | (a["rk"][:ranks, tb.RK_IN_HEAD] >= 0)
+            waiting = stuck if stuck.any() else ~mod.ended(a)[:ranks]
+            raise DeadlockError.report(now, np.flatnonzero(waiting).tolist(),
+                                       int(ctr[tb.C_INJECTED] - ctr[tb.C_DELIVERED]), int(ctr[tb.C_APPLIED]),
+                                       self.total_updates, self.algorithm.deadlock_hint())
         self.env = SimpleNamespace(now=now, events_scheduled=int(ctr[tb.C_EVENTS]))
         # how the events went (not in the record): credit returns applied beside their pool without the
         # heap, put back into the heap because someone started waiting, pushed because the slots were full;

@@ -442,6 +442,11 @@ def prepare(sim, options) -> dict:
     }
 
 
+def ended(state: dict) -> np.ndarray:
+    """Ranks whose process has returned (``termination: messages``, all FINISHED in and its sends done)."""
+    return state["ci"][:, CI_PHASE] == PH_DONE
+
+
 def remaining(state: dict) -> int:
     return int(state["ci"][:, CI_LEFT].sum())
 

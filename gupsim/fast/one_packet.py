@@ -197,6 +197,11 @@ def counters(state: dict) -> dict:
             "blocked_s": float(cf[:, CF_BLOCKED_S].sum())}
 
 
+def ended(state: dict) -> np.ndarray:
+    """Ranks whose process has returned: none (after its stream a process keeps reading, as the reference's)."""
+    return np.zeros(len(state["ci"]), dtype=bool)
+
+
 def remaining(state: dict) -> int:
     return int(state["ci"][:, CI_LEFT].sum())
 

@@ -359,6 +359,11 @@ def prepare(sim, options) -> dict:
     }
 
 
+def ended(state: dict) -> np.ndarray:
+    """Ranks whose process has returned: none (after its stream a process keeps routing, as the reference's)."""
+    return np.zeros(len(state["ci"]), dtype=bool)
+
+
 def remaining(state: dict) -> int:
     return int(state["ci"][:, CI_LEFT].sum())
 
