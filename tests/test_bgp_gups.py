@@ -42,26 +42,33 @@ def test_table_has_every_size_mode_and_algorithm_and_no_published_target():
     assert any("simulated rows" in line for line in c.summary_lines())
 
 
+@pytest.fixture
+def made_packets(monkeypatch) -> list:
+    """Every packet the SimPy network makes during the test, in the order made."""
+    from gupsim.network import Network
+
+    made, real = [], Network.make_packet
+
+    def record(self, *args, **kw):
+        made.append(real(self, *args, **kw))
+        return made[-1]
+
+    monkeypatch.setattr(Network, "make_packet", record)
+    return made
+
+
 @pytest.mark.parametrize("alg, sw_header", [("routed", 16), ("baseline", 0)])
-def test_packets_on_bgp_carry_the_dma_header_in_their_chunks(monkeypatch, alg, sw_header):
+def test_packets_on_bgp_carry_the_dma_header_in_their_chunks(made_packets, alg, sw_header):
     """A BG/P packet's chunks hold the DMA header before the algorithm's data (gupsim.dma; gupsim.microbench
     sizes its packets so): ``routed``'s software header and 8 bytes per update, or a slice of ``baseline``'s
     MPI message, never more than 240 data bytes.  Found 2026-11-26: the header had been left out."""
     from gupsim.config import load_machine
-    from gupsim.network import Network
     from gupsim.runner import make_run_config, simulate
 
     bgp = load_machine("bgp")
     dma_header, max_payload = bgp.dma.header_bytes, bgp.network.max_payload_bytes
-    made = []
-    real = Network.make_packet
-
-    def record(self, src, dst, payload_bytes, updates=None, message=None, **kw):
-        made.append((payload_bytes, updates, message))
-        return real(self, src, dst, payload_bytes, updates=updates, message=message, **kw)
-
-    monkeypatch.setattr(Network, "make_packet", record)
     simulate(make_run_config(machine=bgp, shape="2x2x2", algorithm=alg, updates_per_process=256, engine="simpy"))
+    made = [(pkt.payload, pkt.updates, pkt.message) for pkt in made_packets]
     assert made and all(dma_header < p <= max_payload for p, _, _ in made)
     if alg == "routed":
         assert {p - dma_header - sw_header - 8 * len(u) for p, u, _ in made} == {0}
@@ -76,28 +83,19 @@ def test_packets_on_bgp_carry_the_dma_header_in_their_chunks(monkeypatch, alg, s
 
 
 @pytest.mark.parametrize("payload", [8, 24])
-def test_one_packet_on_bgp_carries_the_dma_header_beside_its_update(monkeypatch, payload):
+def test_one_packet_on_bgp_carries_the_dma_header_beside_its_update(made_packets, payload):
     """``one-packet``'s update rides with the DMA header, as ``routed``'s do: 8 bytes fill one 32-byte
     chunk with it, 24 bytes need two; the raw send is charged for the packet's bytes.  Found 2026-11-26:
     ``payload_bytes`` alone had sized the packet, a chunk short above 16 bytes."""
     from gupsim.config import load_machine
-    from gupsim.network import Network
     from gupsim.runner import make_run_config, simulate
 
     bgp = load_machine("bgp")
     dma_header, chunk = bgp.dma.header_bytes, bgp.network.chunk_bytes
-    made = []
-    real = Network.make_packet
-
-    def record(self, src, dst, payload_bytes, updates=None, message=None, **kw):
-        pkt = real(self, src, dst, payload_bytes, updates=updates, message=message, **kw)
-        made.append((payload_bytes, pkt.chunks))
-        return pkt
-
-    monkeypatch.setattr(Network, "make_packet", record)
     simulate(make_run_config(machine=bgp, shape="2x2x2", algorithm="one-packet", updates_per_process=64,
                              engine="simpy", algorithm_options={"payload_bytes": payload}))
-    assert made and set(made) == {(payload + dma_header, -(-(payload + dma_header) // chunk))}
+    made = {(pkt.payload, pkt.chunks) for pkt in made_packets}
+    assert made_packets and made == {(payload + dma_header, -(-(payload + dma_header) // chunk))}
 
 
 def test_one_packet_on_bgp_refuses_a_payload_that_leaves_no_room_for_the_dma_header():
