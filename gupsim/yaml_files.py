@@ -1,9 +1,9 @@
 """gupsim's YAML files, read strictly: one line for every way a file can be wrong.
 
 Machine files (``configs/machines``) and sweep files (``configs/experiments``) are YAML.  PyYAML's safe
-loader reads YAML 1.1, which keeps the last of two equal keys and reads ``350e6`` as text; a research
-simulator must not take either silently, so :class:`StrictLoader` refuses the first and reads the second as
-YAML 1.2 does, and its integers too (``032`` is 32, not octal 26).  :func:`read_yaml_mapping` turns an
+loader reads YAML 1.1, which keeps the last of two equal keys, reads ``350e6`` as text and ``no`` as false; a
+research simulator must not take any of these silently, so :class:`StrictLoader` refuses the first and reads
+the others as YAML 1.2 does, and its integers too (``032`` is 32, not octal 26).  :func:`read_yaml_mapping` turns an
 unreadable file, bad YAML or a top level that is not a mapping into one :class:`gupsim.errors.GupsimError`
 line naming the file (and the line, where YAML has one).
 """
@@ -24,12 +24,14 @@ class DuplicateKeyError(yaml.constructor.ConstructorError):
 
 
 class StrictLoader(yaml.SafeLoader):
-    """PyYAML's safe loader with three YAML 1.2 rules that YAML 1.1 lacks.
+    """PyYAML's safe loader with four YAML 1.2 rules that YAML 1.1 lacks.
 
     * A key may appear once per mapping: a repeated ``chunk_bytes`` is a mistake, not an override.
     * ``350e6`` and ``1.0e6`` are floats (YAML 1.1 wants a dot and a signed exponent, ``350.0e+6``,
       and reads the rest as strings, which strict number fields then refuse).
     * Integers are YAML 1.2's: ``032`` is 32, ``0o32`` is 26; ``1:30`` and ``0b101`` are text.
+    * Only ``true`` and ``false`` are booleans.  ``fifos: no`` or ``flow_control: off`` is the text the user
+      typed, so the error names it (YAML 1.1 would hand the field ``False``).
     """
 
     def construct_mapping(self, node: yaml.Node, deep: bool = False) -> dict[Any, Any]:
@@ -59,12 +61,13 @@ def _construct_int(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int:
     return sign * int(body[2:] if base != 10 else body, base)
 
 
-_INT = "tag:yaml.org,2002:int"
-# Only YAML 1.2's integers resolve as integers; the rest (1:30, 0b101, 1_000) are text, which the strict
-# number fields then refuse in one line.
+_INT, _BOOL = "tag:yaml.org,2002:int", "tag:yaml.org,2002:bool"
+# Only YAML 1.2's integers and booleans resolve as such; the rest (1:30, 0b101, 1_000, yes, off) are text,
+# which the strict fields then refuse in one line.
 StrictLoader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != _INT]
+    first: [(tag, regexp) for tag, regexp in resolvers if tag not in (_INT, _BOOL)]
     for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
+StrictLoader.add_implicit_resolver(_BOOL, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF"))
 StrictLoader.add_implicit_resolver(_INT, re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$"),
                                    list("-+0123456789"))
 StrictLoader.add_constructor(_INT, _construct_int)

@@ -257,6 +257,20 @@ def test_strict_loader_reads_yaml_12_integers():
     assert parse_key_value("chunk_bytes=032", "--set") == ("chunk_bytes", 32)
 
 
+def test_strict_loader_reads_yaml_12_booleans():
+    """YAML 1.1 would read yes, no, on and off (and y, n) as booleans, so a field given ``off`` saw False."""
+    assert yaml.load("[true, False, TRUE, yes, no, on, off, y, n, ~]", Loader=StrictLoader) == [
+        True, False, True, "yes", "no", "on", "off", "y", "n", None]
+    assert yaml.load("{on: 1, off: 2}", Loader=StrictLoader) == {"on": 1, "off": 2}
+    assert parse_key_value("network.flow_control=off", "--set") == ("network.flow_control", "off")
+
+
+def test_a_yaml_11_boolean_in_a_machine_file_is_named_as_typed(tmp_path):
+    path = _machine_copy(tmp_path, edit=lambda t: re.sub(r"fifos: \S+", "fifos: no", t))
+    with pytest.raises(GupsimError, match=r"fifos.*\(got 'no'\)"):
+        load_machine(str(path))
+
+
 def test_a_sexagesimal_count_in_a_machine_file_is_refused_not_read_as_base_60(tmp_path):
     path = _machine_copy(tmp_path, edit=lambda t: re.sub(r"chunk_bytes: \S+", "chunk_bytes: 1:30", t))
     with pytest.raises(GupsimError, match="chunk_bytes"):
