@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterator
 
 import click
 
-from gupsim.errors import GupsimError
+from gupsim.errors import GupsimError, cannot_write
 
 DEFAULTS = {"machine": "bgl", "shape": "4x4x4", "algorithm": "baseline", "updates": 4096, "seed": 0}
 
@@ -87,7 +87,7 @@ def _writing(option: str, path: Any) -> Iterator[None]:
     try:
         yield
     except OSError as exc:
-        raise GupsimError(f"{option} {path}: {exc.strerror or exc}") from None
+        raise cannot_write(option, path, exc) from None
 
 
 @click.group(name="gupsim", cls=GupsimGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -338,6 +338,8 @@ def sweep(sweep_file, store_path, scheduler, workers, threads, dry_run, no_progr
                        + ", ".join(f"{k}={v}" for k, v in p.varied.items()))
         click.echo(f"{len(points)} points, {len(points) - len(done & {p.key for p in points})} to run")
         return
+    with _writing("--store", store):  # a folder that cannot be made fails now, not when the first point ends
+        ResultsStore(store)
     try:
         summary = run_sweep(spec, points, store, scheduler=scheduler, workers=workers, processes=not threads,
                             progress=not no_progress)

@@ -8,9 +8,19 @@ with status 2; it never shows a traceback from inside SimPy or pydantic.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 
 class GupsimError(Exception):
     """An error caused by the user's input; its message is one readable line."""
+
+
+def cannot_write(what: str, path: Path | str, exc: OSError) -> GupsimError:
+    """One line for an output that cannot be written: which folder on its path is a file, or the OS's reason
+    (a read-only place, a full disk)."""
+    blocker = next((p for p in Path(path).parents if p.exists() and not p.is_dir()), None)
+    why = f"{blocker} is a file, not a folder" if blocker is not None else exc.strerror or str(exc)
+    return GupsimError(f"{what} {path}: {why}")
 
 
 class UnknownNameError(GupsimError):

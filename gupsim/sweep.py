@@ -40,12 +40,13 @@ import itertools
 import json
 import math
 import os
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from gupsim.config import REPO_ROOT, leaf_fields, load_machine, resolve_override_key
 from gupsim.errors import GupsimError
@@ -71,7 +72,7 @@ class SweepSpec(BaseModel):
     """A sweep file."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
-    name: str = Field(min_length=1)
+    name: str = Field(min_length=1, description="names the default store, results/<name>.store")
     description: str = ""
     machine: str = "bgl"
     set: dict[str, Any] = Field(default_factory=dict, description="machine overrides for every point")
@@ -79,6 +80,14 @@ class SweepSpec(BaseModel):
                                                description="algorithm -> options, for every point of it")
     record: RecordExtras = RecordExtras()
     grid: dict[str, Any] = Field(description="field -> list of values; the points are their product")
+
+    @field_validator("name")
+    @classmethod
+    def _a_file_name(cls, name: str) -> str:
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):  # '../x' would put the store anywhere
+            raise ValueError(f"{name!r} names the store results/<name>.store: letters, digits, '.', '_' "
+                             "and '-' only, not first '.', '_' or '-'")
+        return name
 
 
 @dataclass(frozen=True)
@@ -103,7 +112,7 @@ def load_sweep(path_or_name: str) -> SweepSpec:
             raise GupsimError(f"{path}: unknown key '{loc}' (valid: {', '.join(model.model_fields)})") from None
         if err["type"] == "missing":
             raise GupsimError(f"{path}: missing required key '{loc}'") from None
-        raise GupsimError(f"{path}: {loc}: {err['msg']}") from None
+        raise GupsimError(f"{path}: {loc}: {err['msg'].removeprefix('Value error, ')}") from None
     if not spec.grid:
         raise GupsimError(f"{path}: grid names no fields; give at least one field and its values, "
                           f"e.g. grid: {{shape: [4x4x4, 8x8x8]}}")

@@ -125,6 +125,41 @@ def test_an_unreadable_checkpoint_is_refused_in_one_line(tmp_path, content):
     assert "\n" not in str(info.value)
 
 
+def test_a_checkpoint_that_cannot_be_written_is_refused_before_the_run(tmp_path, monkeypatch):
+    """Not at the first save, ten minutes of wall time in: a folder on the path is a file."""
+    (tmp_path / "afile").write_text("")
+    checkpoint = driver.Checkpoint(tmp_path / "afile" / "run.npz", key="k", every_s=0.0)
+    monkeypatch.setattr(driver, "save", lambda *a: pytest.fail("the run started"))
+    with pytest.raises(GupsimError, match=r"^checkpoint .*run.npz: .*afile is a file, not a folder$") as info:
+        _record(_config("one-packet", updates=16), checkpoint, batch_events=101)
+    assert "\n" not in str(info.value)
+
+
+def test_a_save_that_fails_mid_run_is_one_line_and_keeps_the_previous_save(tmp_path, monkeypatch):
+    import errno
+
+    import numpy as np
+
+    checkpoint = driver.Checkpoint(tmp_path / "run.npz", key="k", every_s=0.0)
+    calls, real_savez = [], np.savez
+
+    def savez_then_fill_the_disk(*args, **kwargs):
+        calls.append(1)
+        if len(calls) > 1:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real_savez(*args, **kwargs)
+
+    monkeypatch.setattr(np, "savez", savez_then_fill_the_disk)
+    with pytest.raises(GupsimError, match=r"run.npz: No space left on device \(the previous save, if any, is kept\)$") as info:
+        _record(_config("routed"), checkpoint, batch_events=311)
+    assert "\n" not in str(info.value) and len(calls) == 2
+    assert checkpoint.path.exists() and not (tmp_path / "run.npz.part").exists()
+    monkeypatch.undo()
+    loaded = count_loads(monkeypatch)
+    assert _record(_config("routed"), checkpoint, batch_events=311)[0] == _record(_config("routed"))[0]
+    assert loaded == [1]  # resumed from the first save, which was whole
+
+
 def test_a_batch_must_hold_an_event():
     with pytest.raises(GupsimError, match="batch_events"):
         _record(_config("one-packet", updates=16), batch_events=0)

@@ -143,6 +143,19 @@ def test_a_plot_or_reproduce_folder_under_a_file_is_one_line(tmp_path):
     _one_error_line(_invoke("reproduce", "bgl-table2", "--quick", "--out", str(a_file / "x")), "--out ")
 
 
+def test_a_sweep_store_or_checkpoint_under_a_file_is_one_line_naming_the_file(tmp_path):
+    """Before any point runs (the sweep's store had failed in os.mkdir, a traceback) and before the run
+    (a checkpoint's folder had failed at the run's end, or at its first save ten minutes in)."""
+    a_file = tmp_path / "file"
+    a_file.write_text("x")
+    blocker = f"{a_file} is a file, not a folder"
+    sweep = _sweep(tmp_path, {"shape": ["2x2x2"], "updates": [8]})
+    _one_error_line(_invoke("sweep", sweep, "--store", str(a_file / "st"), "--no-progress"),
+                    f"--store {a_file / 'st'}: {blocker}")
+    _one_error_line(_invoke("run", "--shape", "2x2x2", "--algorithm", "routed", "--updates", "8",
+                            "--checkpoint", str(a_file / "x.npz")), f"checkpoint {a_file / 'x.npz'}: {blocker}")
+
+
 # --- 5. malformed record sections ---------------------------------------------------------------------------
 
 
@@ -285,3 +298,10 @@ def test_an_ambiguous_bare_machine_key_in_a_sweep_names_the_candidates(tmp_path)
     # header_bytes is both mpi.header_bytes and dma.header_bytes: --set says so, and so must a sweep grid
     line = _one_error_line(_dry_run(tmp_path, {"header_bytes": [1]}), "grid.header_bytes: ambiguous")
     assert "mpi.header_bytes" in line and "dma.header_bytes" in line
+
+
+@pytest.mark.parametrize("name", ["../../elsewhere", "a/b", "my sweep", ".hidden", ""])
+def test_a_sweep_name_that_is_not_a_plain_file_name_is_one_line(tmp_path, name):
+    """The name makes the default store, results/<name>.store: '../x' would have put it outside results/."""
+    line = _one_error_line(_dry_run(tmp_path, {"shape": ["2x2x2"]}, name=name), "s.yaml: name: ")
+    assert "Value error" not in line

@@ -26,6 +26,7 @@ or other tables, is refused in one line.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import time
@@ -37,7 +38,7 @@ from typing import Callable
 
 import numpy as np
 
-from gupsim.errors import GupsimError
+from gupsim.errors import GupsimError, cannot_write
 from gupsim.fast import core as c, credits as cr, tables as tb
 from gupsim.memory import peak_rss_mb
 
@@ -74,6 +75,8 @@ def drive(mod: ModuleType, a: dict, checkpoint: Checkpoint | None = None,
     now, earlier_s, earlier_peak_mb = 0.0, 0.0, 0.0
     if checkpoint is not None and checkpoint.path.exists():
         now, earlier_s, earlier_peak_mb = load(checkpoint, a)
+    elif checkpoint is not None:
+        _check_writable(checkpoint.path)  # now, not at the first save ten minutes in
     started = saved = time.monotonic()
     if progress is not None:
         progress(int(a["ctr"][tb.C_APPLIED]), total_updates)
@@ -120,18 +123,34 @@ def _log_progress(checkpoint: Checkpoint, ctr: np.ndarray, total_updates: int, w
              f"{applied:,}", f"{total_updates:,}", share, f"{int(ctr[tb.C_EVENTS]):,}", f"{wall_s:,.0f}")
 
 
+def _check_writable(path: Path) -> None:
+    """Refuse, in one line, a checkpoint that could not be saved (its folder is a file, or read-only)."""
+    tmp = path.with_name(path.name + ".part")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp.touch()
+        tmp.unlink()
+    except OSError as exc:
+        raise cannot_write("checkpoint", path, exc) from None
+
+
 def save(checkpoint: Checkpoint, a: dict, now: float, wall_s: float, peak_mb: float) -> None:
     """Write the state to ``checkpoint.path`` atomically (a stopped save leaves the previous file whole), with
     the wall seconds and the peak RSS of the run so far: a resumed run's record counts every piece."""
     arrays = {name: value for name, value in a.items() if name != "hh"}
     arrays |= {f"hh{i}": part for i, part in enumerate(a["hh"])}  # the queue is a tuple of arrays
     path = Path(checkpoint.path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".part")
-    with open(tmp, "wb") as f:
-        np.savez(f, _key=np.array(checkpoint.key), _now=np.array(now), _wall_s=np.array(wall_s),
-                 _peak_mb=np.array(peak_mb), **arrays)
-    os.replace(tmp, path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(tmp, "wb") as f:
+            np.savez(f, _key=np.array(checkpoint.key), _now=np.array(now), _wall_s=np.array(wall_s),
+                     _peak_mb=np.array(peak_mb), **arrays)
+        os.replace(tmp, path)
+    except OSError as exc:  # a full disk mid-run: the previous save, if any, is still whole
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        raise GupsimError(f"{cannot_write('checkpoint', path, exc)} (the previous save, if any, is kept)") from None
 
 
 def load(checkpoint: Checkpoint, a: dict) -> tuple[float, float, float]:
