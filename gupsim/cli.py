@@ -99,12 +99,15 @@ def cli() -> None:
 @cli.command()
 @click.option("--machine", default=DEFAULTS["machine"], show_default=True, help="machine name or YAML path")
 @click.option("--shape", default=DEFAULTS["shape"], show_default=True, help="partition shape XxYxZ")
-@click.option("--algorithm", default=DEFAULTS["algorithm"], show_default=True)
+@click.option("--algorithm", default=DEFAULTS["algorithm"], show_default=True,
+              help="update algorithm (gupsim list gives the names and their options)")
 @click.option("--updates", default=DEFAULTS["updates"], show_default=True, type=click.IntRange(min=1),
               help="updates per process")
-@click.option("--seed", default=DEFAULTS["seed"], show_default=True, type=click.IntRange(min=0))
+@click.option("--seed", default=DEFAULTS["seed"], show_default=True, type=click.IntRange(min=0),
+              help="the run's one random stream: the same inputs and seed give the same numbers")
 @click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help="override a machine field (repeatable)")
-@click.option("--option", "options", multiple=True, metavar="KEY=VALUE", help="algorithm option (repeatable)")
+@click.option("--option", "options", multiple=True, metavar="KEY=VALUE",
+              help="algorithm option (repeatable; gupsim list gives them)")
 @click.option("--log2-table-size", type=click.IntRange(1, 63), default=None, help="global table size, log2 words")
 @click.option("--verify", is_flag=True, help="carry real values and run HPCC's verification")
 @click.option("--engine", type=click.Choice(["auto", "fast", "simpy"]), default="auto", show_default=True,
@@ -299,13 +302,18 @@ def runs(out_dir, show_all, csv_path) -> None:
 
 @cli.command(name="list")
 def list_() -> None:
-    """List the machines, algorithms, topologies and experiments gupsim knows."""
-    from gupsim.algorithms import available_algorithms
+    """List the machines, algorithms (with their options), topologies and experiments gupsim knows."""
+    from gupsim.algorithms import algorithm_class, available_algorithms
     from gupsim.config import available_machines
     from gupsim.topology import TOPOLOGIES
 
     click.echo(f"machines:   {', '.join(available_machines())}")
     click.echo(f"algorithms: {', '.join(available_algorithms())}")
+    click.echo("  their --option KEY=VALUE, with the defaults (meanings: docs/reference/algorithms.md):")
+    for name in available_algorithms():
+        fields = algorithm_class(name).Options.model_fields
+        defaults = "  ".join(f"{k}={'auto' if f.default is None else f.default}" for k, f in fields.items())
+        click.echo(f"  {name:<13} {defaults or '(no options)'}")
     click.echo(f"topologies: {', '.join(sorted(TOPOLOGIES))}")
     from gupsim.validation import available_experiments
 

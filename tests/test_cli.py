@@ -93,6 +93,20 @@ def test_list(capsys):
     assert "baseline" in out and "one-packet" in out and "torus" in out and "bgl" in out
 
 
+def test_list_gives_each_algorithms_options_with_defaults_that_validate(capsys):
+    from gupsim.algorithms import available_algorithms, validate_options
+    from gupsim.config import parse_key_value
+
+    _, out, _ = _call(capsys, "list")
+    rows = {line.split()[0]: line.split()[1:] for line in out.splitlines() if line.startswith("  ")
+            and line.split()[0] in available_algorithms()}
+    assert sorted(rows) == available_algorithms()
+    assert "receive_test_every=1" in rows["baseline"] and "bucket_capacity=auto" in rows["routed"]
+    for name, pairs in rows.items():
+        given = dict(parse_key_value(p, "--option") for p in pairs if not p.endswith("=auto"))
+        assert validate_options(name, given).model_dump(include=set(given)) == given  # what --option takes
+
+
 def test_short_runs_are_flagged_as_not_steady(capsys):
     code, out, _ = _call(capsys, "run", "--shape", "2x2x2", "--updates", "100")
     assert "treat the rate as indicative" in out
