@@ -20,6 +20,7 @@ utilisation cover the whole run.
 from __future__ import annotations
 
 import math
+import os
 import time
 from typing import Any, Callable
 
@@ -153,12 +154,25 @@ def run(run_config: RunConfig, checkpoint: Any = None) -> dict[str, Any]:
 
 
 def make_run_config(**fields: Any) -> RunConfig:
-    """Validate run parameters; a bad one is one line of :class:`GupsimError`."""
+    """Validate run parameters; a bad one is one line of :class:`GupsimError`.
+
+    ``machine`` is a loaded machine (:func:`gupsim.config.load_machine`, with overrides) or, as on the
+    command line, a machine's name or YAML path."""
+    if isinstance(fields.get("machine"), (str, os.PathLike)):
+        from gupsim.config import load_machine
+
+        fields["machine"] = load_machine(os.fspath(fields["machine"]))
     try:
         return RunConfig(**fields)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = ".".join(str(p) for p in err["loc"])
+        errors = exc.errors()
+        err = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])  # a misspelling first
+        # pydantic names a validated model's wrapper in the location ("function-after[...]"); users never do
+        loc = ".".join(str(p) for p in err["loc"] if not str(p).startswith("function-"))
+        if err["type"] == "extra_forbidden":
+            raise GupsimError(f"unknown run field '{loc}' (valid: {', '.join(RunConfig.model_fields)})") from None
+        if err["type"] == "missing":
+            raise GupsimError(f"missing run field '{loc}'") from None
         raise GupsimError(f"{loc}: {err['msg']} (got {err.get('input')!r})") from None
 
 

@@ -90,6 +90,20 @@ def test_bad_run_parameters_are_one_line(bgl):
         _run(bgl, "baseline", algorithm_options={"bucket": 3})
 
 
+def test_the_python_api_takes_a_machine_by_name_and_names_bad_fields_plainly(bgl):
+    """As the command line does: a name or a YAML path loads the machine.  A misspelt or missing run field
+    is named without pydantic's wrapper names or a dump of the whole machine."""
+    for machine in ("bgl", bgl.source_path):
+        run = make_run_config(machine=machine, shape="2x2x2", algorithm="routed", updates_per_process=8)
+        assert run.machine.source_path == bgl.source_path
+    with pytest.raises(GupsimError, match=r"^unknown run field 'overrides' \(valid: machine, shape, "):
+        make_run_config(machine="bgl", shape="2x2x2", overrides={})
+    with pytest.raises(GupsimError, match=r"^missing run field 'algorithm'$"):
+        make_run_config(machine="bgl", shape="2x2x2")
+    with pytest.raises(GupsimError, match=r"^machine: Input should be .* \(got 3\)$"):
+        make_run_config(machine=3, shape="2x2x2", algorithm="routed", updates_per_process=8)
+
+
 def test_simulated_stretch_avoids_the_sparse_slice_starts():
     # Why the stretch starts at the golden-ratio point: at slice starts, rank 0 gets a large excess.
     layout = hpcc.TableLayout(30, 32)
