@@ -66,15 +66,19 @@ def available_bytes() -> int | None:
     return None
 
 
-def check_fits(num_ranks: int, per_rank_bytes: int, what: str, base_bytes: int | None = None) -> int:
-    """Raise a one-line :class:`GupsimError` if the run would not fit; return the estimate."""
+def check_fits(num_ranks: int, per_rank_bytes: int, what: str, base_bytes: int | None = None,
+               detail: str = "", hint: str = "") -> int:
+    """Raise a one-line :class:`GupsimError` if the run would not fit; return the estimate.
+
+    The line reads ``<what> (<num_ranks> processes, <detail>) needs about N GB by gupsim's estimate, but only
+    M GB are available; use a smaller shape or fewer processes per node<hint>``."""
     need = estimate_bytes(num_ranks, per_rank_bytes, base_bytes)
-    refuse_if_over(need, f"{what} (estimate for {num_ranks:,} processes) needs",
-                   "use a smaller shape or fewer processes per node")
+    refuse_if_over(need, f"{what} ({num_ranks:,} processes{', ' + detail if detail else ''}) needs",
+                   f"use a smaller shape or fewer processes per node{hint}", " by gupsim's estimate")
     return need
 
 
-def refuse_if_over(need: int, subject: str, hint: str) -> None:
+def refuse_if_over(need: int, subject: str, hint: str, estimated: str = "") -> None:
     """Refuse, in one line (``<subject> about N GB, but only M GB are available; <hint>``), ``need`` bytes
     above :data:`HEADROOM` of the memory available now, or above :data:`MAX_ARRAY_BYTES` where the system
     does not say: NumPy would otherwise fail with a traceback, or grow until the kernel kills the process."""
@@ -82,7 +86,7 @@ def refuse_if_over(need: int, subject: str, hint: str) -> None:
     limit = MAX_ARRAY_BYTES if have is None else min(MAX_ARRAY_BYTES, HEADROOM * have)
     if need > limit:
         shown = "" if have is None else f", but only {have / 2**30:,.1f} GB are available"
-        raise GupsimError(f"{subject} about {need / 2**30:,.1f} GB{shown}; {hint}")
+        raise GupsimError(f"{subject} about {need / 2**30:,.1f} GB{estimated}{shown}; {hint}")
 
 
 def peak_rss_mb() -> float:

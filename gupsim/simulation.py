@@ -120,8 +120,11 @@ def check_memory(run: RunConfig) -> int:
     """The SimPy engine's memory estimate for ``run`` in bytes; a run that would not fit is refused in one line
     (:func:`gupsim.memory.check_fits`)."""
     ranks = math.prod(parse_shape(run.shape)) * run.machine.cpu.processes_per_node
-    return check_fits(ranks, algorithm_class(run.algorithm).memory_per_rank_bytes,
-                      f"{run.algorithm} on {run.shape} ({run.machine.cpu.processes_per_node} per node)")
+    from gupsim.fast import KERNELS  # the SimPy engine was asked for (--engine simpy, or telemetry)
+
+    hint = " (or the fast engine: --engine fast, without telemetry)" if run.algorithm in KERNELS else ""
+    return check_fits(ranks, algorithm_class(run.algorithm).memory_per_rank_bytes, f"{run.algorithm} on {run.shape}",
+                      detail=f"{run.machine.cpu.processes_per_node} per node, SimPy engine", hint=hint)
 
 
 def check_network(run: RunConfig) -> None:

@@ -147,9 +147,9 @@ def check_memory(run: RunConfig) -> int:
     (:func:`gupsim.memory.check_fits`)."""
     nodes = math.prod(parse_shape(run.shape))
     ppn = run.machine.cpu.processes_per_node
-    return check_fits(nodes * ppn, KERNELS[run.algorithm].per_rank_bytes,
-                      f"{run.algorithm} on {run.shape} ({ppn} per node, fast engine)",
-                      base_bytes=FAST_BASE_BYTES + FAST_MARGIN_BYTES + nodes * FAST_NODE_BYTES)
+    return check_fits(nodes * ppn, KERNELS[run.algorithm].per_rank_bytes, f"{run.algorithm} on {run.shape}",
+                      base_bytes=FAST_BASE_BYTES + FAST_MARGIN_BYTES + nodes * FAST_NODE_BYTES,
+                      detail=f"{ppn} per node, fast engine")
 
 
 class FastSimulation:
