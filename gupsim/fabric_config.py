@@ -32,6 +32,10 @@ from pydantic import BaseModel, Field, model_validator
 from gupsim.config import _STRICT, MAX_COUNT, MpiConfig
 
 
+#: A deflected packet may come round at most this many times in one packet's time on a lane.
+MAX_DEFLECTIONS_PER_PACKET_TIME = 1000
+
+
 class DataVortexConfig(BaseModel):
     """The Data Vortex network of one machine: VICs, lanes and radix-64 switch chips."""
 
@@ -51,6 +55,19 @@ class DataVortexConfig(BaseModel):
     dma_setup_ns: float = Field(ge=0, description="start one DMA between host memory and the VIC")
     group_counter_ns: float = Field(ge=0, description="set (send) or read out (receive) one group counter")
     vic_window_packets: int = Field(ge=1, le=MAX_COUNT, description="packets a VIC may have sent but not yet read out at their destinations")
+
+    @model_validator(mode="after")
+    def _deflections_are_not_vanishing(self) -> "DataVortexConfig":
+        # A packet that finds its output taken comes round again after deflection_delay_ns, and keeps doing
+        # so until the output is free; a round far shorter than a packet's time on a lane would make the
+        # simulator step through millions of rounds per packet (it had hung on 1e-9 ns).
+        packet_ns = self.lane_packet_s * 1e9
+        if self.deflection_delay_ns * MAX_DEFLECTIONS_PER_PACKET_TIME < packet_ns:
+            raise ValueError(f"deflection_delay_ns={self.deflection_delay_ns:g} is under 1/"
+                             f"{MAX_DEFLECTIONS_PER_PACKET_TIME:,} of a packet's time on a lane ({packet_ns:g} ns, "
+                             "from the lane rate, coding efficiency and packet bytes): a waiting packet would "
+                             f"come round more than {MAX_DEFLECTIONS_PER_PACKET_TIME:,} times per packet ahead of it")
+        return self
 
     def topology_kind(self, num_nodes: int) -> str:
         return self.topology

@@ -71,6 +71,20 @@ def test_bad_switched_input_is_one_line(tmp_path, dv):
     assert load_machine("hypatia-dv", {"network.lanes_per_vic": 8}).network.lanes_per_vic == 8
 
 
+@pytest.mark.parametrize("override", [{"network.deflection_delay_ns": 1e-9},
+                                      {"network.lane_coding_efficiency": 1e-9}])
+def test_a_deflection_round_vanishing_against_a_packet_time_is_refused(override):
+    """Such a run had hung: a waiting packet came round again every 1e-9 ns, millions of rounds per packet."""
+    with pytest.raises(GupsimError, match=r"deflection_delay_ns=.* is under 1/1,000 of a packet's time"):
+        load_machine("hypatia-dv", override)
+
+
+def test_the_shortest_deflection_round_allowed_still_runs():
+    packet_ns = load_machine("hypatia-dv").network.lane_packet_s * 1e9
+    at_limit = load_machine("hypatia-dv", {"network.deflection_delay_ns": packet_ns / 1000})
+    assert _dv_run(at_limit, 4, updates=256)[1]["updates_applied"] == 4 * 256
+
+
 def test_algorithms_refuse_networks_they_cannot_drive(dv, bgl):
     with pytest.raises(GupsimError, match="algorithm one-packet does not run on a data-vortex network"):
         simulate(make_run_config(machine=dv, shape="4x1x1", algorithm="one-packet", updates_per_process=64))
