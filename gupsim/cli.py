@@ -7,6 +7,7 @@ user types produces a traceback.
 from __future__ import annotations
 
 import math
+import os
 import sys
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
@@ -28,7 +29,13 @@ def _load_machine(machine: str, sets: tuple[str, ...]) -> Any:
 def _key_values(items: tuple[str, ...], what: str) -> dict[str, Any]:
     from gupsim.config import parse_key_value
 
-    return dict(parse_key_value(item, what) for item in items)
+    out: dict[str, Any] = {}
+    for item in items:
+        key, value = parse_key_value(item, what)
+        if key in out:  # the last would silently win
+            raise GupsimError(f"{what} {key} is given twice; give it once")
+        out[key] = value
+    return out
 
 
 class GupsimGroup(click.Group):
@@ -373,6 +380,8 @@ def results(store_path, csv_path, parquet_path, all_columns) -> None:
 
     from gupsim.store import store_table
 
+    if csv_path and parquet_path and os.path.realpath(csv_path) == os.path.realpath(parquet_path):
+        raise GupsimError(f"--csv and --parquet both name {csv_path}: the second export would overwrite the first")
     table = store_table(store_path)
     if csv_path:
         with _writing("--csv", csv_path):

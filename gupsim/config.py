@@ -424,7 +424,8 @@ def resolve_override_key(key: str) -> str:
 def parse_key_value(item: str, option: str) -> tuple[str, Any]:
     """``"link_bytes_per_s=350e6"`` -> ``("link_bytes_per_s", 350000000.0)``; values read as YAML."""
     if "=" not in item:
-        raise GupsimError(f"{option} {item!r}: expected KEY=VALUE, e.g. --set link_bytes_per_s=350e6")
+        example = {"--option": "max_pending=512"}.get(option, "link_bytes_per_s=350e6")
+        raise GupsimError(f"{option} {item!r}: expected KEY=VALUE, e.g. {option} {example}")
     key, raw = item.split("=", 1)
     try:
         value = yaml.load(raw, Loader=StrictLoader) if raw.strip() else raw
@@ -442,9 +443,13 @@ def parse_key_value(item: str, option: str) -> tuple[str, Any]:
 def parse_set_options(items: tuple[str, ...] | list[str]) -> dict[str, Any]:
     """``["link_bytes_per_s=350e6"]`` -> ``{"network.link_bytes_per_s": 350000000.0}``."""
     out: dict[str, Any] = {}
+    given: dict[str, str] = {}
     for item in items:
         key, value = parse_key_value(item, "--set")
-        out[resolve_override_key(key)] = value
+        name = resolve_override_key(key)
+        if name in given:  # the last would silently win
+            raise GupsimError(f"--set {given[name]} and --set {item} name the same field; give it once")
+        given[name], out[name] = item, value
     return out
 
 

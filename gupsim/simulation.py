@@ -40,12 +40,15 @@ from gupsim.algorithms import algorithm_class, validate_options
 from gupsim.config import MachineConfig
 from gupsim.fabric_config import SwitchedMachineConfig
 from gupsim.errors import GupsimError, SimulationError
-from gupsim.memory import check_fits
+from gupsim.memory import BASE_BYTES, ROUTE_CACHE_BYTES, check_fits
 from gupsim.node import CostModel, Cpu
 from gupsim.topology import make_topology, parse_shape
 
 #: HPCC lets a process hold at most this many updates before applying them (seed 000 §2).
 MAX_PENDING_UPDATES = 1024
+#: Peak bytes per table word with --verify: the table, then verification's copy, HPCC's initial table and
+#: their element-wise comparison (hpcc.verify).
+VERIFY_BYTES_PER_WORD = 3 * 8 + 1
 #: The steady-state window: between these fractions of all updates applied.
 WINDOW = (0.25, 0.75)
 #: Table words per node when not verifying: half of a BG/L node's 512 MB (seed 000 §5.1).
@@ -119,12 +122,19 @@ class UpdateStream:
 def check_memory(run: RunConfig) -> int:
     """The SimPy engine's memory estimate for ``run`` in bytes; a run that would not fit is refused in one line
     (:func:`gupsim.memory.check_fits`)."""
-    ranks = math.prod(parse_shape(run.shape)) * run.machine.cpu.processes_per_node
-    from gupsim.fast import KERNELS  # the SimPy engine was asked for (--engine simpy, or telemetry)
+    nodes = math.prod(parse_shape(run.shape))
+    ranks = nodes * run.machine.cpu.processes_per_node
+    from gupsim.fast import KERNELS  # the SimPy engine was asked for (--engine simpy, --verify or telemetry)
 
-    hint = " (or the fast engine: --engine fast, without telemetry)" if run.algorithm in KERNELS else ""
+    detail, table_bytes = f"{run.machine.cpu.processes_per_node} per node, SimPy engine", 0
+    if run.verify:  # the table, and verification's copy, the initial table and their comparison beside it
+        words = 2 ** log2_table_size(run, nodes, ranks)
+        table_bytes = VERIFY_BYTES_PER_WORD * words
+        detail += f", --verify's table of {words:,} words"
+    hint = " (or the fast engine: --engine fast, without telemetry)" if run.algorithm in KERNELS and not run.verify \
+        else ", or a smaller --log2-table-size" if run.verify else ""
     return check_fits(ranks, algorithm_class(run.algorithm).memory_per_rank_bytes, f"{run.algorithm} on {run.shape}",
-                      detail=f"{run.machine.cpu.processes_per_node} per node, SimPy engine", hint=hint)
+                      base_bytes=BASE_BYTES + ROUTE_CACHE_BYTES + table_bytes, detail=detail, hint=hint)
 
 
 def check_network(run: RunConfig) -> None:

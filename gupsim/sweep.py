@@ -176,8 +176,8 @@ def _values(key: str, kind: str, name: str, raw: Any, base: dict[str, Any], wher
         if not isinstance(value, (int, float)) or isinstance(value, bool):
             raise GupsimError(f"{where}: grid.{key}: 'times' needs a numeric machine field, {name} is {value!r}")
         if not isinstance(factors, list) or not factors or not all(
-                isinstance(f, (int, float)) and not isinstance(f, bool) and f > 0 for f in factors):
-            raise GupsimError(f"{where}: grid.{key}.times: expected a list of positive factors")
+                isinstance(f, (int, float)) and not isinstance(f, bool) and 0 < f < math.inf for f in factors):
+            raise GupsimError(f"{where}: grid.{key}.times: expected a list of positive, finite factors")
         return [type(value)(value * f) if isinstance(value, float) else _int_times(value, f, key, where)
                 for f in factors]
     if not isinstance(raw, list) or not raw:
@@ -193,6 +193,14 @@ def _int_times(value: int, factor: float, key: str, where: str) -> int:
     if scaled != int(scaled):
         raise GupsimError(f"{where}: grid.{key}: {value} x {factor} is not a whole number")
     return int(scaled)
+
+
+def _once(seen: dict[Any, str], field_name: Any, key: str, where: str) -> None:
+    """Refuse two spellings of one field (``updates`` and ``updates_per_process``, a bare and a dotted machine
+    key): one would silently win, and the store would record both as varied."""
+    if field_name in seen:
+        raise GupsimError(f"{where}: {seen[field_name]} and {key} name the same field; give it once")
+    seen[field_name] = key
 
 
 def _dig(data: dict[str, Any], dotted: str) -> Any:
@@ -241,12 +249,15 @@ def expand(spec: SweepSpec, where: str = "sweep") -> list[Point]:
     from gupsim.algorithms import validate_options
     from gupsim.runner import make_run_config
 
-    machine_overrides = {}
+    machine_overrides: dict[str, Any] = {}
+    set_by: dict[str, str] = {}
     for key, value in spec.set.items():
         try:
-            machine_overrides[resolve_override_key(key)] = value
+            name = resolve_override_key(key)
         except GupsimError as exc:
             raise GupsimError(f"{where}: set.{key}: {str(exc).split(': ', 1)[1]}") from None
+        _once(set_by, name, f"set.{key}", where)
+        machine_overrides[name] = value
     try:
         # {times: [...]} scales the machine's value after the sweep's own `set`.
         base = load_machine(spec.machine, machine_overrides).model_dump()
@@ -255,8 +266,10 @@ def expand(spec: SweepSpec, where: str = "sweep") -> list[Point]:
     except GupsimError as exc:
         raise GupsimError(f"{where}: {str(exc).replace('--set ', 'set: ')}") from None
     axes = []
+    grid_by: dict[tuple[str, str], str] = {}
     for key, raw in spec.grid.items():
         kind, name = _classify(key, where)
+        _once(grid_by, (kind, name), f"grid.{key}", where)
         axes.append((key, kind, name, _values(key, kind, name, raw, base, where)))
     points: list[Point] = []
     seen: dict[str, str] = {}

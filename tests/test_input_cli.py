@@ -305,3 +305,43 @@ def test_a_sweep_name_that_is_not_a_plain_file_name_is_one_line(tmp_path, name):
     """The name makes the default store, results/<name>.store: '../x' would have put it outside results/."""
     line = _one_error_line(_dry_run(tmp_path, {"shape": ["2x2x2"]}, name=name), "s.yaml: name: ")
     assert "Value error" not in line
+
+
+def test_a_verify_table_that_cannot_fit_is_refused_by_the_estimate():
+    """It had reached NumPy: 'Unable to allocate 8.00 TiB', a traceback."""
+    _one_error_line(_invoke("run", "--shape", "2x2x2", "--updates", "64", "--log2-table-size", "40", "--verify"),
+                    "--verify's table of 1,099,511,627,776 words) needs about", "a smaller --log2-table-size")
+
+
+def test_times_factors_must_be_finite(tmp_path):
+    """An infinite factor on an integer field had been an OverflowError from int(inf)."""
+    for key in ("link_buffer_chunks", "link_bytes_per_s"):
+        _one_error_line(_dry_run(tmp_path, {key: {"times": [float("inf")]}}),
+                        f"grid.{key}.times: expected a list of positive, finite factors")
+
+
+@pytest.mark.parametrize("fields, first, second", [
+    ({"grid": {"updates": [64], "updates_per_process": [128]}}, "grid.updates", "grid.updates_per_process"),
+    ({"grid": {"link_bytes_per_s": [1e8], "network.link_bytes_per_s": [2e8]}},
+     "grid.link_bytes_per_s", "grid.network.link_bytes_per_s"),
+    ({"grid": {"shape": ["2x2x2"]}, "set": {"link_bytes_per_s": 1e8, "network.link_bytes_per_s": 2e8}},
+     "set.link_bytes_per_s", "set.network.link_bytes_per_s"),
+])
+def test_two_spellings_of_one_field_in_a_sweep_are_refused(tmp_path, fields, first, second):
+    """One of them had silently won, and the store recorded both as varied."""
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump({"name": "t", "machine": "bgl"} | fields))
+    _one_error_line(_invoke("sweep", str(path), "--store", str(tmp_path / "st"), "--dry-run"),
+                    f"{first} and {second} name the same field; give it once")
+
+
+def test_a_flag_given_twice_for_one_field_is_refused_not_overwritten(tmp_path, store):
+    run = ("run", "--shape", "2x2x2", "--updates", "8")
+    _one_error_line(_invoke(*run, "--option", "max_pending=1", "--option", "max_pending=2"),
+                    "--option max_pending is given twice")
+    _one_error_line(_invoke(*run, "--set", "link_bytes_per_s=175e6", "--set", "network.link_bytes_per_s=1e6"),
+                    "--set link_bytes_per_s=175e6 and --set network.link_bytes_per_s=1e6 name the same field")
+    _one_error_line(_invoke(*run, "--option", "nokey"), "expected KEY=VALUE, e.g. --option max_pending=512")
+    both = str(tmp_path / "out.csv")
+    _one_error_line(_invoke("results", store, "--csv", both, "--parquet", both), "--csv and --parquet both name")
+    assert not (tmp_path / "out.csv").exists()
