@@ -30,6 +30,7 @@ import pandas as pd
 from pydantic import ValidationError
 from simpy.core import EmptySchedule, StopSimulation
 
+from gupsim.algorithms import validate_options
 from gupsim.errors import DeadlockError, GupsimError, SimulationError
 from gupsim.memory import peak_rss_mb
 from gupsim.simulation import WINDOW, RunConfig, Simulation, stream_layout
@@ -163,7 +164,7 @@ def make_run_config(**fields: Any) -> RunConfig:
 
         fields["machine"] = load_machine(os.fspath(fields["machine"]))
     try:
-        return RunConfig(**fields)
+        run = RunConfig(**fields)
     except ValidationError as exc:
         errors = exc.errors()
         err = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])  # a misspelling first
@@ -174,6 +175,8 @@ def make_run_config(**fields: Any) -> RunConfig:
         if err["type"] == "missing":
             raise GupsimError(f"missing run field '{loc}'") from None
         raise GupsimError(f"{loc}: {err['msg']} (got {err.get('input')!r})") from None
+    validate_options(run.algorithm, run.algorithm_options)  # now, not when the run starts
+    return run
 
 
 def _deadlock(sim: Simulation, procs: list) -> DeadlockError:

@@ -61,7 +61,8 @@ SLICE_START_FRACTION = 0.6180339887498949
 class RunConfig(BaseModel):
     """Everything a run depends on; a run is a pure function of it."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # strict, as a machine's fields are: seed=True or updates_per_process="64" is a mistake, not 1 or 64
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
 
     machine: MachineConfig | SwitchedMachineConfig
     shape: str = Field(description="partition XxYxZ in nodes, e.g. 8x8x16 (--shape)")

@@ -104,6 +104,26 @@ def test_the_python_api_takes_a_machine_by_name_and_names_bad_fields_plainly(bgl
         make_run_config(machine=3, shape="2x2x2", algorithm="routed", updates_per_process=8)
 
 
+@pytest.mark.parametrize("field, value", [("seed", True), ("updates_per_process", True), ("updates_per_process", "64"),
+                                          ("verify", "yes"), ("log2_table_size", True)])
+def test_run_fields_are_strict_as_machine_fields_are(field, value):
+    """seed=True had run seed 1, verify='yes' had verified: a mistake taken silently."""
+    with pytest.raises(GupsimError, match=rf"^{field}: Input should be a valid .* \(got {value!r}\)$"):
+        make_run_config(**{"machine": "bgl", "shape": "2x2x2", "algorithm": "baseline", "updates_per_process": 8,
+                            field: value})
+
+
+@pytest.mark.parametrize("algorithm, option, value", [("baseline", "max_pending", True),
+                                                      ("routed", "bucket_capacity", True),
+                                                      ("one-packet", "local_overhead_cycles", True),
+                                                      ("baseline", "max_pending", "x")])
+def test_algorithm_options_are_strict_and_checked_when_the_run_is_made(algorithm, option, value):
+    """--option max_pending=true had run with max_pending=1; a bad option had waited for the run to start."""
+    with pytest.raises(GupsimError, match=rf"^algorithm {algorithm}: option {option}: Input should be a valid "):
+        make_run_config(machine="bgl", shape="2x2x2", algorithm=algorithm, updates_per_process=8,
+                        algorithm_options={option: value})
+
+
 def test_simulated_stretch_avoids_the_sparse_slice_starts():
     # Why the stretch starts at the golden-ratio point: at slice starts, rank 0 gets a large excess.
     layout = hpcc.TableLayout(30, 32)

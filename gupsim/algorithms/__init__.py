@@ -28,9 +28,10 @@ if TYPE_CHECKING:
 ALGORITHMS: dict[str, type["Algorithm"]] = {}
 
 
-#: Every algorithm's ``Options`` model takes this config: frozen, no unknown keys, and no inf or NaN in
+#: Every algorithm's ``Options`` model takes this config: frozen, no unknown keys, strict types (True is not 1,
+#: "64" is not 64, as in a machine file), and no inf or NaN in
 #: a float option (a cost of inf cycles ends a run with GUPS n/a and a record that is not valid JSON).
-OPTIONS_CONFIG = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+OPTIONS_CONFIG = ConfigDict(frozen=True, extra="forbid", strict=True, allow_inf_nan=False)
 
 
 class NoOptions(BaseModel):
