@@ -97,8 +97,7 @@ class DmaNetwork(Network):
         self.inbox = [DmaMailbox(env, self) for _ in range(self.num_ranks)]
 
     def launch(self, pkt: Packet) -> None:
-        self.packets_injected += 1
-        self.wire_bytes_injected += pkt.wire_bytes
+        self._launched(pkt)
         self.env.process(self._dma_transit(pkt))
 
     def _dma_transit(self, pkt: Packet):

@@ -110,8 +110,7 @@ class FatTreeNetwork(FifoInjection, _FabricBase):
     def launch(self, pkt: Packet) -> None:
         """Reserve the packet's path now; it reaches the receive buffer at the computed time."""
         env = self.env
-        self.packets_injected += 1
-        self.wire_bytes_injected += pkt.wire_bytes
+        self._launched(pkt)
         serial = pkt.wire_bytes / self._rate
         head = min(serial, self._head_s)
         t = env.now + self._adapter_s / 2
@@ -141,6 +140,9 @@ class FatTreeNetwork(FifoInjection, _FabricBase):
 
 class DataVortexNetwork(_FabricBase):
     """VICs with parallel lanes into deflection-routed switch networks; one endpoint per rank."""
+
+    #: Optional callback on every packet sent, one update each (gupsim.telemetry's histograms).
+    on_launch = None
 
     def __init__(self, env, topology, machine, processes_per_node: int = 1):
         net = machine.network
@@ -201,6 +203,9 @@ class DataVortexNetwork(_FabricBase):
         n = len(dests)
         self.packets_injected += n
         self.wire_bytes_injected += n * self.cfg.wire_bytes
+        if self.on_launch is not None:  # telemetry only: the model itself keeps no packet objects
+            for dst, value in zip(dests, values):
+                self.on_launch(Packet(src, dst, 1, self.cfg.wire_bytes, self.cfg.packet_payload_bytes, value))
         self.deflections += deflections
         self.latency_sum_s += latency
         for dst in set(dests):

@@ -52,6 +52,10 @@ class SwitchedTopology:
     kind: ClassVar[str] = "abstract-switched"
     wraps: ClassVar[bool] = False
     network_class: ClassVar[str] = ""
+    #: As :attr:`gupsim.topology.Topology.telemetry_unavailable`.
+    telemetry_unavailable: ClassVar[dict[str, str]] = {
+        "links": "the link table gives each link's torus coordinates, dimension and direction, "
+                 "which switch links do not have"}
 
     def __init__(self, shape: str | Sequence[int], radix: int, max_endpoints: int):
         self.shape = parse_shape(shape) if isinstance(shape, str) else _validated(shape, shape)
@@ -166,6 +170,9 @@ class FatTree(SwitchedTopology):
     """InfiniBand: one switch up to its port count, else a non-blocking two-level fat tree."""
 
     network_class = "FatTreeNetwork"
+    telemetry_unavailable = SwitchedTopology.telemetry_unavailable | {
+        "timeseries": "its samples include link-blocked seconds, and the fat-tree model has no link-level "
+                      "flow control to block on"}
 
     @staticmethod
     def _radix_and_limit(network) -> tuple[int, int]:
@@ -177,6 +184,9 @@ class DataVortex(SwitchedTopology):
     """One lane's Data Vortex network; a machine has ``lanes_per_vic`` of them in parallel."""
 
     network_class = "DataVortexNetwork"
+    telemetry_unavailable = SwitchedTopology.telemetry_unavailable | {
+        "timeseries": "its samples count injection FIFO chunks and link-blocked seconds, and a VIC has a window "
+                      "of packets and deflects packets instead of blocking them"}
 
     @staticmethod
     def _radix_and_limit(network) -> tuple[int, int]:

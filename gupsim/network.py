@@ -205,6 +205,15 @@ class FifoInjection:
     #: Bytes of every packet's chunks taken by a header the network itself adds (gupsim.dma: BG/P's DMA
     #: header; none on BG/L or the fat tree).  An algorithm's data starts after it.
     data_header_bytes = 0
+    #: Optional callback on every launched packet (gupsim.telemetry's histograms); None costs nothing.
+    on_launch = None
+
+    def _launched(self, pkt: Packet) -> None:
+        """Count ``pkt`` as injected.  Every ``launch`` calls it, so an override cannot skip the hook."""
+        self.packets_injected += 1
+        self.wire_bytes_injected += pkt.wire_bytes
+        if self.on_launch is not None:
+            self.on_launch(pkt)
 
     @property
     def max_data_bytes(self) -> int:
@@ -283,8 +292,6 @@ class Network(FifoInjection):
         self.wire_bytes_injected = 0
         self.packets_delivered = 0
         self._routes: dict[tuple[int, int], list[int]] = {}
-        #: Optional callback on every launched packet (gupsim.telemetry's histograms); None costs nothing.
-        self.on_launch = None
 
     # ------------------------------------------------------------------ packets
 
@@ -332,10 +339,7 @@ class Network(FifoInjection):
 
     def launch(self, pkt: Packet) -> None:
         """Send ``pkt``, which already holds its room in the injection FIFO."""
-        self.packets_injected += 1
-        self.wire_bytes_injected += pkt.wire_bytes
-        if self.on_launch is not None:
-            self.on_launch(pkt)
+        self._launched(pkt)
         self.env.process(self._transit(pkt))
 
     def release_later(self, delay: float, credits: Credits, chunks: int) -> None:

@@ -25,7 +25,8 @@ from typing import Annotated, Any, Literal
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, ValidationError, model_validator
+from pydantic import (BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, ValidationError,
+                      field_validator, model_validator)
 
 from gupsim.errors import GupsimError
 
@@ -102,6 +103,14 @@ class Histograms(BaseModel):
     updates_per_packet: dict[_Finite, PositiveInt]
     updates_per_message: dict[_Finite, PositiveInt]
 
+    @field_validator("updates_per_packet", "updates_per_message")
+    @classmethod
+    def _counted(cls, counts: dict) -> dict:
+        if not counts:  # earlier gupsim wrote empty ones on BG/P and the switched fabrics (it missed their packets)
+            raise ValueError("empty: no packet was counted, so there is nothing to draw; "
+                             "make the record again with --histograms")
+        return counts
+
 
 class TimeSeries(_Columns):
     """``timeseries``: one entry per sample of :class:`gupsim.telemetry.Telemetry`."""
@@ -124,8 +133,10 @@ def _section(record: dict[str, Any], name: str, option: str, model: type[BaseMod
     except ValidationError as exc:
         err = exc.errors()[0]
         loc = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"])
-        msg = (f"expected an object with {', '.join(model.model_fields)}" if err["type"] == "model_type"
-               else err["msg"])  # pydantic's own words would name the model class
+        if err["type"] == "model_type":  # pydantic's own words would name the model class
+            msg = f"expected an object with {', '.join(model.model_fields)}"
+        else:  # a validator's own ValueError says it in the user's terms, without pydantic's "Value error, "
+            msg = str(err["ctx"]["error"]) if err["type"] == "value_error" else err["msg"]
         raise GupsimError(f"{where}: {name}{loc}: {msg}") from None
     return value
 

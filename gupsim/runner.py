@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 import os
 import time
+from collections.abc import Collection
 from typing import Any, Callable
 
 import numpy as np
@@ -65,7 +66,7 @@ def simulate(run: RunConfig, observer: Any = None, checkpoint: Any = None,
 
     wall0 = time.perf_counter()
     _check_sample_interval(observer)
-    if preflight(run, telemetry=observer is not None) == "fast":
+    if preflight(run, telemetry=observer.kinds if observer is not None else ()) == "fast":
         fast = simulate_fast(run, checkpoint, progress)
         _check_counts(fast)
         return fast, make_record(fast, time.perf_counter() - wall0 + fast.earlier_wall_s) | {"engine": "fast"}
@@ -86,16 +87,18 @@ def simulate(run: RunConfig, observer: Any = None, checkpoint: Any = None,
     return sim, record
 
 
-def preflight(run: RunConfig, telemetry: bool = False) -> str:
+def preflight(run: RunConfig, telemetry: Collection[str] = ()) -> str:
     """Everything checked before a run is built, each failure one line; the engine that will run it.
 
-    The HPCC slice every rank reads (updates and seed), the network the algorithm runs on, the engine
-    (``telemetry``, an observer, needs SimPy), and that engine's memory estimate.  :func:`simulate` calls it,
+    The HPCC slice every rank reads (updates and seed), the network the algorithm runs on, the record
+    extras ``telemetry`` asks for (keys of :data:`gupsim.telemetry.OPTIONS`: they need SimPy, and a network
+    that can give them), the engine, and that engine's memory estimate.  :func:`simulate` calls it,
     and a sweep calls it on every point before anything runs (:mod:`gupsim.sweep`), so a point that cannot run
     fails the sweep's validation with the line ``gupsim run`` would print.
     """
     from gupsim import fast
     from gupsim.simulation import check_memory, check_network
+    from gupsim.telemetry import check_available
 
     if telemetry and run.engine == "fast":
         # Named as both gupsim run's flags and a sweep's record keys, since either may have asked for it.
@@ -104,6 +107,7 @@ def preflight(run: RunConfig, telemetry: bool = False) -> str:
                           "set the engine to simpy or auto")
     stream_layout(run)  # a run past its HPCC slices is one line, whichever engine would have run it
     check_network(run)
+    check_available(run, telemetry)
     engine = "simpy" if telemetry else fast.choose_engine(run)
     {"fast": fast.check_memory, "simpy": check_memory}[engine](run)
     return engine

@@ -332,8 +332,9 @@ def _check_runnable(cfg: Any, extras: RecordExtras) -> None:
     slice, the network, the engine, the memory estimate), so that a point that cannot run fails the
     validation instead of every run."""
     from gupsim.runner import preflight
+    from gupsim.telemetry import Telemetry
 
-    preflight(cfg, telemetry=bool(extras.links or extras.histograms or extras.sample_interval_s is not None))
+    preflight(cfg, telemetry=Telemetry.from_extras(extras).kinds)
 
 
 def point_key(run_config: Any, extras: RecordExtras) -> str:

@@ -23,15 +23,28 @@ ratios.  The pictures of issue 7 need more, and only when asked for
   and the link-blocked seconds accumulated.  The sampler stops by itself
   when an interval passes with no other event, so a deadlocked machine
   still empties the event queue and is reported as a deadlock.
+
+A network that cannot give an extra says so on its topology class
+(``telemetry_unavailable``: the switched fabrics have no torus links to
+tabulate, nor the FIFO and link-blocking counters the sampler reads), and
+:func:`check_available` refuses it before the run.
 """
 
 from __future__ import annotations
 
+import math
 from collections import Counter
+from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
+
+from gupsim.errors import GupsimError
 
 if TYPE_CHECKING:
     from gupsim.simulation import RunConfig, Simulation
+
+#: Each extra as gupsim run's flag and a sweep's record key, which a refusal names (either may have asked).
+OPTIONS = {"links": ("--links", "record.links"), "histograms": ("--histograms", "record.histograms"),
+           "timeseries": ("--sample-interval-s", "record.sample_interval_s")}
 
 
 class Telemetry:
@@ -50,8 +63,15 @@ class Telemetry:
         return cls(links=extras.links, histograms=extras.histograms, sample_interval_s=extras.sample_interval_s)
 
     @property
+    def kinds(self) -> tuple[str, ...]:
+        """The extras asked for, as keys of :data:`OPTIONS`."""
+        asked = {"links": self.links, "histograms": self.histograms,
+                 "timeseries": self.sample_interval_s is not None}
+        return tuple(kind for kind, on in asked.items() if on)
+
+    @property
     def wanted(self) -> bool:
-        return self.links or self.histograms or self.sample_interval_s is not None
+        return bool(self.kinds)
 
     def attach(self, sim: "Simulation") -> None:
         if self.histograms:
@@ -112,6 +132,19 @@ class Telemetry:
         if self.sample_interval_s is not None:
             out["timeseries"] = {k: list(v) for k, v in self.samples.items()}
         return out
+
+
+def check_available(run: "RunConfig", kinds: Collection[str]) -> None:
+    """Refuse, in one line, an extra that the run's network cannot give (its topology's ``telemetry_unavailable``)."""
+    from gupsim.topology import TOPOLOGIES, parse_shape
+
+    kind = run.machine.network.topology_kind(math.prod(parse_shape(run.shape)))
+    unavailable = TOPOLOGIES[kind].telemetry_unavailable
+    for extra in kinds:
+        if extra in unavailable:
+            flag, key = OPTIONS[extra]
+            raise GupsimError(f"{flag} (a sweep's {key}) is not available on a {kind} network "
+                              f"(machine {run.machine.name}): {unavailable[extra]}")
 
 
 def link_table(sim: "Simulation") -> dict[str, list]:

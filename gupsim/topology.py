@@ -32,6 +32,7 @@ for small shapes).
 
 from __future__ import annotations
 
+import importlib
 import math
 import operator
 import re
@@ -128,6 +129,8 @@ class Topology:
     dims: ClassVar[int] = 3
     ports: ClassVar[int] = 6
     wraps: ClassVar[bool] = False
+    #: Record extras (gupsim.telemetry kinds) this network cannot give, each with why; the torus gives all.
+    telemetry_unavailable: ClassVar[dict[str, str]] = {}
     # Directed links a plane cut crosses, per node of the plane, in one direction.
     _cut_multiplicity: ClassVar[int] = 1
 
@@ -471,5 +474,5 @@ class Mesh3D(Topology):
         return 2 * (length - 1)
 
 
-# Switched fabrics (Data Vortex, InfiniBand) register themselves beside the torus.
-from gupsim import fabrics  # noqa: E402,F401
+# Switched fabrics (Data Vortex, InfiniBand) register themselves beside the torus: imported for that alone.
+importlib.import_module("gupsim.fabrics")

@@ -245,6 +245,36 @@ def test_telemetry_on_the_fast_engine_fails_the_dry_run(tmp_path):
                     "needs the SimPy engine", "record keys", "engine to simpy or auto")
 
 
+SWITCHED = [("hypatia-ib", "baseline", "fat-tree"), ("hypatia-dv", "dv", "data-vortex")]
+
+
+@pytest.mark.parametrize("machine, algorithm, network", SWITCHED)
+@pytest.mark.parametrize("flag, key", [("--links", "record.links"),
+                                       ("--sample-interval-s", "record.sample_interval_s")])
+def test_telemetry_a_switched_network_cannot_give_is_refused_before_the_run(machine, algorithm, network, flag, key):
+    """It had been a traceback (AttributeError) after the whole run."""
+    argv = ["run", "--machine", machine, "--algorithm", algorithm, "--shape", "2x2x2", "--updates", "64", flag]
+    line = _one_error_line(_invoke(*argv, *(["1e-6"] if flag == "--sample-interval-s" else [])),
+                           f"{flag} (a sweep's {key}) is not available on a {network} network (machine {machine})")
+    assert "Error" not in line  # no exception's name or pydantic wording
+
+
+@pytest.mark.parametrize("machine, algorithm, network", SWITCHED)
+def test_links_on_a_switched_network_fail_the_dry_run(tmp_path, machine, algorithm, network):
+    """The dry run had listed the point as fine and the real sweep stored it as failed."""
+    result = _dry_run(tmp_path, {"algorithm": [algorithm], "shape": ["2x2x2"], "updates": [64]},
+                      machine=machine, record={"links": True})
+    _one_error_line(result, f"point algorithm={algorithm}", f"is not available on a {network} network")
+
+
+def test_a_record_whose_histograms_are_empty_is_one_line(tmp_path):
+    """Such records (BG/P, the switched fabrics) had been drawn as empty axes, exit 0."""
+    record = _record(tmp_path, histograms={"updates_per_packet": {}, "updates_per_message": {}})
+    _one_error_line(_invoke("plot", "histograms", record, "--out", str(tmp_path / "p")),
+                    f"{record}: histograms.updates_per_packet: empty: no packet was counted")
+    assert not list((tmp_path / "p").glob("*"))  # nothing drawn
+
+
 def test_telemetry_on_the_fast_engine_is_refused_by_gupsim_run():
     _one_error_line(_invoke("run", "--shape", "4x4x4", "--updates", "8", "--engine", "fast", "--links"),
                     "needs the SimPy engine", "--links")
