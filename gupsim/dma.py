@@ -143,6 +143,12 @@ class DmaNetwork(Network):
         ev.callbacks.append(lambda _e: box.deliver(pkt))
 
 
+def data_header_bytes(machine) -> int:
+    """Bytes of every packet's chunks that the network's own header takes: the DMA engine's, else none."""
+    dma = getattr(machine, "dma", None)  # switched machines have no dma section
+    return 0 if dma is None else dma.header_bytes
+
+
 def make_network(env: "simpy.Environment", topology: "Topology", machine, processes_per_node: int) -> Network:
     """The network a machine describes: with a DMA engine if it has a ``dma`` section."""
     if machine.dma is None:

@@ -97,7 +97,7 @@ def preflight(run: RunConfig, telemetry: Collection[str] = ()) -> str:
     fails the sweep's validation with the line ``gupsim run`` would print.
     """
     from gupsim import fast
-    from gupsim.simulation import check_memory, check_network
+    from gupsim.simulation import check_algorithm, check_memory, check_network
     from gupsim.telemetry import check_available
 
     if telemetry and run.engine == "fast":
@@ -110,6 +110,7 @@ def preflight(run: RunConfig, telemetry: Collection[str] = ()) -> str:
     check_available(run, telemetry)
     engine = "simpy" if telemetry else fast.choose_engine(run)
     {"fast": fast.check_memory, "simpy": check_memory}[engine](run)
+    check_algorithm(run)  # after the memory estimate: a shape too large is refused before its topology is made
     return engine
 
 

@@ -138,6 +138,28 @@ def check_memory(run: RunConfig) -> int:
                       base_bytes=BASE_BYTES + ROUTE_CACHE_BYTES + table_bytes, detail=detail, hint=hint)
 
 
+def check_algorithm(run: RunConfig) -> None:
+    """Build the run's algorithm on a stand-in of its machine, so that the algorithm's own checks (a bucket
+    capacity above HPCC's limit, a payload no packet holds, no worker core, more threads than cores) fail
+    before the run, and in a sweep's validation, with the line the run would give.  The stand-in holds what
+    an algorithm reads when it is made: the machine, the topology (its per-node tables are built only when
+    asked), the process counts and the network's packet limits."""
+    from types import SimpleNamespace
+
+    from gupsim.dma import data_header_bytes
+
+    m = run.machine
+    shape = parse_shape(run.shape)
+    topology = make_topology(m.network.topology_kind(math.prod(shape)), shape, m.network)
+    header = data_header_bytes(m)
+    ppn = m.cpu.processes_per_node
+    net = SimpleNamespace(cfg=m.network, topology=topology, data_header_bytes=header,
+                          max_data_bytes=m.network.max_payload_bytes - header)
+    standin = SimpleNamespace(run=run, machine=m, topology=topology, ppn=ppn, num_ranks=topology.num_nodes * ppn,
+                              net=net)
+    algorithm_class(run.algorithm)(standin, validate_options(run.algorithm, run.algorithm_options))
+
+
 def check_network(run: RunConfig) -> None:
     """Refuse an algorithm on a network it does not run on, or without the MPI costs it needs, in one line."""
     m, cls = run.machine, algorithm_class(run.algorithm)

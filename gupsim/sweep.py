@@ -62,7 +62,7 @@ _NOT_GRID = {"machine", "algorithm_options", "verify"}
 class RecordExtras(BaseModel):
     """Optional, larger parts of each record (see :mod:`gupsim.telemetry`)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True, allow_inf_nan=False)
     links: bool = Field(default=False, description="per-link bytes, busy and blocked seconds")
     histograms: bool = Field(default=False, description="updates per packet and per message (bucket sizes)")
     sample_interval_s: float | None = Field(default=None, gt=0, description="sample throttling and SBF this often")

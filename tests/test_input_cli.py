@@ -375,3 +375,22 @@ def test_a_flag_given_twice_for_one_field_is_refused_not_overwritten(tmp_path, s
     both = str(tmp_path / "out.csv")
     _one_error_line(_invoke("results", store, "--csv", both, "--parquet", both), "--csv and --parquet both name")
     assert not (tmp_path / "out.csv").exists()
+
+
+@pytest.mark.parametrize("machine, grid, fragment", [
+    ("bgl", {"algorithm": ["routed"], "option.bucket_capacity": [100000]}, "exceeds the 1024 pending updates"),
+    ("bgl", {"algorithm": ["routed"], "option.software_header_bytes": [100000]}, "leaves no room for an update"),
+    ("bgl", {"algorithm": ["one-packet"], "option.payload_bytes": [10000]}, "does not fit one packet"),
+    ("bgp", {"algorithm": ["one-packet"], "option.payload_bytes": [241]}, "(at most 240 bytes on this machine)"),
+    ("bgl", {"algorithm": ["routed-split"]}, "router_cores=1 leaves no worker core"),
+    ("hypatia-dv", {"algorithm": ["dv"], "shape": ["4x1x1"], "option.send_threads": [100]},
+     "send_threads=100 leaves no core to apply updates"),
+])
+def test_an_algorithms_own_checks_fail_the_dry_run(tmp_path, machine, grid, fragment):
+    """The dry run had listed these as fine; every run then failed with the line gupsim run gives up front."""
+    _one_error_line(_dry_run(tmp_path, {"shape": ["2x2x2"]} | grid, machine=machine), "point ", fragment)
+
+
+def test_an_infinite_sample_interval_fails_the_sweeps_validation(tmp_path):
+    _one_error_line(_dry_run(tmp_path, {"shape": ["2x2x2"]}, record={"sample_interval_s": float("inf")}),
+                    "record.sample_interval_s: Input should be a finite number")

@@ -58,6 +58,9 @@ class DataVortexUpdates(Algorithm):
         m = sim.machine
         cores = m.cores_per_endpoint
         self.update_threads = options.update_threads or cores - options.send_threads
+        if options.update_threads is None and self.update_threads < 1:
+            raise GupsimError(f"algorithm dv: send_threads={options.send_threads} leaves no core to apply updates "
+                              f"({cores} cores behind one VIC of machine {m.name})")
         if self.update_threads < 1 or options.send_threads + self.update_threads > cores:
             raise GupsimError(f"algorithm dv: {options.send_threads} send + {self.update_threads} update threads "
                               f"do not fit the {cores} cores behind one VIC of machine {m.name}")

@@ -69,7 +69,7 @@ class RoutedSplit(Routed):
         ppn = sim.ppn
         if options.router_cores >= ppn:
             raise GupsimError(f"algorithm routed-split: router_cores={options.router_cores} leaves no worker "
-                              f"core ({ppn} process(es) per node; use cpu.processes_per_node=2 or 4)")
+                              f"core: it must be below cpu.processes_per_node ({ppn} here)")
         super().__init__(sim, options)
         self.lengths = list(sim.topology.shape)  # node coordinates only: the hand-off replaces the core hop
         self.ndims = len(self.lengths)
