@@ -184,12 +184,15 @@ def _checkpoint(cfg: Any, path: str | None, every_s: float | None, telemetry: bo
         return None
     from pathlib import Path
 
-    from gupsim.fast import choose_engine, driver
+    from gupsim.fast import choose_engine, driver, unsupported
     from gupsim.runpool import code_digest, log_to_stderr, run_key
 
-    if telemetry or choose_engine(cfg) != "fast":
-        raise GupsimError("--checkpoint needs the fast engine (this run would use SimPy: "
-                          "no telemetry options, and an algorithm with a fast kernel)")
+    if telemetry:
+        raise GupsimError("--checkpoint needs the fast engine, and --links, --histograms and --sample-interval-s "
+                          "need SimPy: drop one or the other")
+    if choose_engine(cfg) != "fast":
+        why = unsupported(cfg) or "--engine simpy asks for SimPy"
+        raise GupsimError(f"--checkpoint needs the fast engine, which this run cannot use: {why}")
     log_to_stderr()  # a line per save: how far the run has got
     return driver.Checkpoint(Path(path), key=run_key(cfg, code_digest()),
                              every_s=driver.CHECKPOINT_EVERY_S if every_s is None else every_s)

@@ -26,6 +26,7 @@ Reading YAML strictly is :mod:`gupsim.yaml_files`; turning pydantic's errors int
 from __future__ import annotations
 
 import difflib
+import os
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -280,7 +281,7 @@ class RawDeviceCosts:
         if bad.to_numpy().any():
             row, column = next((r, c) for r, c in zip(*np.nonzero(bad.to_numpy())))
             got = frame.iat[row, column]
-            shown = "an empty cell" if pd.isna(got) else repr(got)
+            shown = "an empty cell" if pd.isna(got) else repr(got.item() if isinstance(got, np.generic) else got)
             raise problem(f"data row {row + 1}: {cls.COLUMNS[column]}: expected a non-negative number (got {shown})")
         if numbers["payload_bytes"].duplicated().any():
             raise problem("payload_bytes repeats a size; each row must be a different payload")
@@ -314,6 +315,10 @@ def available_machines() -> list[str]:
 
 def machine_path(name_or_path: str) -> Path:
     """A registered machine name (``bgl``) or a path to a YAML file."""
+    if not isinstance(name_or_path, (str, os.PathLike)) or not str(name_or_path).strip():
+        raise GupsimError(f"machine: expected a machine name ({', '.join(available_machines())}) or a YAML "
+                          f"path, got {name_or_path!r}")
+    name_or_path = os.fspath(name_or_path)
     candidate = Path(name_or_path)
     if candidate.suffix in (".yaml", ".yml"):
         if not candidate.exists():
@@ -333,13 +338,31 @@ def machine_path(name_or_path: str) -> Path:
 def load_machine(name_or_path: str, overrides: dict[str, Any] | None = None) -> MachineConfig:
     """Load, override and validate a machine; every failure is one line, blaming the file or the --set."""
     path = machine_path(name_or_path)
-    overrides = overrides or {}
+    if overrides is not None and not isinstance(overrides, dict):
+        raise GupsimError(f"overrides: expected a mapping of machine fields to values, e.g. "
+                          f"{{'network.link_bytes_per_s': 350e6}}, got {type(overrides).__name__}")
+    overrides = _resolved(overrides or {})
     base = read_yaml_mapping(path, "machine fields")
     data = apply_overrides(base, overrides, str(path))
     try:
         return checked_machine(data | {"source_path": str(path)})
     except FieldProblem as problem:
         raise GupsimError(_blame(problem, base, overrides, path)) from None
+
+
+def _resolved(overrides: dict[str, Any]) -> dict[str, Any]:
+    """Overrides by dotted path: a bare field name (``clock_hz``) resolved as ``--set`` resolves it, so Python
+    takes what the command line takes; a key that names no single field is left for validation to name."""
+    out: dict[str, Any] = {}
+    for key, value in overrides.items():
+        try:
+            name = resolve_override_key(key)
+        except GupsimError:
+            name = key
+        if name in out:
+            raise GupsimError(f"overrides: two keys name {name}; give it once")
+        out[name] = value
+    return out
 
 
 def _blame(problem: FieldProblem, base: dict[str, Any], overrides: dict[str, Any], path: Path) -> str:

@@ -394,3 +394,15 @@ def test_an_algorithms_own_checks_fail_the_dry_run(tmp_path, machine, grid, frag
 def test_an_infinite_sample_interval_fails_the_sweeps_validation(tmp_path):
     _one_error_line(_dry_run(tmp_path, {"shape": ["2x2x2"]}, record={"sample_interval_s": float("inf")}),
                     "record.sample_interval_s: Input should be a finite number")
+
+
+@pytest.mark.parametrize("argv, reason", [
+    (["--verify"], "which this run cannot use: verify keeps a real table"),
+    (["--machine", "hypatia-dv", "--algorithm", "dv"], "which this run cannot use: no fast kernel for algorithm 'dv'"),
+    (["--engine", "simpy"], "which this run cannot use: --engine simpy asks for SimPy"),
+    (["--links"], "and --links, --histograms and --sample-interval-s need SimPy"),
+])
+def test_a_checkpoint_on_the_simpy_engine_gives_the_runs_own_reason(tmp_path, argv, reason):
+    """The line had listed 'no telemetry options, and an algorithm with a fast kernel' whatever the cause."""
+    _one_error_line(_invoke("run", "--shape", "2x2x2", "--updates", "8", "--checkpoint", str(tmp_path / "c.npz"),
+                            *argv), f"--checkpoint needs the fast engine, {reason}")

@@ -120,6 +120,7 @@ def test_merge_keys_may_still_be_overridden(tmp_path):
     (HEADER, "no rows"),
     (HEADER + "32,fourteen,0,54,0\n", "data row 1: send_mean_cycles: expected a non-negative number (got 'fourteen')"),
     (HEADER + "32,14,0,,0\n", "data row 1: recv_mean_cycles: expected a non-negative number (got an empty cell)"),
+    (HEADER + "32,-14,0,54,0\n", "send_mean_cycles: expected a non-negative number (got -14)"),  # not np.int64(-14)
     (HEADER + "32,14,0,54,0\n32,15,0,55,0\n", "payload_bytes repeats a size"),
 ])
 def test_a_bad_cycle_table_fails_at_load_naming_the_set_and_the_file(tmp_path, content, expected):
@@ -290,3 +291,21 @@ def test_an_mtu_must_carry_a_byte_but_a_small_one_is_a_what_if():
     assert _fails("hypatia-ib", {"network.mtu_bytes": 0}) == (
         "--set network.mtu_bytes=0: Input should be greater than 0 (got 0)")
     load_machine("hypatia-ib", {"network.mtu_bytes": 1})
+
+
+# --------------------------------------------------------------------------- the Python side of load_machine
+
+
+@pytest.mark.parametrize("name", [None, 5, "", "  "])
+def test_a_machine_that_is_not_a_name_or_path_is_one_line(name):
+    """None and 5 had been a TypeError from pathlib; '' had said 'the file exists'."""
+    with pytest.raises(GupsimError, match=r"^machine: expected a machine name \(bgl, .*\) or a YAML path, got "):
+        load_machine(name)
+
+
+def test_python_overrides_take_bare_names_as_set_does_and_refuse_one_field_twice():
+    assert load_machine("bgl", {"clock_hz": 1e9}).cpu.clock_hz == 1e9  # had been "unknown key 'clock_hz'"
+    with pytest.raises(GupsimError, match=r"^overrides: two keys name cpu.clock_hz; give it once$"):
+        load_machine("bgl", {"clock_hz": 1e9, "cpu.clock_hz": 2e9})
+    with pytest.raises(GupsimError, match=r"^overrides: expected a mapping .* got list$"):
+        load_machine("bgl", [("clock_hz", 1e9)])
