@@ -216,12 +216,18 @@ def bounds_example(shape: str, machine: str = "bgl", override: str = "") -> str:
 
 
 def reproduce_example(name: str) -> str:
-    """What ``gupsim reproduce NAME --quick`` prints about each column, computed now (fast experiments only)."""
+    """What ``gupsim reproduce NAME --quick`` prints, computed now (fast experiments only): the CSV it wrote
+    (into a scratch folder, shown as the default ``results/``; its wall time varies) and each column's line."""
+    import tempfile
+
     from gupsim.validation import run_experiments
 
     lines = [f"$ gupsim reproduce {name} --quick"]
-    for comparison in run_experiments([name], quick=True):
-        lines += [f"  {line}" for line in comparison.summary_lines()]
+    with tempfile.TemporaryDirectory() as scratch:
+        for comparison in run_experiments([name], quick=True):
+            written = comparison.write_csv(Path(scratch))
+            lines.append(f"{comparison.name}: wrote results/{written.name} ({comparison.wall_s:.1f} s)")
+            lines += [f"  {line}" for line in comparison.summary_lines()]
     return "```text\n" + "\n".join(lines) + "\n```"
 
 

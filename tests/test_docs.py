@@ -202,3 +202,34 @@ def test_pasted_algorithm_lists_are_the_registry(page, extra):
     assert shown, page
     for names in shown:
         assert names.strip().split(", ") == sorted([*available_algorithms(), *extra]), page
+
+
+def _documented_errors() -> list[tuple[str, str, str]]:
+    """(page, command, error line) of every '$ gupsim ...' a page shows followed by its 'gupsim: error:' line,
+    for commands that name no file of the reader's own (a bad.yaml)."""
+    found = []
+    for page in sorted((REPO_ROOT / "docs").rglob("*.md")) + [REPO_ROOT / "README.md"]:
+        lines = page.read_text().splitlines()
+        for command, shown in zip(lines, lines[1:]):
+            if command.startswith("$ gupsim ") and shown.startswith("gupsim: error: ") and ".yaml" not in command:
+                found.append((str(page.relative_to(REPO_ROOT)), command.removeprefix("$ gupsim ").split("  #")[0],
+                              shown))
+    return found
+
+
+def test_the_pages_find_their_error_examples():
+    assert len(_documented_errors()) >= 2  # the tutorial's two
+
+
+@pytest.mark.parametrize("page, command, shown", _documented_errors())
+def test_a_documented_error_line_is_the_one_the_command_prints(page, command, shown):
+    """The tutorial's --set line had gone stale when the rate floor changed (it said 'greater than 0')."""
+    import shlex
+
+    from click.testing import CliRunner
+
+    from gupsim.cli import cli
+
+    result = CliRunner().invoke(cli, shlex.split(command))
+    assert result.exit_code == 2, (page, command, result.output)
+    assert result.stderr.strip() == shown, page
