@@ -21,13 +21,14 @@ DEFAULTS = {"machine": "bgl", "shape": "4x4x4", "algorithm": "baseline", "update
 
 def _load_machine(machine: str, sets: tuple[str, ...]) -> Any:
     """``--machine`` and ``--set``: the validated machine."""
-    from gupsim.config import load_machine, parse_set_options
+    from gupsim.config import load_machine
+    from gupsim.overrides import parse_set_options
 
     return load_machine(machine, parse_set_options(sets))
 
 
 def _key_values(items: tuple[str, ...], what: str) -> dict[str, Any]:
-    from gupsim.config import parse_key_value
+    from gupsim.overrides import parse_key_value
 
     out: dict[str, Any] = {}
     for item in items:

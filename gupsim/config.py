@@ -18,14 +18,13 @@ impossible value or a broken cycle table is reported as one line naming the
 file (or the ``--set`` that caused it) and the field (:class:`GupsimError`),
 never as a pydantic, PyYAML or pandas traceback.  YAML is read as YAML 1.2
 reads numbers: ``350e6`` is a float.  ``--set key=value`` overrides any leaf field
-for what-if runs, by its dotted path or by its bare name when unambiguous.
+for what-if runs, by its dotted path or by its bare name when unambiguous (:mod:`gupsim.overrides`).
 Reading YAML strictly is :mod:`gupsim.yaml_files`; turning pydantic's errors into that one line is
 :mod:`gupsim.field_errors`.
 """
 
 from __future__ import annotations
 
-import difflib
 import os
 from dataclasses import dataclass
 from functools import cached_property
@@ -34,12 +33,12 @@ from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from gupsim.errors import GupsimError, UnknownNameError
-from gupsim.field_errors import FieldProblem, field_problem, leaf_paths
-from gupsim.yaml_files import StrictLoader, read_yaml_mapping
+from gupsim.field_errors import FieldProblem, field_problem
+from gupsim.overrides import apply_overrides, resolved_overrides
+from gupsim.yaml_files import read_yaml_mapping
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 MACHINES_DIR = REPO_ROOT / "configs" / "machines"
@@ -341,28 +340,13 @@ def load_machine(name_or_path: str, overrides: dict[str, Any] | None = None) -> 
     if overrides is not None and not isinstance(overrides, dict):
         raise GupsimError(f"overrides: expected a mapping of machine fields to values, e.g. "
                           f"{{'network.link_bytes_per_s': 350e6}}, got {type(overrides).__name__}")
-    overrides = _resolved(overrides or {})
+    overrides = resolved_overrides(overrides or {})
     base = read_yaml_mapping(path, "machine fields")
     data = apply_overrides(base, overrides, str(path))
     try:
         return checked_machine(data | {"source_path": str(path)})
     except FieldProblem as problem:
         raise GupsimError(_blame(problem, base, overrides, path)) from None
-
-
-def _resolved(overrides: dict[str, Any]) -> dict[str, Any]:
-    """Overrides by dotted path: a bare field name (``clock_hz``) resolved as ``--set`` resolves it, so Python
-    takes what the command line takes; a key that names no single field is left for validation to name."""
-    out: dict[str, Any] = {}
-    for key, value in overrides.items():
-        try:
-            name = resolve_override_key(key)
-        except GupsimError:
-            name = key
-        if name in out:
-            raise GupsimError(f"overrides: two keys name {name}; give it once")
-        out[name] = value
-    return out
 
 
 def _blame(problem: FieldProblem, base: dict[str, Any], overrides: dict[str, Any], path: Path) -> str:
@@ -420,72 +404,3 @@ def checked_machine(data: dict[str, Any]) -> Any:
     if isinstance(machine, MachineConfig):
         machine.costs  # noqa: B018 - load the cycle table now, so a bad table fails at load time
     return machine
-
-
-def leaf_fields() -> list[str]:
-    paths: dict[str, type[BaseModel]] = {}
-    for model in machine_kinds().values():
-        paths.update({k: v for k, v in leaf_paths(model).items() if k not in paths})
-    return [p for p in paths if p != "source_path"]
-
-
-def resolve_override_key(key: str) -> str:
-    """Map ``link_bytes_per_s`` or ``network.link_bytes_per_s`` to its dotted path."""
-    paths = leaf_fields()
-    if key in paths:
-        return key
-    matches = [p for p in paths if p.rsplit(".", 1)[-1] == key]
-    if len(matches) == 1:
-        return matches[0]
-    if len(matches) > 1:
-        raise GupsimError(f"--set {key}: ambiguous, use one of {', '.join(matches)}")
-    close = difflib.get_close_matches(key, [p.rsplit(".", 1)[-1] for p in paths] + paths, n=1)
-    hint = f" (did you mean '{close[0]}'?)" if close else ""
-    raise GupsimError(f"--set {key}: no such machine field{hint}")
-
-
-def parse_key_value(item: str, option: str) -> tuple[str, Any]:
-    """``"link_bytes_per_s=350e6"`` -> ``("link_bytes_per_s", 350000000.0)``; values read as YAML."""
-    if "=" not in item:
-        example = {"--option": "max_pending=512"}.get(option, "link_bytes_per_s=350e6")
-        raise GupsimError(f"{option} {item!r}: expected KEY=VALUE, e.g. {option} {example}")
-    key, raw = item.split("=", 1)
-    try:
-        value = yaml.load(raw, Loader=StrictLoader) if raw.strip() else raw
-    except yaml.YAMLError as exc:
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise GupsimError(f"{option} {item}: not a valid value ({problem}; quote it to pass text)") from None
-    if isinstance(value, str):  # "inf", "1_000": numbers should be numbers
-        try:
-            value = float(value) if not value.lstrip("-").isdigit() else int(value)
-        except ValueError:
-            pass
-    return key.strip(), value
-
-
-def parse_set_options(items: tuple[str, ...] | list[str]) -> dict[str, Any]:
-    """``["link_bytes_per_s=350e6"]`` -> ``{"network.link_bytes_per_s": 350000000.0}``."""
-    out: dict[str, Any] = {}
-    given: dict[str, str] = {}
-    for item in items:
-        key, value = parse_key_value(item, "--set")
-        name = resolve_override_key(key)
-        if name in given:  # the last would silently win
-            raise GupsimError(f"--set {given[name]} and --set {item} name the same field; give it once")
-        given[name], out[name] = item, value
-    return out
-
-
-def apply_overrides(data: dict[str, Any], overrides: dict[str, Any], where: str) -> dict[str, Any]:
-    import copy
-
-    data = copy.deepcopy(data)
-    for dotted, value in overrides.items():
-        node = data
-        *parents, leaf = dotted.split(".")
-        for part in parents:
-            node = node.setdefault(part, {})
-            if not isinstance(node, dict):
-                raise GupsimError(f"{where}: cannot override {dotted}: '{part}' is not a section")
-        node[leaf] = value
-    return data

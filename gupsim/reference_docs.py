@@ -206,7 +206,8 @@ def machines_reference() -> str:
 def bounds_example(shape: str, machine: str = "bgl", override: str = "") -> str:
     """``gupsim bounds`` output for one shape (and an optional ``--set``), computed now."""
     from gupsim.bounds import bounds
-    from gupsim.config import load_machine, parse_set_options
+    from gupsim.config import load_machine
+    from gupsim.overrides import parse_set_options
     from gupsim.reporting import format_bounds
 
     sets = [override] if override else []
@@ -256,7 +257,8 @@ def whatif_example(shape: str, algorithm: str, updates: str, rates: str, machine
     engine ``auto``), so the loop shown above the table reproduces every number in it.
     """
     from gupsim.bounds import bounds
-    from gupsim.config import load_machine, parse_set_options
+    from gupsim.config import load_machine
+    from gupsim.overrides import parse_set_options
     from gupsim.runner import MIN_STEADY_UPDATES, make_run_config, simulate
 
     values = rates.split(",")

@@ -48,8 +48,9 @@ from typing import Any, Callable
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from gupsim.config import REPO_ROOT, leaf_fields, load_machine, resolve_override_key
+from gupsim.config import REPO_ROOT, load_machine
 from gupsim.errors import GupsimError
+from gupsim.overrides import leaf_fields, resolve_override_key
 from gupsim.yaml_files import read_yaml_mapping
 
 EXPERIMENTS_DIR = REPO_ROOT / "configs" / "experiments"

@@ -95,7 +95,7 @@ def test_list(capsys):
 
 def test_list_gives_each_algorithms_options_with_defaults_that_validate(capsys):
     from gupsim.algorithms import available_algorithms, validate_options
-    from gupsim.config import parse_key_value
+    from gupsim.overrides import parse_key_value
 
     _, out, _ = _call(capsys, "list")
     rows = {line.split()[0]: line.split()[1:] for line in out.splitlines() if line.startswith("  ")

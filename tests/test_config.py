@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gupsim.config import MACHINES_DIR, leaf_fields, load_machine, parse_set_options
+from gupsim.config import MACHINES_DIR, load_machine
 from gupsim.errors import GupsimError, UnknownNameError
+from gupsim.overrides import leaf_fields, parse_set_options
 
 
 def _write_variant(tmp_path: Path, mutate) -> Path:

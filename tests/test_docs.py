@@ -11,8 +11,9 @@ import pytest
 from pydantic import BaseModel
 
 from gupsim import reference_docs
-from gupsim.config import MACHINES_DIR, REPO_ROOT, leaf_fields
+from gupsim.config import MACHINES_DIR, REPO_ROOT
 from gupsim.errors import GupsimError
+from gupsim.overrides import leaf_fields
 from gupsim.reporting import machine_parameter_table
 
 

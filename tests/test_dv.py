@@ -7,9 +7,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gupsim.config import MACHINES_DIR, load_machine, parse_set_options
+from gupsim.config import MACHINES_DIR, load_machine
 from gupsim.dram import ProcessorMemory, update_rate
 from gupsim.errors import GupsimError
+from gupsim.overrides import parse_set_options
 from gupsim.runner import make_run_config, simulate
 from gupsim.topology import make_topology
 

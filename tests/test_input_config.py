@@ -14,9 +14,10 @@ import pytest
 import yaml
 
 from gupsim.cli import main
-from gupsim.config import MACHINES_DIR, load_machine, parse_key_value, parse_set_options
-from gupsim.yaml_files import StrictLoader, read_yaml_mapping
+from gupsim.config import MACHINES_DIR, load_machine
 from gupsim.errors import GupsimError
+from gupsim.overrides import parse_key_value, parse_set_options
+from gupsim.yaml_files import StrictLoader, read_yaml_mapping
 
 TABLE = str((MACHINES_DIR / yaml.safe_load((MACHINES_DIR / "bgl.yaml").read_text())["cpu"]
              ["raw_device_cycle_table"]).resolve())

@@ -60,7 +60,7 @@ def test_a_cycle_table_in_any_row_order_interpolates_as_a_sorted_one(tmp_path):
 
 def test_a_bare_set_key_must_be_a_whole_field_name_not_the_tail_of_one():
     """'trailer_bytes' is no field; resolving it to packet_trailer_bytes would change a field nobody named."""
-    from gupsim.config import leaf_fields, resolve_override_key
+    from gupsim.overrides import leaf_fields, resolve_override_key
 
     names = {p.rsplit(".", 1)[-1] for p in leaf_fields()}
     tails = {n.split("_", 1)[1] for n in names if "_" in n} - names
@@ -95,7 +95,7 @@ def test_a_machine_files_relative_cycle_table_is_read_from_that_files_folder(tmp
 
 def test_set_values_yaml_leaves_as_text_still_become_numbers():
     """YAML 1.1 reads 09 as text (not octal, not decimal): a count must still arrive as the integer 9."""
-    from gupsim.config import parse_key_value
+    from gupsim.overrides import parse_key_value
 
     key, value = parse_key_value("chunk_bytes=09", "--set")
     assert (key, value) == ("chunk_bytes", 9) and type(value) is int
