@@ -350,7 +350,9 @@ def sweep(sweep_file, store_path, scheduler, workers, threads, dry_run, no_progr
     spec = load_sweep(sweep_file)
     points = expand(spec, sweep_file)
     store = Path(store_path or Path("results") / f"{spec.name}.store")
-    done = ResultsStore(store, create=False).done_keys() if store.exists() else set()
+    from gupsim.runpool import code_digest
+
+    done = ResultsStore(store, create=False).done_keys(code_digest()) if store.exists() else set()
     if dry_run:
         for p in points:
             click.echo(f"{p.key}  {'done' if p.key in done else 'todo'}  "
@@ -363,7 +365,7 @@ def sweep(sweep_file, store_path, scheduler, workers, threads, dry_run, no_progr
         summary = run_sweep(spec, points, store, scheduler=scheduler, workers=workers, processes=not threads,
                             progress=not no_progress)
     except KeyboardInterrupt:
-        rows = ResultsStore(store).done_keys() & {p.key for p in points}
+        rows = ResultsStore(store).done_keys(code_digest()) & {p.key for p in points}
         click.echo(f"gupsim: interrupted: {len(rows)} of {len(points)} points are in {store}; "
                    f"run the same command again to resume", err=True)
         sys.exit(130)

@@ -25,6 +25,7 @@ Reading YAML strictly is :mod:`gupsim.yaml_files`; turning pydantic's errors int
 
 from __future__ import annotations
 
+import hashlib
 import os
 from dataclasses import dataclass
 from functools import cached_property
@@ -224,6 +225,12 @@ class MachineConfig(BaseModel):
     @cached_property
     def costs(self) -> "RawDeviceCosts":
         return RawDeviceCosts.from_csv(self._resolve(self.cpu.raw_device_cycle_table))
+
+    @cached_property
+    def inputs_digest(self) -> str:
+        """A hash of what the machine reads besides its fields: the cycle table's bytes.  Run keys hold it
+        (kept runs, checkpoints, sweep points), so an edited table makes another run, not a reused one."""
+        return hashlib.sha256(self._resolve(self.cpu.raw_device_cycle_table).read_bytes()).hexdigest()[:16]
 
     def _resolve(self, rel: str) -> Path:
         base = Path(self.source_path).parent if self.source_path else MACHINES_DIR

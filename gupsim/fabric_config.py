@@ -180,6 +180,11 @@ class SwitchedMachineConfig(BaseModel):
     source_path: str = Field(default="", description="file this machine was loaded from (set by the loader)")
 
     @property
+    def inputs_digest(self) -> str:
+        """As :attr:`gupsim.config.MachineConfig.inputs_digest`: a switched machine reads no file but its YAML."""
+        return ""
+
+    @property
     def cycle_s(self) -> float:
         return 1.0 / self.cpu.clock_hz
 

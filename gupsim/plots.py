@@ -184,6 +184,14 @@ def _title(record: dict[str, Any]) -> str:
 # --------------------------------------------------------------------------- scaling
 
 
+def _short(text: str) -> str:
+    """A number as %g (350000000.0 -> 3.5e+08), anything else as it is."""
+    try:
+        return f"{float(text):g}"
+    except ValueError:
+        return text
+
+
 def plot_scaling(table: pd.DataFrame, out_dir: Path, stem: str = "gups-scaling", **_: Any) -> list[Path]:
     """GUPS vs nodes, log-log, with eq. (1) and eq. (2) for every machine configuration in the table."""
     from gupsim.bounds import bounds
@@ -192,20 +200,22 @@ def plot_scaling(table: pd.DataFrame, out_dir: Path, stem: str = "gups-scaling",
     ok = table[table["status"].eq("ok")].copy() if "status" in table else table.copy()
     if ok.empty or "gups" not in ok:
         raise GupsimError("no finished runs to plot (the store has no row with status ok)")
-    varied = [c for c in ok.columns if c.startswith("var.") and c not in ("var.seed", "var.shape", "var.nodes")
-              and ok[c].nunique() > 1]
-    series = ["algorithm"] + [c for c in varied if c != "var.algorithm"]
+    # The series are what differs between the runs' own configurations (cfg.*), not what a sweep file said it
+    # varied (var.*): a store may hold the rows of several files, whose var.* columns are blank in each other.
+    same_point = ("cfg.seed", "cfg.shape", "cfg.algorithm", "cfg.machine.description")
+    others = [c for c in ok.columns if c.startswith("cfg.") and c not in same_point
+              and ok[c].astype(str).nunique() > 1]
+    ok[others] = ok[others].astype(str).replace({"nan": "-", "None": "-"})  # text: rows may mix numbers and text
+    series = ["algorithm"] + others
     plt = _plt()
     fig, ax = plt.subplots(figsize=(8, 5.5))
-    others = [c for c in series if c != "algorithm"]
     # Colour: what else varied (e.g. the link rate); marker and line style: the algorithm.
     colour_of = {v: f"C{i}" for i, v in enumerate(sorted({tuple(r) for r in ok[others].itertuples(index=False)}))}
     marker_of = {a: ("o", "s", "^", "D", "v")[i % 5] for i, a in enumerate(sorted(ok["algorithm"].unique()))}
     for label, group in ok.groupby(series, sort=True):
         label = label if isinstance(label, tuple) else (label,)
         stats = group.groupby("nodes")["gups"].agg(["mean", "min", "max"]).sort_index()
-        name = ", ".join([str(label[0])] + [f"{s.removeprefix('var.')}={v:g}" if isinstance(v, float) else
-                                            f"{s.removeprefix('var.')}={v}" for s, v in zip(others, label[1:])])
+        name = ", ".join([str(label[0])] + [f"{s.rsplit('.', 1)[-1]}={_short(v)}" for s, v in zip(others, label[1:])])
         ax.errorbar(stats.index, stats["mean"], yerr=[stats["mean"] - stats["min"], stats["max"] - stats["mean"]],
                     marker=marker_of[label[0]], ls="-" if marker_of[label[0]] == "o" else "-.", capsize=3,
                     color=colour_of[tuple(label[1:])], label=name)

@@ -44,6 +44,7 @@ import itertools
 import logging
 import math
 import queue
+import sys
 import threading
 from concurrent.futures import Future
 from pathlib import Path
@@ -79,8 +80,10 @@ def _run_keyed(config: RunConfig, key: str, code: str, checkpoint: Any = None) -
 
 
 def run_key(config: RunConfig, code: str) -> str:
-    """The name of one run made by one version of the code: ``code`` and a hash of the configuration."""
-    return f"{code}-{hashlib.sha256(config.model_dump_json().encode()).hexdigest()[:20]}"
+    """The name of one run made by one version of the code: ``code`` and a hash of the configuration, with the
+    bytes of the files its machine reads (:attr:`gupsim.config.MachineConfig.inputs_digest`)."""
+    blob = config.model_dump_json() + config.machine.inputs_digest
+    return f"{code}-{hashlib.sha256(blob.encode()).hexdigest()[:20]}"
 
 
 def checkpoint_for(config: RunConfig, cache_dir: str, code: str) -> Any:
@@ -179,12 +182,26 @@ def _log_done(config: RunConfig, origin: str, record: dict[str, Any]) -> None:
     log.info("run done: %s: %s s of wall time (%s)", describe(config), f"{wall_s:,.1f}", origin)
 
 
+class _StderrNow(logging.StreamHandler):
+    """A handler that writes to ``sys.stderr`` as it is when a line is logged, not when the handler was made:
+    a command run inside another program (a test's CliRunner) may have replaced and closed that stream since,
+    and logging would print "--- Logging error ---" instead of the line."""
+
+    @property
+    def stream(self):  # type: ignore[override]
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value) -> None:
+        pass
+
+
 def log_to_stderr() -> None:
     """Show gupsim's progress lines on stderr with the time of day: a finished run (here), a saved
     checkpoint (:mod:`gupsim.fast.driver`).  :class:`DaskPool` does it in every worker too."""
     logger = logging.getLogger("gupsim")
     if not logger.handlers:  # once per process: `main` may run reproduce more than once (tests)
-        handler = logging.StreamHandler()
+        handler = _StderrNow()
         handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", datefmt="%H:%M:%S"))
         logger.addHandler(handler)
     logger.setLevel(logging.INFO)

@@ -9,13 +9,17 @@ A row holds the run record's scalar measurements, what the sweep varied
 (``var.<field>``), the full resolved configuration twice -- as JSON
 (``config_json``, the exact input of the run) and flattened into
 ``cfg.<dotted.path>`` columns for filtering -- and ``key``, the point's hash
-(:func:`gupsim.sweep.point_key`).  Optional record extras (per-link
+(:func:`gupsim.sweep.point_key`), and ``code``, the digest of the model code
+that ran it (:func:`gupsim.runpool.code_digest`): a sweep reuses only rows its
+own code made.  Optional record extras (per-link
 counters, histograms, time series) are JSON columns.  ``status`` is ``ok`` or
 ``failed``; a failed row carries ``error``.
 
 Durability: each finished point is written to a temporary file, flushed to
 disk and atomically renamed into ``parts/``, so a Ctrl-C or a crash never
-leaves half a row, and every point finished before it is kept.  Compaction
+leaves half a row, and every point finished before it is kept.  Reading
+removes only temporary files older than :data:`STALE_TMP_S`: a younger one
+may be another process's write in flight.  Compaction
 (at the end of a sweep and by ``gupsim results``) merges the parts into
 ``results.parquet`` the same way and only then removes them; a crash in
 between leaves duplicates, which reading resolves by key (an ``ok`` row
@@ -37,6 +41,8 @@ import pandas as pd
 
 from gupsim.errors import GupsimError
 
+#: A temporary part older than this was left by a write that stopped; a younger one may be in flight.
+STALE_TMP_S = 600.0
 #: Record entries stored as JSON text columns, not flattened (they are arrays).
 JSON_EXTRAS = ("links", "histograms", "timeseries")
 
@@ -127,8 +133,12 @@ class ResultsStore:
         if self.compacted.exists():
             frames.append(_read(self.compacted))
         if self.parts.exists():
-            for stale in self.parts.glob(".*.tmp"):  # a write interrupted before its rename
-                stale.unlink(missing_ok=True)
+            for tmp in self.parts.glob(".*.tmp"):  # a write interrupted before its rename ...
+                try:  # ... not one in flight: another process (a running sweep) may be writing it now
+                    if time.time() - tmp.stat().st_mtime > STALE_TMP_S:
+                        tmp.unlink(missing_ok=True)
+                except FileNotFoundError:
+                    pass  # renamed by its writer meanwhile
             frames += [_read(p) for p in sorted(self.parts.glob("*.parquet"), key=lambda p: p.name.rsplit("-", 1)[-1])]
         frames = [f for f in frames if len(f)]
         if not frames:
@@ -139,9 +149,14 @@ class ResultsStore:
         frame = frame.reset_index().sort_values(["_ok", "index"]).drop_duplicates("key", keep="last")
         return _arrow_safe(frame.sort_values("index").drop(columns=["_ok", "index"]).reset_index(drop=True))
 
-    def done_keys(self) -> set[str]:
+    def done_keys(self, code: str | None = None) -> set[str]:
+        """Keys of the points run without error; with ``code``, only those that code made (a row of other, or
+        older, model code records what that code computed, so the point is run again)."""
         frame = self.read()
-        return set(frame.loc[frame["status"].eq("ok"), "key"])
+        ok = frame["status"].eq("ok")
+        if code is not None:
+            ok &= frame["code"].eq(code) if "code" in frame else False
+        return set(frame.loc[ok, "key"])
 
 
 def _read(path: Path) -> pd.DataFrame:

@@ -339,11 +339,12 @@ def _check_runnable(cfg: Any, extras: RecordExtras) -> None:
 
 
 def point_key(run_config: Any, extras: RecordExtras) -> str:
-    """Stable id of a point: hash of (resolved config incl. seed, record extras)."""
+    """Stable id of a point: hash of (resolved config incl. seed, the bytes of the files its machine reads,
+    record extras)."""
     from gupsim.runner import resolved_config
 
-    blob = json.dumps({"config": resolved_config(run_config), "record": extras.model_dump()},
-                      sort_keys=True, default=str)
+    blob = json.dumps({"config": resolved_config(run_config), "inputs": run_config.machine.inputs_digest,
+                       "record": extras.model_dump()}, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:20]
 
 
@@ -351,8 +352,9 @@ def point_key(run_config: Any, extras: RecordExtras) -> str:
 
 
 def run_point(run_config: Any, extras: dict[str, Any], key: str, varied: dict[str, Any]) -> dict[str, Any]:
-    """Run one point (on a Dask worker); never raises: a failure becomes a row with its error."""
-    from gupsim.runpool import reset_peak_rss
+    """Run one point (on a Dask worker); never raises: a failure becomes a row with its error.  The row names
+    the model code that made it (``code``): a store reuses only its own code's rows, as reproduce does."""
+    from gupsim.runpool import code_digest, reset_peak_rss
     from gupsim.store import failed_row, record_row
     from gupsim.telemetry import simulate_with_extras
 
@@ -360,8 +362,10 @@ def run_point(run_config: Any, extras: dict[str, Any], key: str, varied: dict[st
     try:
         record = simulate_with_extras(run_config, RecordExtras(**extras))
     except Exception as exc:  # noqa: BLE001 - every failure is stored, the sweep goes on
-        return failed_row(key, run_config, varied, f"{type(exc).__name__}: {exc}")
-    return record_row(key, record, varied)
+        row = failed_row(key, run_config, varied, f"{type(exc).__name__}: {exc}")
+    else:
+        row = record_row(key, record, varied)
+    return row | {"code": code_digest()}  # the worker's code: a remote cluster may run another version
 
 
 def open_client(scheduler: str | None, workers: int | None, processes: bool):
@@ -421,8 +425,10 @@ def run_sweep(spec: SweepSpec, points: list[Point], store_path: Path, *, client=
 
     from gupsim.store import ResultsStore, failed_row
 
+    from gupsim.runpool import code_digest
+
     store = ResultsStore(store_path)
-    done = store.done_keys()
+    done = store.done_keys(code_digest())  # a row other model code made is run again
     todo = [p for p in points if p.key not in done]
     summary = SweepSummary(total=len(points), skipped=len(points) - len(todo))
     if not todo:

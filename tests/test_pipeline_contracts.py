@@ -483,6 +483,7 @@ def test_reproduce_keeps_runs_unless_fresh(capsys, tmp_path, monkeypatch):
 
 
 def test_a_dry_run_counts_only_this_sweeps_points_as_done(capsys, tmp_path):
+    from gupsim.runpool import code_digest
     from gupsim.store import ResultsStore
     from gupsim.sweep import expand
 
@@ -490,7 +491,7 @@ def test_a_dry_run_counts_only_this_sweeps_points_as_done(capsys, tmp_path):
     path = tmp_path / "s.yaml"  # the file _sweep wrote
     store = ResultsStore(tmp_path / "st")
     for key in (points[0].key, "another-sweeps-point", "yet-another"):
-        store.write({"key": key, "status": "ok", "error": "", "gups": 1.0})
+        store.write({"key": key, "status": "ok", "error": "", "gups": 1.0, "code": code_digest()})
     code, out, _ = _call(capsys, "sweep", str(path), "--store", str(tmp_path / "st"), "--dry-run")
     assert code == 0
     lines = out.splitlines()

@@ -268,3 +268,24 @@ def test_kept_runs_lists_each_kept_record_with_its_cost_and_whether_this_code_re
     assert len(unfinished_runs(tmp_path)) == 0
     monkeypatch.setattr(runpool, "code_digest", lambda: "edited")
     assert not kept_runs(tmp_path)["reused"].any()  # other code's runs are listed, as not reused
+
+
+def test_progress_lines_go_to_the_stderr_of_the_moment(monkeypatch):
+    """The handler had kept the stream of the first command that made it (a test's CliRunner, closed since),
+    so every later line printed '--- Logging error ---' instead."""
+    import io
+    import logging
+    import sys
+
+    from gupsim.runpool import log_to_stderr
+
+    logger = logging.getLogger("gupsim")
+    monkeypatch.setattr(logger, "handlers", [])  # this test's handler goes with it
+    first = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", first)
+    log_to_stderr()  # made while one command's stderr is `first` ...
+    first.close()  # ... which is gone when the next command logs
+    now = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", now)
+    logger.info("run done: %s", "x")
+    assert now.getvalue().endswith("run done: x\n")

@@ -204,3 +204,85 @@ def test_scheduler_option_sends_points_to_an_existing_cluster(tmp_path, capsys):
         assert exc.value.code == 0
         assert cluster.status.name == "running"  # the sweep leaves someone else's cluster running
     assert "2 points: 0 already done, 2 run, 0 failed" in capsys.readouterr().out
+
+
+def test_reading_a_store_leaves_a_write_in_flight_and_removes_a_stale_one(tmp_path):
+    """A read (gupsim results, a plot, a dry run) had deleted every temporary part, so a sweep writing one at
+    that moment failed on its rename and lost the point."""
+    from gupsim import store as store_module
+
+    store = ResultsStore(tmp_path / "st")
+    store.write({"key": "k1", "status": "ok", "error": "", "gups": 1.0})
+    in_flight, stale = store.parts / ".k2-1.parquet.123.tmp", store.parts / ".k3-1.parquet.456.tmp"
+    in_flight.write_bytes(b"being written")
+    stale.write_bytes(b"left by a stopped write")
+    old = time.time() - store_module.STALE_TMP_S - 1
+    os.utime(stale, (old, old))
+    assert list(store.read()["key"]) == ["k1"]
+    assert in_flight.exists() and not stale.exists()
+
+
+def test_a_store_reuses_only_the_rows_its_own_model_code_made(tmp_path):
+    """A sweep had skipped points that older model code computed: the store then held that code's numbers."""
+    from gupsim.runpool import code_digest
+    from gupsim.sweep import RecordExtras, run_point
+
+    store = ResultsStore(tmp_path / "st")
+    for key, code in (("made-here", code_digest()), ("made-elsewhere", "0123456789abcdef")):
+        store.write({"key": key, "status": "ok", "error": "", "gups": 1.0, "code": code})
+    store.write({"key": "made-before-codes", "status": "ok", "error": "", "gups": 1.0})
+    assert store.done_keys(code_digest()) == {"made-here"}
+    assert store.done_keys() == {"made-here", "made-elsewhere", "made-before-codes"}  # every finished row
+    _, points = _small_sweep(tmp_path)
+    row = run_point(points[0].run, RecordExtras().model_dump(), points[0].key, points[0].varied)
+    assert row["status"] == "ok" and row["code"] == code_digest()
+
+
+def test_a_points_key_holds_its_cycle_tables_bytes(tmp_path):
+    """Only the table's path had been in the keys of sweep points, kept runs and checkpoints, so an edited
+    table reused the old table's numbers."""
+    import shutil
+
+    from gupsim.config import MACHINES_DIR
+    from gupsim.runpool import run_key
+    from gupsim.sweep import RecordExtras, point_key
+
+    machine = yaml.safe_load((MACHINES_DIR / "bgl.yaml").read_text())
+    table = tmp_path / "cycles.csv"
+    shutil.copy(load_machine("bgl")._resolve(machine["cpu"]["raw_device_cycle_table"]), table)
+    machine["cpu"]["raw_device_cycle_table"] = "cycles.csv"
+    (tmp_path / "mine.yaml").write_text(yaml.safe_dump(machine))
+
+    def keys():
+        from gupsim.runner import make_run_config
+
+        run = make_run_config(machine=str(tmp_path / "mine.yaml"), shape="2x2x2", algorithm="routed",
+                              updates_per_process=8)
+        return point_key(run, RecordExtras()), run_key(run, "code")
+
+    before = keys()
+    assert keys() == before
+    table.write_text(table.read_text().replace("\n32,", "\n32,1", 1))  # one cost changed, the path is the same
+    after = keys()
+    assert after[0] != before[0] and after[1] != before[1]
+
+
+def test_a_scaling_plot_of_two_sweep_files_in_one_store_draws_every_run(tmp_path, monkeypatch):
+    """Each file's var.* columns are blank in the other's rows: the plot had dropped one file's runs, and
+    with an engine varied in one file it had failed in sorted() (str < float), a traceback."""
+    from click.testing import CliRunner
+
+    from gupsim import plots
+    from gupsim.cli import cli
+
+    store = tmp_path / "store"
+    for name, grid in (("a", {"shape": ["2x2x2"], "engine": ["auto", "simpy"], "updates": [64]}),
+                       ("b", {"shape": ["2x2x2", "4x2x2"], "algorithm": ["routed"], "updates": [64]})):
+        result = CliRunner().invoke(cli, ["sweep", str(_sweep_file(tmp_path, grid, name=name)), "--store", str(store),
+                                          "--workers", "1", "--threads", "--no-progress"])
+        assert result.exit_code == 0, result.output
+    drawn = []
+    monkeypatch.setattr(plots, "save_figure", lambda fig, *a: drawn.append(fig) or [])
+    plots.plot_scaling(ResultsStore(store).read(), tmp_path / "plots")
+    points = sum(len(line.get_xdata()) for line in drawn[0].axes[0].lines if line.get_marker() not in ("None", None))
+    assert points >= 1 + 1 + 2  # baseline auto and simpy at 8 nodes, routed at 8 and 16
