@@ -10,6 +10,7 @@ import math
 import os
 import sys
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import click
@@ -96,6 +97,20 @@ def _writing(option: str, path: Any) -> Iterator[None]:
         yield
     except OSError as exc:
         raise cannot_write(option, path, exc) from None
+
+
+@contextmanager
+def _kept_runs(out_dir: str) -> Iterator[None]:
+    """A file under ``--out`` that cannot be used (its kept runs' folder made unreadable, a file where a folder
+    belongs) as one line naming it; an OSError about anything else is left alone."""
+    try:
+        yield
+    except OSError as exc:
+        where = Path(exc.filename).resolve() if exc.filename else None
+        if where is None or not where.is_relative_to(Path(out_dir).resolve()):
+            raise
+        raise GupsimError(f"{cannot_write(f'--out {out_dir}:', exc.filename, exc)}; move it aside, or run with "
+                          "--fresh to ignore the kept runs") from None
 
 
 @click.group(name="gupsim", cls=GupsimGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -260,7 +275,8 @@ def reproduce(names, out_dir, quick, docs_path, jobs, keep_runs) -> None:
         Path(out_dir).mkdir(parents=True, exist_ok=True)
     cache_dir = Path(out_dir) / "runs" if keep_runs else None
     log_to_stderr()
-    comparisons = run_experiments(wanted, quick, jobs, on_done=keep, cache_dir=cache_dir)
+    with _kept_runs(out_dir):
+        comparisons = run_experiments(wanted, quick, jobs, on_done=keep, cache_dir=cache_dir)
     if docs_path:
         # One table reproduced refreshes its own section; `all` rewrites the page once everything is in.
         with _writing("--docs", docs_path):

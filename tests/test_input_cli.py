@@ -406,3 +406,13 @@ def test_a_checkpoint_on_the_simpy_engine_gives_the_runs_own_reason(tmp_path, ar
     """The line had listed 'no telemetry options, and an algorithm with a fast kernel' whatever the cause."""
     _one_error_line(_invoke("run", "--shape", "2x2x2", "--updates", "8", "--checkpoint", str(tmp_path / "c.npz"),
                             *argv), f"--checkpoint needs the fast engine, {reason}")
+
+
+def test_a_broken_kept_runs_folder_is_one_line_and_fresh_runs_anyway(tmp_path):
+    """A file where reproduce keeps its runs (OUT/runs/joblib) had been a NotADirectoryError traceback."""
+    out = tmp_path / "out"
+    (out / "runs").mkdir(parents=True)
+    (out / "runs" / "joblib").write_text("not a folder")
+    _one_error_line(_invoke("reproduce", "bgl-table4", "--quick", "--out", str(out)),
+                    f"--out {out}: ", f"{out / 'runs' / 'joblib'} is a file, not a folder", "--fresh")
+    assert _invoke("reproduce", "bgl-table4", "--quick", "--out", str(out), "--fresh").exit_code == 0
