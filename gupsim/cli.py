@@ -375,8 +375,8 @@ def sweep(sweep_file, store_path, scheduler, workers, threads, dry_run, no_progr
                        + ", ".join(f"{k}={v}" for k, v in p.varied.items()))
         click.echo(f"{len(points)} points, {len(points) - len(done & {p.key for p in points})} to run")
         return
-    with _writing("--store", store):  # a folder that cannot be made fails now, not when the first point ends
-        ResultsStore(store)
+    with _writing("--store", store):  # a folder that cannot be made or written fails now, not at the first point
+        ResultsStore(store).check_writable()
     try:
         summary = run_sweep(spec, points, store, scheduler=scheduler, workers=workers, processes=not threads,
                             progress=not no_progress)

@@ -117,14 +117,24 @@ class ResultsStore:
         return final
 
     def compact(self) -> pd.DataFrame:
-        """Merge the parts into results.parquet; return the table."""
+        """Merge the parts into results.parquet; return the table.  A store this process may read but not
+        write (another user's, a read-only disk) is read as it is, uncompacted."""
         parts = sorted(self.parts.glob("*.parquet")) if self.parts.exists() else []
         frame = self.read()
         if parts:
-            _atomic_parquet(frame, self.compacted)
-            for part in parts:
-                part.unlink(missing_ok=True)
+            try:
+                _atomic_parquet(frame, self.compacted)
+                for part in parts:
+                    part.unlink(missing_ok=True)
+            except PermissionError:
+                pass  # parts left beside a compacted copy are duplicates, which reading resolves by key
         return frame
+
+    def check_writable(self) -> None:
+        """Raise the OSError a write would meet (a read-only ``parts/``), before any point runs."""
+        probe = self.parts / f".probe.{os.getpid()}.tmp"
+        probe.touch()
+        probe.unlink()
 
     # ------------------------------------------------------------------ reading
 
@@ -133,6 +143,8 @@ class ResultsStore:
         if self.compacted.exists():
             frames.append(_read(self.compacted))
         if self.parts.exists():
+            if not os.access(self.parts, os.R_OK | os.X_OK):  # glob would see nothing: not "no runs yet"
+                raise GupsimError(f"results store {self.path}: cannot read {self.parts} (permission denied)")
             for tmp in self.parts.glob(".*.tmp"):  # a write interrupted before its rename ...
                 try:  # ... not one in flight: another process (a running sweep) may be writing it now
                     if time.time() - tmp.stat().st_mtime > STALE_TMP_S:

@@ -286,3 +286,39 @@ def test_a_scaling_plot_of_two_sweep_files_in_one_store_draws_every_run(tmp_path
     plots.plot_scaling(ResultsStore(store).read(), tmp_path / "plots")
     points = sum(len(line.get_xdata()) for line in drawn[0].axes[0].lines if line.get_marker() not in ("None", None))
     assert points >= 1 + 1 + 2  # baseline auto and simpy at 8 nodes, routed at 8 and 16
+
+
+def test_a_store_that_may_be_read_but_not_written(tmp_path, monkeypatch):
+    """Permissions are checked through monkeypatching, as the suite may run as root, which ignores them.
+    A read-only parts/ had made gupsim results fail in compaction (a PermissionError traceback); an
+    unreadable one read as an empty store ('0 runs'); a sweep into it failed at its first point."""
+    from click.testing import CliRunner
+
+    from gupsim.cli import cli
+
+    store = ResultsStore(tmp_path / "st")
+    store.write({"key": "k1", "status": "ok", "error": "", "gups": 1.0})
+    store.check_writable()  # a writable store passes
+    real_unlink = Path.unlink
+
+    def read_only(self, *args, **kwargs):
+        if self.parent == store.parts and self.suffix == ".parquet":
+            raise PermissionError(13, "Permission denied", str(self))
+        return real_unlink(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "unlink", read_only)
+    assert list(store.compact()["key"]) == ["k1"]
+    assert list(store.compact()["key"]) == ["k1"]  # the part beside the compacted copy is not counted twice
+    monkeypatch.undo()
+    monkeypatch.setattr(os, "access", lambda path, mode: Path(path) != store.parts)
+    with pytest.raises(GupsimError, match=r"cannot read .*parts \(permission denied\)"):
+        store.read()
+    monkeypatch.undo()
+
+    def denied(self):
+        raise PermissionError(13, "Permission denied", str(self.parts))
+
+    monkeypatch.setattr(ResultsStore, "check_writable", denied)
+    result = CliRunner().invoke(cli, ["sweep", str(_sweep_file(tmp_path, {"shape": ["2x2x2"], "updates": [8]})),
+                                      "--store", str(store.path), "--workers", "1", "--threads", "--no-progress"])
+    assert result.exit_code == 2 and result.stderr.strip() == f"gupsim: error: --store {store.path}: Permission denied"
