@@ -103,14 +103,17 @@ def test_a_resumed_record_gives_the_largest_peak_rss_of_its_pieces(tmp_path, mon
 
 def test_a_checkpoint_of_another_run_is_refused_in_one_line(tmp_path, monkeypatch):
     config = _config("one-packet", updates=64)
-    checkpoint = driver.Checkpoint(tmp_path / "run.npz", key="run A", every_s=0.0)
+    checkpoint = driver.Checkpoint(tmp_path / "run.npz", key="code1-runAAAAAAAAAAAA", every_s=0.0)
     stop_after_saves(monkeypatch, 1)
     with pytest.raises(Stopped):
         _record(config, checkpoint, batch_events=101)
-    other = driver.Checkpoint(checkpoint.path, key="run B")
-    with pytest.raises(GupsimError, match="belongs to another run") as info:
+    other = driver.Checkpoint(checkpoint.path, key="code1-runBBBBBBBBBBBB")
+    with pytest.raises(GupsimError, match=r"belongs to another run \(key runAAAAAAAAA, this run's runBBBBBBBBB\)") \
+            as info:  # keys are <code>-<run>: the part shown is the one that differs
         _record(config, other)
     assert "\n" not in str(info.value)
+    with pytest.raises(GupsimError, match=r"belongs to another gupsim \(key code1, this run's code2\)"):
+        _record(config, driver.Checkpoint(checkpoint.path, key="code2-runAAAAAAAAAAAA"))
     # the same key, but another kernel's tables (a file made by other code under a stale key)
     with pytest.raises(GupsimError, match="does not hold this kernel's tables"):
         _record(_config("routed", updates=64), checkpoint)

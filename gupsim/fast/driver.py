@@ -164,8 +164,11 @@ def load(checkpoint: Checkpoint, a: dict) -> tuple[float, float, float]:
         raise GupsimError(f"checkpoint {path} is not a readable gupsim checkpoint ({exc}): delete it to start "
                           "afresh") from None
     if key != checkpoint.key:
-        raise GupsimError(f"checkpoint {path} belongs to another run or another gupsim "
-                          f"(key {key[:12]}, this run's {checkpoint.key[:12]}): delete it to start afresh")
+        # Keys are <code>-<run>: show the part that differs (both prefixes had been the same code digest).
+        (code, _, run), (my_code, _, my_run) = key.rpartition("-"), checkpoint.key.rpartition("-")
+        other, theirs, mine = ("another run", run, my_run) if code == my_code else ("another gupsim", code, my_code)
+        raise GupsimError(f"checkpoint {path} belongs to {other} (key {theirs[:12]}, this run's {mine[:12]}): "
+                          "delete it to start afresh")
     now, wall_s, peak_mb = (float(saved.pop(k)) for k in ("_now", "_wall_s", "_peak_mb"))
     queue = sorted(k for k in saved if k.startswith("hh"))
     expected = set(a) - {"hh"}
