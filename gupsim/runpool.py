@@ -74,8 +74,9 @@ def code_digest() -> str:
     return files_digest(model, PACKAGE_DIR, 16)
 
 
-def _run_keyed(config: RunConfig, key: str, code: str, checkpoint: Any = None) -> dict[str, Any]:
-    """``run(config)``; joblib keys the kept record by ``key`` (the configuration's JSON) and ``code``."""
+def _run_keyed(config: RunConfig, key: str, code: str, inputs: str, checkpoint: Any = None) -> dict[str, Any]:
+    """``run(config)``; joblib keys the kept record by ``key`` (the configuration's JSON), ``code`` and
+    ``inputs`` (the bytes of the files the machine reads: an edited cycle table is another run)."""
     return run(config, checkpoint=checkpoint)
 
 
@@ -157,7 +158,8 @@ def cached_run(config: RunConfig, cache_dir: str | None, code: str) -> dict[str,
     reset_peak_rss()
     if cache_dir is None:
         return run(config)
-    return _keyed(cache_dir)(config, config.model_dump_json(), code, checkpoint_for(config, cache_dir, code))
+    return _keyed(cache_dir)(config, config.model_dump_json(), code, config.machine.inputs_digest,
+                             checkpoint_for(config, cache_dir, code))
 
 
 def describe(config: RunConfig) -> str:
@@ -172,7 +174,8 @@ def _origin(config: RunConfig, cache_dir: str | None, code: str) -> str:
     if cache_dir is None:
         return "run"
     checkpoint = checkpoint_for(config, cache_dir, code)
-    if _keyed(cache_dir).check_call_in_cache(config, config.model_dump_json(), code, checkpoint):
+    if _keyed(cache_dir).check_call_in_cache(config, config.model_dump_json(), code, config.machine.inputs_digest,
+                                             checkpoint):
         return "kept, reused"
     return "resumed from its checkpoint" if checkpoint.path.exists() else "run"
 

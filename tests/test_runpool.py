@@ -289,3 +289,33 @@ def test_progress_lines_go_to_the_stderr_of_the_moment(monkeypatch):
     monkeypatch.setattr(sys, "stderr", now)
     logger.info("run done: %s", "x")
     assert now.getvalue().endswith("run done: x\n")
+
+
+def test_a_kept_run_is_not_reused_once_its_machines_cycle_table_is_edited(tmp_path, monkeypatch):
+    """The kept run's key had held the table's path only: an edited table reused the old table's record."""
+    import shutil
+
+    import yaml
+
+    import gupsim.runpool as runpool
+    from gupsim.config import MACHINES_DIR
+
+    data = yaml.safe_load((MACHINES_DIR / "bgl.yaml").read_text())
+    table = tmp_path / "cycles.csv"
+    shutil.copy(load_machine("bgl")._resolve(data["cpu"]["raw_device_cycle_table"]), table)
+    data["cpu"]["raw_device_cycle_table"] = "cycles.csv"
+    (tmp_path / "mine.yaml").write_text(yaml.safe_dump(data))
+    ran = []
+    monkeypatch.setattr(runpool, "run", lambda config, checkpoint=None: ran.append(1) or {"wall_s": 0.0, "gups": 1.0})
+
+    def records():
+        config = make_run_config(machine=str(tmp_path / "mine.yaml"), shape="2x2x2", algorithm="baseline",
+                                 updates_per_process=8)
+        return SerialPool(tmp_path / "runs").records([config])
+
+    records()
+    records()
+    assert len(ran) == 1  # the same table: the kept record
+    table.write_text(table.read_text().replace("\n32,", "\n32,1", 1))
+    records()
+    assert len(ran) == 2  # an edited table: run again
