@@ -198,8 +198,6 @@ def _checkpoint(cfg: Any, path: str | None, every_s: float | None, telemetry: bo
     """``gupsim run --checkpoint``: where and how often the fast engine keeps the run's state."""
     if path is None:
         return None
-    from pathlib import Path
-
     from gupsim.fast import choose_engine, driver, unsupported
     from gupsim.runpool import code_digest, log_to_stderr, run_key
 
@@ -243,8 +241,6 @@ def bounds(machine, shape, bytes_per_update, sets, as_json) -> None:
               help="keep each finished run in OUT/runs and reuse those this code already made (resume a stopped run)")
 def reproduce(names, out_dir, quick, docs_path, jobs, keep_runs) -> None:
     """Reproduce published tables: bgl-table2, bgl-table3, ... or all."""
-    from pathlib import Path
-
     from gupsim.config import REPO_ROOT
     from gupsim.runpool import log_to_stderr
     from gupsim.validation import available_experiments, run_experiments, write_markdown
@@ -296,7 +292,6 @@ def reproduce(names, out_dir, quick, docs_path, jobs, keep_runs) -> None:
 @click.option("--csv", "csv_path", default=None, type=click.Path(dir_okay=False), help="export the table as CSV")
 def runs(out_dir, show_all, csv_path) -> None:
     """List the runs gupsim reproduce kept: what each was, its cost, and whether this code reuses it."""
-    from pathlib import Path
 
     import pandas as pd
 
@@ -358,16 +353,13 @@ def list_() -> None:
 @click.option("--no-progress", is_flag=True, help="no progress bar")
 def sweep(sweep_file, store_path, scheduler, workers, threads, dry_run, no_progress) -> None:
     """Run every point of a sweep file not yet in its results store."""
-    from pathlib import Path
-
+    from gupsim.runpool import code_digest
     from gupsim.store import ResultsStore
     from gupsim.sweep import expand, load_sweep, run_sweep
 
     spec = load_sweep(sweep_file)
     points = expand(spec, sweep_file)
     store = Path(store_path or Path("results") / f"{spec.name}.store")
-    from gupsim.runpool import code_digest
-
     done = ResultsStore(store, create=False).done_keys(code_digest()) if store.exists() else set()
     if dry_run:
         for p in points:
@@ -435,8 +427,6 @@ def plot(kind, source, out_dir, key, z_slice) -> None:
     links / histograms / timeseries: from a record made with --links /
     --histograms / --sample-interval-s (or a store row with --key).
     """
-    from pathlib import Path
-
     from gupsim import plots
 
     with _writing("--out", out_dir):

@@ -146,18 +146,25 @@ def check_algorithm(run: RunConfig) -> None:
     asked), the process counts and the network's packet limits."""
     from types import SimpleNamespace
 
-    from gupsim.dma import data_header_bytes
-
     m = run.machine
     shape = parse_shape(run.shape)
     topology = make_topology(m.network.topology_kind(math.prod(shape)), shape, m.network)
-    header = data_header_bytes(m)
     ppn = m.cpu.processes_per_node
-    net = SimpleNamespace(cfg=m.network, topology=topology, data_header_bytes=header,
-                          max_data_bytes=m.network.max_payload_bytes - header)
     standin = SimpleNamespace(run=run, machine=m, topology=topology, ppn=ppn, num_ranks=topology.num_nodes * ppn,
-                              net=net)
+                              net=network_standin(m, topology))
     algorithm_class(run.algorithm)(standin, validate_options(run.algorithm, run.algorithm_options))
+
+
+def network_standin(machine: Any, topology: Any) -> Any:
+    """What an algorithm reads of its network when it is made, without building one: the network's section,
+    the topology, and the bytes a packet carries after the network's own header (BG/P's DMA header)."""
+    from types import SimpleNamespace
+
+    from gupsim.dma import data_header_bytes
+
+    header = data_header_bytes(machine)
+    return SimpleNamespace(cfg=machine.network, topology=topology, data_header_bytes=header,
+                           max_data_bytes=machine.network.max_payload_bytes - header)
 
 
 def check_network(run: RunConfig) -> None:

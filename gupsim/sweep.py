@@ -423,9 +423,8 @@ def run_sweep(spec: SweepSpec, points: list[Point], store_path: Path, *, client=
     from dask.distributed import as_completed
     from tqdm import tqdm
 
-    from gupsim.store import ResultsStore, failed_row
-
     from gupsim.runpool import code_digest
+    from gupsim.store import ResultsStore, failed_row
 
     store = ResultsStore(store_path)
     done = store.done_keys(code_digest())  # a row other model code made is run again

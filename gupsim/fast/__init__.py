@@ -51,7 +51,7 @@ from gupsim.errors import DeadlockError, GupsimError, SimulationError
 from gupsim.memory import FAST_BASE_BYTES, FAST_MARGIN_BYTES, FAST_NODE_BYTES, check_fits
 from gupsim.network import Network
 from gupsim.node import CostModel
-from gupsim.simulation import SLICE_START_FRACTION, WINDOW, RunConfig, Simulation, stream_layout
+from gupsim.simulation import SLICE_START_FRACTION, WINDOW, RunConfig, Simulation, network_standin, stream_layout
 from gupsim.topology import make_topology, parse_shape
 
 #: The fast engine's largest packet: event payloads keep a pool's returned chunks in 5 bits.
@@ -169,9 +169,8 @@ class FastSimulation:
         self.layout = stream_layout(run)  # checks every rank's stretch first, as the SimPy engine does
         self.total_updates = self.num_ranks * run.updates_per_process
         options = validate_options(run.algorithm, run.algorithm_options)
-        # The kernels model no DMA engine (choose_engine refuses one), so no header inside the chunks.
-        self.net = SimpleNamespace(cfg=m.network, topology=self.topology, data_header_bytes=0,
-                                   max_data_bytes=m.network.max_payload_bytes)
+        # The kernels model no DMA engine (choose_engine refuses one), so the stand-in has no header either.
+        self.net = network_standin(m, self.topology)
         self.algorithm = algorithm_class(run.algorithm)(self, options)
         self._module = kernel.module()
 
