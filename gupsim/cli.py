@@ -319,7 +319,9 @@ def runs(out_dir, show_all, csv_path) -> None:
             click.echo("\nunfinished (checkpoints):\n" + stopped.to_string(index=False, formatters=readable))
     click.echo(f"model code {code}: {len(mine)} kept runs, {mine['events'].sum():,.0f} events, "
                f"{mine['wall_s'].sum():,.0f} s of wall time in all; {len(table) - len(mine)} kept by other code "
-               f"(not reused); {int(stopped['resumed'].sum())} unfinished")
+               f"(not reused); {int(stopped['resumed'].sum())} unfinished"
+               + (f"; {table.attrs['unreadable']} unreadable (damaged files: the next reproduce runs them again)"
+                  if table.attrs.get("unreadable") else ""))
 
 
 @cli.command(name="list")

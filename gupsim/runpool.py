@@ -63,7 +63,7 @@ log = logging.getLogger(__name__)
 
 #: Modules that only present, schedule or store results.  A run's record does not depend on them (a run
 #: never imports them: tests/test_runpool.py), so editing them keeps the kept runs and checkpoints.
-PRESENTATION_MODULES = frozenset({"cli.py", "plots.py", "reference_docs.py", "reporting.py", "runpool.py",
+PRESENTATION_MODULES = frozenset({"cli.py", "cluster.py", "plots.py", "reference_docs.py", "reporting.py", "runpool.py",
                                   "store.py", "sweep.py", "validation.py"})
 
 
@@ -132,7 +132,7 @@ def reset_peak_rss() -> None:
     starts from the dead model's memory: a 2,048-endpoint Data Vortex run left 650 MB, and the regeneration
     of 2026-11-25 recorded 1,014-1,026 MB for rows of 32-128 processes (docs/performance.md).  Then the
     C allocator's free pages go back to the system (glibc's ``malloc_trim``), which is where a Dask worker's
-    Python objects live (:func:`gupsim.sweep.open_client`)."""
+    Python objects live (:func:`gupsim.cluster.open_client`)."""
     gc.collect()
     _trim_malloc()
     try:
@@ -158,8 +158,36 @@ def cached_run(config: RunConfig, cache_dir: str | None, code: str) -> dict[str,
     reset_peak_rss()
     if cache_dir is None:
         return run(config)
-    return _keyed(cache_dir)(config, config.model_dump_json(), code, config.machine.inputs_digest,
-                             checkpoint_for(config, cache_dir, code))
+    memo, args = _keyed(cache_dir), _keyed_args(config, cache_dir, code)
+    kept = _kept_record(memo, args)
+    if kept is _UNREADABLE:
+        # joblib would print its loading traceback as a warning and run again; say it in one line instead
+        ref = memo.call_and_shelve(*args)
+        log.warning("kept run unreadable, dropped and run again: %s (%s)", describe(config),
+                    Path(ref.store_backend.location, ref.func_id, ref.args_id))
+        ref.clear()
+    elif kept is not None:
+        return kept
+    return memo(*args)
+
+
+#: What :func:`_kept_record` gives for a kept record that cannot be loaded (a truncated or corrupt pickle).
+_UNREADABLE = object()
+
+
+def _keyed_args(config: RunConfig, cache_dir: str, code: str) -> tuple:
+    """The arguments of :func:`_run_keyed` for ``config``: what joblib keys its kept record by."""
+    return config, config.model_dump_json(), code, config.machine.inputs_digest, checkpoint_for(config, cache_dir, code)
+
+
+def _kept_record(memo: Any, args: tuple) -> Any:
+    """The record kept for this call, None if none is kept, or :data:`_UNREADABLE`."""
+    if not memo.check_call_in_cache(*args):
+        return None
+    try:
+        return memo.call_and_shelve(*args).get()  # a reference to the kept output (nothing is run), then loaded
+    except Exception:  # noqa: BLE001 - whatever unpickling a damaged file raises
+        return _UNREADABLE
 
 
 def describe(config: RunConfig) -> str:
@@ -173,11 +201,13 @@ def _origin(config: RunConfig, cache_dir: str | None, code: str) -> str:
     """Where a run's record will come from, for the log: a kept record, a kept checkpoint, or a new run."""
     if cache_dir is None:
         return "run"
-    checkpoint = checkpoint_for(config, cache_dir, code)
-    if _keyed(cache_dir).check_call_in_cache(config, config.model_dump_json(), code, config.machine.inputs_digest,
-                                             checkpoint):
+    args = _keyed_args(config, cache_dir, code)
+    kept = _kept_record(_keyed(cache_dir), args)
+    if kept is _UNREADABLE:
+        return "run again: its kept record was unreadable"
+    if kept is not None:
         return "kept, reused"
-    return "resumed from its checkpoint" if checkpoint.path.exists() else "run"
+    return "resumed from its checkpoint" if args[-1].path.exists() else "run"
 
 
 def _log_done(config: RunConfig, origin: str, record: dict[str, Any]) -> None:
@@ -308,7 +338,8 @@ def kept_runs(cache_dir: Path, code: str | None = None) -> Any:
     """Every run kept in ``cache_dir`` (by any code), one row each: what it was, what it cost, and whether
     this model code reuses it (``reused``).  ``gupsim runs`` prints it.  Read from the records, so the
     costs of a reproduction are data, not numbers copied from its log.  ``code``: the digest to compare
-    with, :func:`code_digest` by default."""
+    with, :func:`code_digest` by default.  Kept runs whose record cannot be read are counted in
+    ``attrs["unreadable"]``."""
     import ast
     import datetime
     import json
@@ -316,15 +347,19 @@ def kept_runs(cache_dir: Path, code: str | None = None) -> Any:
     import joblib
     import pandas as pd
 
-    code, rows = code or code_digest(), []
+    code, rows, unreadable = code or code_digest(), [], 0
     for item in joblib.Memory(str(cache_dir), verbose=0).store_backend.get_items():
         folder = Path(item.path)
         try:
             args = json.loads((folder / "metadata.json").read_text())["input_args"]
             run_code, config = ast.literal_eval(args["code"]), json.loads(ast.literal_eval(args["key"]))
+        except (OSError, ValueError, KeyError, SyntaxError):
+            continue  # not a kept run (joblib keeps nothing else here), or its call not yet finished
+        try:
             record = joblib.load(folder / "output.pkl")
-        except (OSError, ValueError, KeyError, SyntaxError, EOFError):
-            continue  # not a kept run (joblib keeps nothing else here) or half written: nothing to list
+        except Exception:  # noqa: BLE001 - a damaged pickle raises whatever unpickling met
+            unreadable += 1  # counted, not listed: the next reproduction runs it again (cached_run)
+            continue
         machine = config["machine"]
         rows.append({
             "reused": run_code == code, "code": run_code, "machine": machine["name"],
@@ -339,8 +374,9 @@ def kept_runs(cache_dir: Path, code: str | None = None) -> Any:
         })
     columns = ["reused", "code", "machine", "algorithm", "shape", "processes", "updates_per_process", "routing",
                "seed", "events", "wall_s", "events_per_wall_s", "peak_rss_mb", "gups", "kept_at"]
-    table = pd.DataFrame(rows, columns=columns)
-    return table.sort_values(["reused", "wall_s"], ascending=False, ignore_index=True)
+    table = pd.DataFrame(rows, columns=columns).sort_values(["reused", "wall_s"], ascending=False, ignore_index=True)
+    table.attrs["unreadable"] = unreadable
+    return table
 
 
 def unfinished_runs(cache_dir: Path, code: str | None = None) -> Any:

@@ -25,7 +25,7 @@ configuration (seed included) and of the record extras asked for; the
 results store (:mod:`gupsim.store`) uses it to skip points already done.
 
 Execution (:func:`run_sweep`) is Dask's: a ``LocalCluster`` with one worker
-per core by default, or an existing scheduler.  The driver writes each
+per core by default, or an existing scheduler (:mod:`gupsim.cluster`).  The driver writes each
 finished point to the store as it arrives, so an interrupted sweep loses
 nothing it finished; a point that raises is stored with its error and the
 sweep goes on.  A worker that dies is Dask's business: its task is re-run
@@ -39,7 +39,6 @@ import hashlib
 import itertools
 import json
 import math
-import os
 import re
 import sys
 from dataclasses import dataclass, field
@@ -368,42 +367,6 @@ def run_point(run_config: Any, extras: dict[str, Any], key: str, varied: dict[st
     return row | {"code": code_digest()}  # the worker's code: a remote cluster may run another version
 
 
-def open_client(scheduler: str | None, workers: int | None, processes: bool):
-    """A Dask client: the given scheduler, or a LocalCluster on this machine's cores."""
-    import logging
-
-    import dask
-    from dask.distributed import Client, LocalCluster
-
-    # A compiled fast-engine call can hold the GIL for minutes; with Dask's default
-    # worker-ttl (5 min) the scheduler would declare such a worker dead and kill it.
-    dask.config.set({"distributed.scheduler.worker-ttl": None})
-    try:
-        if scheduler:
-            return Client(scheduler, timeout="15s")
-        # Dashboard on a free port: a second cluster on the box (tests beside a reproduction) would
-        # otherwise find 8787 taken and warn on every start.
-        # Worker processes use the C allocator for Python objects.  In a worker, pymalloc's arenas stay
-        # pinned after a SimPy run by a few objects that live on, so the next run's record counted the
-        # dead run's memory (docs/performance.md, eleventh pass); runpool.reset_peak_rss gives the C
-        # allocator's free pages back before each run.
-        with dask.config.set({"distributed.nanny.pre-spawn-environ.PYTHONMALLOC": "malloc"}):
-            cluster = LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1,
-                                   processes=processes, dashboard_address=":0", silence_logs=logging.ERROR)
-        return Client(cluster)
-    except (OSError, TimeoutError, ValueError) as exc:
-        raise GupsimError(f"cannot reach a Dask scheduler at {scheduler}: {exc}") from None
-
-
-def close_client(client) -> None:
-    """Close a client of :func:`open_client` and the local cluster it was given, if any: a Client given
-    a cluster does not close it, and its worker processes would outlive the call."""
-    cluster = getattr(client, "cluster", None)
-    client.close()
-    if cluster is not None:
-        cluster.close()
-
-
 @dataclass
 class SweepSummary:
     total: int
@@ -423,6 +386,7 @@ def run_sweep(spec: SweepSpec, points: list[Point], store_path: Path, *, client=
     from dask.distributed import as_completed
     from tqdm import tqdm
 
+    from gupsim.cluster import close_client, open_client
     from gupsim.runpool import code_digest
     from gupsim.store import ResultsStore, failed_row
 
@@ -433,7 +397,7 @@ def run_sweep(spec: SweepSpec, points: list[Point], store_path: Path, *, client=
     if not todo:
         store.compact()
         return summary
-    own_client = client is None
+    own_client, interrupted = client is None, False
     client = client or open_client(scheduler, workers, processes)
     if progress:
         where = scheduler or f"a local cluster of {len(client.scheduler_info().get('workers', {}))} workers"
@@ -462,11 +426,14 @@ def run_sweep(spec: SweepSpec, points: list[Point], store_path: Path, *, client=
             bar.update(1)
             if on_row is not None:
                 on_row(row, client)
+    except KeyboardInterrupt:
+        interrupted = True
+        raise
     finally:
         bar.close()
         for fut in by_future:
             fut.cancel()
         if own_client:
-            close_client(client)
+            close_client(client, interrupted=interrupted)
         store.compact()
     return summary

@@ -177,7 +177,7 @@ def run_experiments(names: list[str], quick: bool, jobs: int = 1,
     (:mod:`gupsim.runpool`): a stopped reproduction resumes row by row.
 
     With ``jobs > 1`` the runs go to a Dask LocalCluster of that many single-threaded worker
-    processes (the sweep's client, :func:`gupsim.sweep.open_client`).  An experiment that takes a
+    processes (the sweep's client, :func:`gupsim.cluster.open_client`).  An experiment that takes a
     pool (:func:`takes_pool`) runs in a thread here and sends each of its rows to the cluster as a
     task of its own (:class:`gupsim.runpool.DaskPool`), so a table's long rows and another table's
     short ones share the cores; one that does not is a single task.  Every experiment whose
@@ -225,7 +225,7 @@ def run_experiments(names: list[str], quick: bool, jobs: int = 1,
     from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
     from gupsim.runpool import DaskPool
-    from gupsim.sweep import close_client, open_client
+    from gupsim.cluster import close_client, open_client
 
     client = open_client(None, jobs, processes=True)
     pool = DaskPool(client, jobs, cache_dir)
@@ -238,6 +238,7 @@ def run_experiments(names: list[str], quick: bool, jobs: int = 1,
 
     # The client closes before the threads are joined: if one experiment fails, the others' waits
     # end with it instead of running their tables to the end.
+    interrupted = False
     with ThreadPoolExecutor(max_workers=len(order)) as threads:
         try:
             running: dict = {}
@@ -257,9 +258,12 @@ def run_experiments(names: list[str], quick: bool, jobs: int = 1,
                     if on_done:
                         on_done(done[name])
                 launch_ready()
+        except KeyboardInterrupt:
+            interrupted = True
+            raise
         finally:
             pool.close()
-            close_client(client)
+            close_client(client, interrupted=interrupted)
     return [done[n] for n in order]
 
 

@@ -32,7 +32,7 @@ def _model(records: list[dict]) -> pd.DataFrame:
 
 
 def test_dask_pool_returns_the_serial_records_in_order_and_hands_errors_back():
-    from gupsim.sweep import open_client
+    from gupsim.cluster import open_client
 
     configs = _configs()
     serial = SerialPool().records(configs)
@@ -59,7 +59,7 @@ def test_dask_pool_runs_a_configuration_asked_for_by_two_tables_once(monkeypatch
     from concurrent.futures import ThreadPoolExecutor
 
     import gupsim.runpool as runpool
-    from gupsim.sweep import open_client
+    from gupsim.cluster import open_client
 
     monkeypatch.setattr(runpool, "cached_run", _counted_run)
     config = _configs()[0]
@@ -243,7 +243,7 @@ def _fragment_then_reset() -> tuple[float, float]:
 @pytest.mark.skipif(not Path("/proc/self/clear_refs").exists(), reason="the peak restarts on Linux only")
 def test_a_dask_worker_gives_back_small_objects_freed_around_ones_that_live_on():
     """pymalloc would keep every arena one live object pins: the worker's next record would count them."""
-    from gupsim.sweep import close_client, open_client
+    from gupsim.cluster import close_client, open_client
 
     client = open_client(None, 1, processes=True)
     try:
@@ -319,3 +319,27 @@ def test_a_kept_run_is_not_reused_once_its_machines_cycle_table_is_edited(tmp_pa
     table.write_text(table.read_text().replace("\n32,", "\n32,1", 1))
     records()
     assert len(ran) == 2  # an edited table: run again
+
+
+def test_an_unreadable_kept_run_is_run_again_with_one_line_not_a_traceback(tmp_path, caplog, recwarn):
+    config = _configs()[1]
+    first = SerialPool(tmp_path).records([config])[0]
+    (pickle,) = tmp_path.rglob("output.pkl")
+    pickle.write_bytes(pickle.read_bytes()[:40])  # a disk filled while it was written
+    caplog.clear()
+    with caplog.at_level("INFO", logger="gupsim.runpool"):
+        again = SerialPool(tmp_path).records([config])[0]
+    assert _model([again]).equals(_model([first]))
+    assert not [w for w in recwarn if "Exception while loading" in str(w.message)]  # joblib's traceback
+    lines = [r.getMessage() for r in caplog.records if r.name == "gupsim.runpool"]
+    assert lines[0].startswith("kept run unreadable, dropped and run again: baseline on 2x2x2")
+    assert str(pickle.parent) in lines[0]
+    assert lines[1].endswith("(run again: its kept record was unreadable)")
+    with caplog.at_level("INFO", logger="gupsim.runpool"):
+        SerialPool(tmp_path).records([config])
+    assert caplog.records[-1].getMessage().endswith("(kept, reused)")  # the new record was kept
+    pickle.write_bytes(b"")
+    from gupsim.runpool import kept_runs
+
+    table = kept_runs(tmp_path)
+    assert len(table) == 0 and table.attrs["unreadable"] == 1  # counted, not listed as a run

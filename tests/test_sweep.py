@@ -157,6 +157,26 @@ def test_ctrl_c_keeps_finished_points_and_the_sweep_resumes(tmp_path):
     assert len(ResultsStore(store).done_keys()) == 12
 
 
+def test_ctrl_c_in_a_terminal_stops_worker_processes_without_their_tracebacks(tmp_path):
+    # A terminal sends SIGINT to the whole process group: gupsim and its Dask worker processes.  Each
+    # worker's asyncio runner had printed a KeyboardInterrupt traceback before gupsim's own line.
+    path = _sweep_file(tmp_path, {"shape": ["8x4x4"], "algorithm": ["baseline", "routed"], "updates": [4096],
+                                  "seed": [0, 1, 2]})
+    store = tmp_path / "store"
+    argv = GUPSIM + ["sweep", str(path), "--store", str(store), "--workers", "1", "--no-progress"]
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            start_new_session=True)
+    deadline = time.time() + 120
+    while not list((store / "parts").glob("*.parquet")) and time.time() < deadline:
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, f"the sweep was not interrupted (exit {proc.returncode}): {err}"
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    assert err.strip().splitlines()[-1].startswith("gupsim: interrupted: ")
+
+
 def test_a_corrupt_store_is_one_line(tmp_path):
     store = ResultsStore(tmp_path / "s")
     (store.path / "results.parquet").write_bytes(b"PAR1 not really")
