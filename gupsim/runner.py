@@ -100,14 +100,14 @@ def preflight(run: RunConfig, telemetry: Collection[str] = ()) -> str:
     from gupsim.simulation import check_algorithm, check_memory, check_network
     from gupsim.telemetry import check_available
 
+    stream_layout(run)  # a run past its HPCC slices is one line, whichever engine would have run it
+    check_network(run)
+    check_available(run, telemetry)  # first: telemetry this network cannot give is refused on any engine
     if telemetry and run.engine == "fast":
         # Named as both gupsim run's flags and a sweep's record keys, since either may have asked for it.
         raise GupsimError("telemetry (per-link data, histograms, samples: --links, --histograms, "
                           "--sample-interval-s, or a sweep's record keys) needs the SimPy engine: "
                           "set the engine to simpy or auto")
-    stream_layout(run)  # a run past its HPCC slices is one line, whichever engine would have run it
-    check_network(run)
-    check_available(run, telemetry)
     engine = "simpy" if telemetry else fast.choose_engine(run)
     {"fast": fast.check_memory, "simpy": check_memory}[engine](run)
     check_algorithm(run)  # after the memory estimate: a shape too large is refused before its topology is made

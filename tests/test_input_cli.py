@@ -251,9 +251,13 @@ SWITCHED = [("hypatia-ib", "baseline", "fat-tree"), ("hypatia-dv", "dv", "data-v
 @pytest.mark.parametrize("machine, algorithm, network", SWITCHED)
 @pytest.mark.parametrize("flag, key", [("--links", "record.links"),
                                        ("--sample-interval-s", "record.sample_interval_s")])
-def test_telemetry_a_switched_network_cannot_give_is_refused_before_the_run(machine, algorithm, network, flag, key):
-    """It had been a traceback (AttributeError) after the whole run."""
-    argv = ["run", "--machine", machine, "--algorithm", algorithm, "--shape", "2x2x2", "--updates", "64", flag]
+@pytest.mark.parametrize("engine", [[], ["--engine", "fast"]])
+def test_telemetry_a_switched_network_cannot_give_is_refused_before_the_run(machine, algorithm, network, flag, key,
+                                                                            engine):
+    """It had been a traceback (AttributeError) after the whole run.  With ``--engine fast`` the line had said
+    to use SimPy, whose run was then refused with this line."""
+    argv = ["run", "--machine", machine, "--algorithm", algorithm, "--shape", "2x2x2", "--updates", "64", *engine,
+            flag]
     line = _one_error_line(_invoke(*argv, *(["1e-6"] if flag == "--sample-interval-s" else [])),
                            f"{flag} (a sweep's {key}) is not available on a {network} network (machine {machine})")
     assert "Error" not in line  # no exception's name or pydantic wording

@@ -56,16 +56,20 @@ def test_baseline_message_histogram_is_its_bucket_sizes():
 SENT = {
     "baseline": lambda sim, rec: (rec["alg_messages_sent"], sim.algorithm.updates_sent),
     "routed": lambda sim, rec: (rec["alg_packets_sent"], sim.algorithm.packet_updates),  # a message is a packet
+    "routed-split": lambda sim, rec: (rec["alg_packets_sent"], sim.algorithm.packet_updates),
     "dv": lambda sim, rec: (rec["packets_injected"], sim.total_updates),  # a packet per update, local ones too
 }
 
 
 @pytest.mark.parametrize("machine, algorithm", [
-    ("bgp", "baseline"), ("bgp", "routed"), ("hypatia-ib", "baseline"), ("hypatia-dv", "dv")])
+    ("bgp", "baseline"), ("bgp", "routed"), ("bgp", "routed-split"), ("hypatia-ib", "baseline"),
+    ("hypatia-dv", "dv")])
 def test_histograms_count_every_packet_on_dma_and_switched_networks(machine, algorithm):
     """BG/P's DMA network, the fat tree and the Data Vortex launch packets their own way (their histograms were
     empty); each must reach the hook."""
-    cfg = make_run_config(machine=load_machine(machine), shape="2x2x2", algorithm=algorithm, updates_per_process=64)
+    cores = {"cpu.processes_per_node": 4} if algorithm == "routed-split" else {}  # its router and worker cores
+    cfg = make_run_config(machine=load_machine(machine, cores), shape="2x2x2", algorithm=algorithm,
+                          updates_per_process=64)
     sim, record = simulate(cfg, Telemetry(histograms=True))
     per_packet = {float(k): v for k, v in record["histograms"]["updates_per_packet"].items()}
     per_message = {float(k): v for k, v in record["histograms"]["updates_per_message"].items()}
