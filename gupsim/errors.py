@@ -23,6 +23,15 @@ def cannot_write(what: str, path: Path | str, exc: OSError) -> GupsimError:
     return GupsimError(f"{what} {path}: {why}")
 
 
+def probe_write(folder: Path, name: str) -> None:
+    """Make ``folder``, then write and delete the empty file ``name`` in it: the OSError a real write there
+    would meet (a folder that is a file, a read-only place), raised before any work depends on the write."""
+    folder.mkdir(parents=True, exist_ok=True)
+    probe = folder / name
+    probe.touch()
+    probe.unlink()
+
+
 class UnknownNameError(GupsimError):
     """A name (machine, algorithm, topology, ...) that is not registered."""
 

@@ -39,7 +39,7 @@ from typing import Any
 
 import pandas as pd
 
-from gupsim.errors import GupsimError
+from gupsim.errors import GupsimError, probe_write
 
 #: A temporary part older than this was left by a write that stopped; a younger one may be in flight.
 STALE_TMP_S = 600.0
@@ -132,9 +132,7 @@ class ResultsStore:
 
     def check_writable(self) -> None:
         """Raise the OSError a write would meet (a read-only ``parts/``), before any point runs."""
-        probe = self.parts / f".probe.{os.getpid()}.tmp"
-        probe.touch()
-        probe.unlink()
+        probe_write(self.parts, f".probe.{os.getpid()}.tmp")
 
     # ------------------------------------------------------------------ reading
 

@@ -38,7 +38,7 @@ from typing import Callable
 
 import numpy as np
 
-from gupsim.errors import GupsimError, cannot_write
+from gupsim.errors import GupsimError, cannot_write, probe_write
 from gupsim.fast import core as c, credits as cr, tables as tb
 from gupsim.memory import peak_rss_mb
 
@@ -125,11 +125,8 @@ def _log_progress(checkpoint: Checkpoint, ctr: np.ndarray, total_updates: int, w
 
 def _check_writable(path: Path) -> None:
     """Refuse, in one line, a checkpoint that could not be saved (its folder is a file, or read-only)."""
-    tmp = path.with_name(path.name + ".part")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.touch()
-        tmp.unlink()
+        probe_write(path.parent, path.name + ".part")
     except OSError as exc:
         raise cannot_write("checkpoint", path, exc) from None
 
