@@ -353,19 +353,22 @@ def kept_runs(cache_dir: Path, code: str | None = None) -> Any:
         try:
             args = json.loads((folder / "metadata.json").read_text())["input_args"]
             run_code, config = ast.literal_eval(args["code"]), json.loads(ast.literal_eval(args["key"]))
-        except (OSError, ValueError, KeyError, SyntaxError):
-            continue  # not a kept run (joblib keeps nothing else here), or its call not yet finished
+            machine = config["machine"]
+            what = {"machine": machine["name"], "algorithm": config["algorithm"], "shape": config["shape"],
+                    "updates_per_process": config["updates_per_process"], "seed": config["seed"],
+                    "routing": (machine.get("network") or {}).get("routing", "")}
+        except (OSError, ValueError, KeyError, SyntaxError, TypeError, AttributeError):
+            continue  # not a kept run's (joblib keeps nothing else here), or its call not yet finished
         try:
             record = joblib.load(folder / "output.pkl")
         except Exception:  # noqa: BLE001 - a damaged pickle raises whatever unpickling met
             unreadable += 1  # counted, not listed: the next reproduction runs it again (cached_run)
             continue
-        machine = config["machine"]
+        if not isinstance(record, dict):
+            unreadable += 1
+            continue
         rows.append({
-            "reused": run_code == code, "code": run_code, "machine": machine["name"],
-            "algorithm": config["algorithm"], "shape": config["shape"],
-            "processes": record.get("processes"), "updates_per_process": config["updates_per_process"],
-            "routing": (machine.get("network") or {}).get("routing", ""), "seed": config["seed"],
+            "reused": run_code == code, "code": run_code, **what, "processes": record.get("processes"),
             "events": record.get("events"), "wall_s": record.get("wall_s"),
             "events_per_wall_s": record.get("events_per_s"), "peak_rss_mb": record.get("peak_rss_mb"),
             "gups": record.get("gups"),

@@ -343,3 +343,19 @@ def test_an_unreadable_kept_run_is_run_again_with_one_line_not_a_traceback(tmp_p
 
     table = kept_runs(tmp_path)
     assert len(table) == 0 and table.attrs["unreadable"] == 1  # counted, not listed as a run
+
+
+def test_kept_runs_skips_a_folder_whose_call_record_is_not_a_runs(tmp_path):
+    """A metadata file naming a configuration that is not one (edited by hand, another tool's cache) had
+    been a TypeError traceback in gupsim runs."""
+    import json
+
+    from gupsim.runpool import kept_runs
+
+    SerialPool(tmp_path).records([_configs()[1]])
+    (meta,) = tmp_path.rglob("metadata.json")
+    data = json.loads(meta.read_text())
+    data["input_args"]["key"] = repr(json.dumps([1, 2]))
+    meta.write_text(json.dumps(data))
+    table = kept_runs(tmp_path)
+    assert len(table) == 0 and table.attrs["unreadable"] == 0
