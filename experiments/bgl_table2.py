@@ -65,4 +65,5 @@ def reproduce(quick: bool = False, inputs: dict | None = None) -> Comparison:
         ),
         wall_s=time.perf_counter() - t0,
         shown=["topology"],
+        fitted={(65536, "cpu_bound_gups"): "t_o^p (cpu.packet_overhead_cycles) fitted on it"},
     )

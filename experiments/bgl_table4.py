@@ -215,4 +215,9 @@ def reproduce(quick: bool = False, inputs: dict | None = None, pool: RunPool = S
         shown=["shape", "sim_send_blocking_factor", "sim_send_blocking_factor_polled", "sim_updates_per_packet",
                "sim_software_hops", "sim_lookup_miss_cycles", "sim_link_utilisation_mean"],
         remarks=[remark] if remark else [],
+        fitted={(FIT_ROW, "cycles_per_update"): "cpu.route_hop_cycles fitted on its cycles per update",
+                (FIT_ROW, "gups"): "follows from the fitted cycles per update (the row runs at its CPU rate)",
+                (FIT_ROW, "cpu_bound_gups"): "the projection takes its hop cost from this row"},
+        derived={"cpu_bound_gups": f"the paper's projection with the hop cost of the fitted N = {FIT_ROW} row: "
+                                   "it checks the mean software hops only"},
     )

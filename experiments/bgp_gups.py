@@ -24,7 +24,8 @@ table gives two analytic upper bounds, both derived here for each algorithm:
 Per-core cycle costs (all assumed, seed 002 gives none for BG/P; see
 configs/machines/bgp.yaml): ``t_g + t_o^s`` = 18 and ``t_u`` = 86 (BG/L, seed
 000 §5.2), raw send/receive from seed 000 Table 1, ``t_o^p`` = 2.08 and
-``route_hop_cycles`` = 114.8 (fitted on BG/L Tables 2 and 4), hand-off 10
+``route_hop_cycles`` (BG/L's fits on Tables 2 and 4, made with the pool buffer order
+this DMA model uses), hand-off 10
 (assumed, gupsim/algorithms/routed_split.py), all at 850 MHz.
 
 There is no published BG/P GUPS table, so nothing here has a published

@@ -87,11 +87,11 @@ def comparison(name: str, title: str, reference: dict, simulated: dict, toleranc
     frame = compare(ref, sim, "observation", ["value"])
     if extra is not None:
         frame = pd.concat([frame, extra], ignore_index=True)
-    cal = {(k, "value"): "Calibration row (the constant was fitted on it)." for k, v in reference.items()
+    cal = {(k, "value"): "a constant fitted on it (see the method)" for k, v in reference.items()
            if v.get("role") == "calibration"}
     return Comparison(name=name, title=title, key="observation", frame=frame, targets={"value": tolerance},
-                      notes=cal | (notes or {}), method=method, wall_s=time.perf_counter() - t0,
-                      shown=["unit", "role", "source"], plot=plot)
+                      notes=notes or {}, method=method, wall_s=time.perf_counter() - t0,
+                      shown=["unit", "role", "source"], plot=plot, fitted=cal)
 
 
 def axes(ncols: int = 2):

@@ -17,7 +17,9 @@ link's bandwidth,
 86``, and "b = 32 + 14 = 44".  The arithmetic in that sentence is off: 32 +
 14 = 46, and Table 2's network column is what b = 46 gives (equivalently,
 b = 44 at 167.4 MB/s).  The physical wire bytes of a one-chunk packet with
-BG/L's 8-byte header and 4-byte trailer are 32 + 12 = 44.  :func:`bounds`
+BG/L's 8-byte header and 4-byte trailer outside its 32-byte chunk are 32 + 12
+= 44 (gupsim's reading, after §5.2; §5.1 puts the header inside the packet's
+n x 32 bytes: docs/model.md §3).  :func:`bounds`
 reports both: ``network_bound_gups`` with the wire bytes of the machine
 model, ``network_bound_gups_paper`` with the paper's 32 + 14.
 """

@@ -76,6 +76,14 @@ class Comparison:
     remarks: list[str] = field(default_factory=list)  # paragraphs the docs always show (e.g. on model columns)
     checks: list[str] = field(default_factory=list)  # summary lines of a table with no published column
     machines: str = field(default_factory=machine_files_digest)  # the machine files it was made with
+    #: Cells a constant was fitted on, (key, column) -> what was fitted there; (key, "*") is every compared
+    #: column of the row.  They agree by construction, so they are marked "(fit)" and left out of the counts.
+    fitted: dict[tuple[Any, str], str] = field(default_factory=dict)
+    #: Compared columns computed from a fitted value (they agree in part by construction) -> how.
+    derived: dict[str, str] = field(default_factory=dict)
+
+    def is_fitted(self, key: Any, column: str) -> bool:
+        return (key, column) in self.fitted or (key, "*") in self.fitted
 
     def errors(self, column: str) -> pd.Series:
         return self.frame[f"rel_err_{column}"]
@@ -100,16 +108,30 @@ class Comparison:
                 if err_col not in self.frame:
                     continue
                 err = self.frame[err_col].abs().dropna()
+                if column in self.derived and err_col == f"rel_err_{column}":
+                    label = f"{column} ({self.derived[column]})"
+                judged = [not self.is_fitted(k, column) for k in self.frame.loc[err.index, self.key]]
+                fits, err = len(err) - sum(judged), err[judged]  # an analytic model column uses the fit too
+                fit_text = f"; {fits} fitted row{'s' if fits > 1 else ''} not counted" if fits else ""
                 if err.empty:
-                    lines.append(f"{self.name}: {label}: no simulated rows")
+                    lines.append(f"{self.name}: {label}: " + (f"every simulated row is a fit ({fits}): nothing "
+                                                              "judged" if fits else "no simulated rows"))
                     continue
                 worst_key = self.frame.loc[err.idxmax(), self.key]
                 missed = int((err > target).sum())
                 lines.append(
                     f"{self.name}: {label}: mean |err| {err.mean():.1%}, worst {err.max():.1%} "
-                    f"({self.key}={worst_key}); target {target:.0%}: {len(err) - missed}/{len(err)} rows within"
+                    f"({self.key}={worst_key}); target {target:.0%}: {len(err) - missed}/{len(err)} judged rows "
+                    f"within{fit_text}"
                 )
         return lines + [f"{self.name}: {line}" for line in self.checks]
+
+    def fitted_lines(self) -> list[str]:
+        """One line per fitted row: the columns it fixes and what was fitted on it."""
+        by_row: dict[Any, list[str]] = {}
+        for (key, column), what in self.fitted.items():
+            by_row.setdefault((key, what), []).append("every compared column" if column == "*" else column)
+        return [f"{self.key}={key} ({', '.join(columns)}): {what}" for (key, what), columns in by_row.items()]
 
     def figures(self, out_dir: Path) -> list[Path]:
         """Write the experiment's figures (if it has a plotter) and return their paths."""
@@ -280,7 +302,9 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
-def markdown_table(frame: pd.DataFrame, columns: list[str], err_columns: set[str]) -> str:
+def markdown_table(frame: pd.DataFrame, columns: list[str], err_columns: set[str],
+                   fitted: Callable[[Any, str], bool] = lambda row, column: False) -> str:
+    """A Markdown table; an error cell that ``fitted(row, column)`` marks reads "+0.0% (fit)"."""
     head = "| " + " | ".join(columns) + " |"
     rule = "|" + "|".join("---" for _ in columns) + "|"
     rows = []
@@ -289,7 +313,7 @@ def markdown_table(frame: pd.DataFrame, columns: list[str], err_columns: set[str
         for c in columns:
             v = row[c]
             if c in err_columns and isinstance(v, (float, np.floating)) and not math.isnan(v):
-                cells.append(f"{v:+.1%}")
+                cells.append(f"{v:+.1%}" + (" (fit)" if fitted(row, c.removeprefix("rel_err_")) else ""))
             else:
                 cells.append(_fmt(v))
         rows.append("| " + " | ".join(cells) + " |")
@@ -307,8 +331,12 @@ def comparison_markdown(c: Comparison, figures_dir: Path | None = None, command:
             if path.suffix == ".png":
                 parts += [f"![{c.title}]({figures_dir.name}/{path.name})", ""]
     err_columns = {col for col in c.frame.columns if "rel_err_" in col}
-    parts += [markdown_table(c.frame, cols, err_columns), "", "Summary:", ""]
+    parts += [markdown_table(c.frame, cols, err_columns, lambda row, column: c.is_fitted(row[c.key], column)),
+              "", "Summary:", ""]
     parts += [f"- {line}" for line in c.summary_lines()]
+    if c.fitted:
+        parts += ["", "Rows a constant was fitted on (marked \"(fit)\"; they agree by construction and are not "
+                  "counted above):", ""] + [f"- {line}" for line in c.fitted_lines()]
     misses = c.misses()
     if misses:
         parts += ["", "Rows worse than their target:", ""]

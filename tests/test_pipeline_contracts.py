@@ -318,8 +318,24 @@ def test_a_miss_is_an_error_beyond_the_target_either_way():
 
 def test_the_summary_gives_mean_and_worst_absolute_error_and_counts_the_target_itself_as_within():
     c = _comparison([10.0, 10.0, 4.0], [11.0, 7.0, 5.0], 0.25)  # +10%, -30%, +25% (exactly)
-    assert c.summary_lines() == ["t: gups: mean |err| 21.7%, worst 30.0% (n=2); target 25%: 2/3 rows within"]
+    assert c.summary_lines() == ["t: gups: mean |err| 21.7%, worst 30.0% (n=2); target 25%: 2/3 judged rows within"]
     assert c.misses() == [(2, "gups", pytest.approx(-0.3), 0.25)]
+
+
+def test_a_fitted_row_is_marked_on_the_page_named_with_its_fit_and_left_out_of_the_counts():
+    """A fitted row agrees by construction: counting it as a pass had made a table of fits read '3/3 within'."""
+    from gupsim.validation import comparison_markdown
+
+    c = _comparison([10.0, 10.0, 4.0], [10.0, 7.0, 5.0], 0.25, fitted={(1, "gups"): "x fitted on it"})
+    assert c.summary_lines() == ["t: gups: mean |err| 27.5%, worst 30.0% (n=2); target 25%: 1/2 judged rows "
+                                 "within; 1 fitted row not counted"]
+    text = comparison_markdown(c)
+    assert "| 1 | 10 | 10 | +0.0% (fit) |" in text and "| 2 | 10 | 7 | -30.0% |" in text
+    assert "- n=1 (gups): x fitted on it" in text
+    everything = _comparison([10.0, 4.0], [10.0, 4.0], 0.25, fitted={(1, "*"): "a", (2, "gups"): "b"})
+    assert everything.summary_lines() == ["t: gups: every simulated row is a fit (2): nothing judged"]
+    derived = _comparison([10.0], [11.0], 0.25, derived={"gups": "from a fit"})
+    assert derived.summary_lines()[0].startswith("t: gups (from a fit): mean |err| 10.0%")
 
 
 def test_a_miss_is_explained_by_its_own_note_before_its_rows_and_its_columns():
@@ -356,7 +372,7 @@ def test_the_files_digest_follows_names_as_well_as_bytes_and_not_the_order_given
     assert files_digest([renamed, b], tmp_path, 10) != both
 
 
-def test_only_calibration_rows_carry_the_calibration_note():
+def test_only_calibration_rows_are_marked_fitted():
     import time
 
     from gupsim.bgp import comparison
@@ -365,8 +381,10 @@ def test_only_calibration_rows_carry_the_calibration_note():
                  "judged": {"value": 2.0, "unit": "us", "source": "s"}}
     c = comparison("x", "X", reference, {"fitted": 1.0, "judged": 3.0}, 0.1, "", time.perf_counter())
     assert list(c.frame["role"]) == ["calibration", "judged"]
-    assert set(c.notes) == {("fitted", "value")}
+    assert set(c.fitted) == {("fitted", "value")}
     assert c.misses() == [("judged", "value", 0.5, 0.1)]
+    assert c.summary_lines() == ["x: value: mean |err| 50.0%, worst 50.0% (observation=judged); target 10%: 0/1 "
+                                 "judged rows within; 1 fitted row not counted"]
 
 
 # --------------------------------------------------------------------------- plots

@@ -24,7 +24,12 @@ The process loop is Figure 1:
    waiting and its receive bucket is empty, receive it (Table 1 receive
    cycles) and route its updates (Figure 2); stop at the first update whose
    next bucket is full -- the rest stays in the receive bucket, and the
-   dimension's next packet stays in the network;
+   dimension's next packet stays in the network.  Every pass first tries
+   again to route what a receive bucket kept, even when no packet has
+   arrived: Figure 1 calls ``routeUpdates(recvbuf[dim])`` only inside
+   "while (packet available on dim)", which read literally would leave those
+   updates until the dimension's next packet came.  That reading is gupsim's
+   repair of the pseudo-code, not the seed's text;
 3. *form*: if no bucket is full, generate one update and route it.
 
 **Two SBFs.**  When a pass does nothing, the model sleeps until a packet
