@@ -41,6 +41,7 @@ from __future__ import annotations
 import gc
 import hashlib
 import itertools
+import json
 import logging
 import math
 import queue
@@ -51,7 +52,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from gupsim.errors import GupsimError
-from gupsim.runner import run
+from gupsim.runner import resolved_config, run
 from gupsim.simulation import RunConfig
 from gupsim.topology import parse_shape
 from gupsim.validation import files_digest
@@ -75,15 +76,22 @@ def code_digest() -> str:
 
 
 def _run_keyed(config: RunConfig, key: str, code: str, inputs: str, checkpoint: Any = None) -> dict[str, Any]:
-    """``run(config)``; joblib keys the kept record by ``key`` (the configuration's JSON), ``code`` and
+    """``run(config)``; joblib keys the kept record by ``key`` (:func:`config_json`), ``code`` and
     ``inputs`` (the bytes of the files the machine reads: an edited cycle table is another run)."""
     return run(config, checkpoint=checkpoint)
+
+
+def config_json(config: RunConfig) -> str:
+    """The configuration as JSON, without the folder its machine file was read from: the same run made in
+    another checkout is the same run (what that file reads is keyed by its bytes, ``inputs_digest``).  The
+    sweep's point key leaves it out too (:func:`gupsim.runner.resolved_config`)."""
+    return json.dumps(resolved_config(config), sort_keys=True)
 
 
 def run_key(config: RunConfig, code: str) -> str:
     """The name of one run made by one version of the code: ``code`` and a hash of the configuration, with the
     bytes of the files its machine reads (:attr:`gupsim.config.MachineConfig.inputs_digest`)."""
-    blob = config.model_dump_json() + config.machine.inputs_digest
+    blob = config_json(config) + config.machine.inputs_digest
     return f"{code}-{hashlib.sha256(blob.encode()).hexdigest()[:20]}"
 
 
@@ -177,7 +185,7 @@ _UNREADABLE = object()
 
 def _keyed_args(config: RunConfig, cache_dir: str, code: str) -> tuple:
     """The arguments of :func:`_run_keyed` for ``config``: what joblib keys its kept record by."""
-    return config, config.model_dump_json(), code, config.machine.inputs_digest, checkpoint_for(config, cache_dir, code)
+    return config, config_json(config), code, config.machine.inputs_digest, checkpoint_for(config, cache_dir, code)
 
 
 def _kept_record(memo: Any, args: tuple) -> Any:
@@ -313,7 +321,7 @@ class DaskPool:
 
     def _run(self, config: RunConfig) -> Future:
         """The run of ``config``, queued once however many tables ask for it (they ask from their threads)."""
-        key = config.model_dump_json()
+        key = config_json(config)
         with self._lock:
             if key not in self._runs:
                 origin = _origin(config, self.cache_dir, self.code)
@@ -342,7 +350,6 @@ def kept_runs(cache_dir: Path, code: str | None = None) -> Any:
     ``attrs["unreadable"]``."""
     import ast
     import datetime
-    import json
 
     import joblib
     import pandas as pd

@@ -359,3 +359,31 @@ def test_kept_runs_skips_a_folder_whose_call_record_is_not_a_runs(tmp_path):
     meta.write_text(json.dumps(data))
     table = kept_runs(tmp_path)
     assert len(table) == 0 and table.attrs["unreadable"] == 0
+
+
+def test_a_kept_run_is_reused_from_another_checkout_of_the_same_code(tmp_path, monkeypatch):
+    """The key had held the machine file's absolute path, so a clone or a worktree re-ran every kept run."""
+    import gupsim.runpool as runpool
+    from gupsim.runpool import checkpoint_for, code_digest, run_key
+
+    import shutil
+
+    from gupsim.config import MACHINES_DIR
+
+    config = _configs()[1]
+    table = (MACHINES_DIR / "bgl.yaml").parent / load_machine("bgl").cpu.raw_device_cycle_table
+    other = tmp_path / "clone" / "configs" / "machines"  # its ../../../shared is tmp_path/shared, as in the repo
+    other.mkdir(parents=True)
+    shutil.copy(MACHINES_DIR / "bgl.yaml", other / "bgl.yaml")
+    (tmp_path / "shared" / "reference").mkdir(parents=True)
+    shutil.copy(table, tmp_path / "shared" / "reference" / table.name)
+    moved = make_run_config(machine=load_machine(str(other / "bgl.yaml")), shape=config.shape,
+                            algorithm=config.algorithm, updates_per_process=config.updates_per_process)
+    assert moved.machine.source_path != config.machine.source_path
+    runs = tmp_path / "runs"
+    assert run_key(moved, "c") == run_key(config, "c")
+    assert checkpoint_for(moved, str(runs), "c").key == checkpoint_for(config, str(runs), "c").key
+    first = SerialPool(runs).records([config])[0]
+    monkeypatch.setattr(runpool, "run", lambda c, checkpoint=None: pytest.fail("ran again"))
+    assert SerialPool(runs).records([moved]) == [first]
+    assert runpool.kept_runs(runs, code_digest())["reused"].tolist() == [True]
