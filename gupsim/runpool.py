@@ -160,27 +160,25 @@ def _trim_malloc() -> None:
         pass
 
 
-def cached_run(config: RunConfig, cache_dir: str | None, code: str) -> dict[str, Any]:
-    """The record of ``config``: from ``cache_dir`` if this code already ran it, else run (resuming its
-    checkpoint if one was kept) and keep it."""
+def cached_run(config: RunConfig, cache_dir: str | None, code: str) -> tuple[str, dict[str, Any]]:
+    """Where the record of ``config`` came from, for the log, and the record: from ``cache_dir`` if this code
+    already ran it ("kept, reused"), else run, resuming its checkpoint if one was kept, and kept."""
     reset_peak_rss()
     if cache_dir is None:
-        return run(config)
+        return "run", run(config)
     memo, args = _keyed(cache_dir), _keyed_args(config, cache_dir, code)
-    kept = _kept_record(memo, args)
-    if kept is _UNREADABLE:
-        # joblib would print its loading traceback as a warning and run again; say it in one line instead
-        ref = memo.call_and_shelve(*args)
-        log.warning("kept run unreadable, dropped and run again: %s (%s)", describe(config),
-                    Path(ref.store_backend.location, ref.func_id, ref.args_id))
-        ref.clear()
-    elif kept is not None:
-        return kept
-    return memo(*args)
-
-
-#: What :func:`_kept_record` gives for a kept record that cannot be loaded (a truncated or corrupt pickle).
-_UNREADABLE = object()
+    origin = "resumed from its checkpoint" if args[-1].path.exists() else "run"
+    if memo.check_call_in_cache(*args):
+        kept = memo.call_and_shelve(*args)  # a reference to the kept record: nothing is run
+        try:
+            return "kept, reused", kept.get()
+        except Exception:  # noqa: BLE001 - whatever unpickling a damaged file raises
+            # joblib would print its loading traceback as a warning and run again; say it in one line instead
+            log.warning("kept run unreadable, dropped and run again: %s (%s)", describe(config),
+                        Path(kept.store_backend.location, kept.func_id, kept.args_id))
+            kept.clear()
+            origin = "run again: its kept record was unreadable"
+    return origin, memo(*args)
 
 
 def _keyed_args(config: RunConfig, cache_dir: str, code: str) -> tuple:
@@ -188,34 +186,11 @@ def _keyed_args(config: RunConfig, cache_dir: str, code: str) -> tuple:
     return config, config_json(config), code, config.machine.inputs_digest, checkpoint_for(config, cache_dir, code)
 
 
-def _kept_record(memo: Any, args: tuple) -> Any:
-    """The record kept for this call, None if none is kept, or :data:`_UNREADABLE`."""
-    if not memo.check_call_in_cache(*args):
-        return None
-    try:
-        return memo.call_and_shelve(*args).get()  # a reference to the kept output (nothing is run), then loaded
-    except Exception:  # noqa: BLE001 - whatever unpickling a damaged file raises
-        return _UNREADABLE
-
-
 def describe(config: RunConfig) -> str:
     """One run in a few words: algorithm, partition, processes per node, run length."""
     ppn = config.machine.cpu.processes_per_node
     return (f"{config.algorithm} on {config.shape}" + (f" ({ppn} per node)" if ppn > 1 else "")
             + f", {config.updates_per_process:,} updates per process")
-
-
-def _origin(config: RunConfig, cache_dir: str | None, code: str) -> str:
-    """Where a run's record will come from, for the log: a kept record, a kept checkpoint, or a new run."""
-    if cache_dir is None:
-        return "run"
-    args = _keyed_args(config, cache_dir, code)
-    kept = _kept_record(_keyed(cache_dir), args)
-    if kept is _UNREADABLE:
-        return "run again: its kept record was unreadable"
-    if kept is not None:
-        return "kept, reused"
-    return "resumed from its checkpoint" if args[-1].path.exists() else "run"
 
 
 def _log_done(config: RunConfig, origin: str, record: dict[str, Any]) -> None:
@@ -268,9 +243,9 @@ class SerialPool:
     def records(self, configs: list[RunConfig]) -> list[dict[str, Any]]:
         out = []
         for config in configs:
-            origin = _origin(config, self.cache_dir, self.code)
-            out.append(cached_run(config, self.cache_dir, self.code))
-            _log_done(config, origin, out[-1])
+            origin, record = cached_run(config, self.cache_dir, self.code)
+            _log_done(config, origin, record)
+            out.append(record)
         return out
 
 
@@ -317,16 +292,15 @@ class DaskPool:
 
     def records(self, configs: list[RunConfig]) -> list[dict[str, Any]]:
         futures = [self._run(c) for c in configs]
-        return [dict(f.result()) for f in futures]  # a copy each: two tables may share one run
+        return [dict(f.result()[1]) for f in futures]  # a copy each: two tables may share one run
 
     def _run(self, config: RunConfig) -> Future:
         """The run of ``config``, queued once however many tables ask for it (they ask from their threads)."""
         key = config_json(config)
         with self._lock:
             if key not in self._runs:
-                origin = _origin(config, self.cache_dir, self.code)
                 future = self._runs[key] = self.call(run_cost(config), cached_run, config, self.cache_dir, self.code)
-                future.add_done_callback(lambda f: f.exception() or _log_done(config, origin, f.result()))
+                future.add_done_callback(lambda f: f.exception() or _log_done(config, *f.result()))
             return self._runs[key]
 
     def close(self) -> None:

@@ -240,7 +240,7 @@ def test_a_dask_pool_runs_each_distinct_configuration_even_on_one_shape(monkeypa
     import gupsim.runpool as runpool
     from gupsim.runpool import DaskPool
 
-    monkeypatch.setattr(runpool, "cached_run", lambda config, cache_dir, code: {"seed": config.seed})
+    monkeypatch.setattr(runpool, "cached_run", lambda config, cache_dir, code: ("run", {"seed": config.seed}))
     bgl = load_machine("bgl")
     configs = [make_run_config(machine=bgl, shape="2x2x2", algorithm="baseline", updates_per_process=64, seed=s)
                for s in (0, 1, 0)]

@@ -52,7 +52,7 @@ def test_dask_pool_returns_the_serial_records_in_order_and_hands_errors_back():
 def _counted_run(config, cache_dir, code):
     with open(f"{cache_dir}/calls", "a") as f:  # Dask pickles the task: count in a file
         f.write("run\n")
-    return {"gups": 1.0}
+    return "run", {"gups": 1.0}
 
 
 def test_dask_pool_runs_a_configuration_asked_for_by_two_tables_once(monkeypatch, tmp_path):
