@@ -94,3 +94,23 @@ def test_profile_fast_refuses_bad_input_in_one_line_before_looking_for_perf(tmp_
         assert out.returncode == 2
         lines = out.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("profile_fast: ") and message in lines[0], out.stderr
+
+
+def test_bench_fast_redraws_a_slope_figure_only_from_every_case(monkeypatch, capsys):
+    """A run of one shape into a fresh --out must not redraw the committed slope figure from that shape."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_fast", BENCH_FAST)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    drawn = []
+    monkeypatch.setattr(bench, "slope_plot", lambda rows, label: drawn.append(label) or {"fit": 1.0})
+
+    def rows(shapes):
+        return [{"label": "slope", "shape": s, "algorithm": a} for a in bench.SLOPE_UPDATES for s in shapes]
+
+    assert bench.slope_plots(rows(["64x32x32"])) == {}
+    assert drawn == []
+    assert "slope: figure not redrawn, its CSV lacks 8x8x8 one-packet" in capsys.readouterr().err
+    assert bench.slope_plots(rows(bench.SLOPE_SHAPES)) == {"slope": {"fit": 1.0}}
+    assert drawn == ["slope"]
