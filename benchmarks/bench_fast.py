@@ -85,7 +85,7 @@ MEMORY = [
 ]
 
 #: §6.2's virtual-node row at 16,384 nodes (32,768 processes) against smaller VN partitions: does a run
-#: there cost more per event than its size predicts (docs/performance.md)?  Two lengths of the big one
+#: there cost more per event than its size predicts (docs/performance-log.md)?  Two lengths of the big one
 #: separate the start and drain from the steady cost per update.
 VN = [("vn", shape, "routed", 4096, {"cpu.processes_per_node": 2}, {}) for shape in ("8x8x8", "16x8x8", "16x16x8")]
 VN += [("vn", "32x32x16", "routed", updates, {"cpu.processes_per_node": 2}, {}) for updates in (256, 1024)]

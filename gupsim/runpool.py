@@ -138,7 +138,7 @@ def reset_peak_rss() -> None:
     processes and their events point at each other), which CPython frees only at a full collection, and a
     worker that goes on to fast runs makes too few objects to trigger one.  Without it the next record
     starts from the dead model's memory: a 2,048-endpoint Data Vortex run left 650 MB, and the regeneration
-    of 2026-11-25 recorded 1,014-1,026 MB for rows of 32-128 processes (docs/performance.md).  Then the
+    of 2026-11-25 recorded 1,014-1,026 MB for rows of 32-128 processes (docs/performance-log.md, eleventh pass).  Then the
     C allocator's free pages go back to the system (glibc's ``malloc_trim``), which is where a Dask worker's
     Python objects live (:func:`gupsim.cluster.open_client`)."""
     gc.collect()
@@ -255,7 +255,7 @@ class DaskPool:
     Several experiments call :meth:`records` from their own threads at once; their runs wait in one
     queue ordered by :func:`run_cost` and go to the cluster only when a worker is free.  (Submitting
     everything to Dask at once let it queue a small task behind an hour-long one on a busy worker while
-    the other worker sat idle: docs/performance.md.)  A configuration asked for by several tables runs
+    the other worker sat idle: docs/performance-log.md.)  A configuration asked for by several tables runs
     once.  A whole task that is not a list of runs (an
     experiment without a pool) takes its place in the same queue (:meth:`call`).  Workers keep
     each record in ``cache_dir`` as their run ends (see the module docstring).

@@ -11,7 +11,7 @@ readable reference (a lazy max-heap of ``(size, destination)``).  Without
   what the lazy heap pops.  Each key carries, in its low ``shift`` bits, the
   slot of its destination in the hash table: moving an entry during a sift
   updates the table without searching it, one cache miss per level instead of
-  two (those misses were most of a pop's cost at 4,096 ranks; docs/performance.md,
+  two (those misses were most of a pop's cost at 4,096 ranks; docs/performance-log.md,
   ninth pass).
 * ``hkey`` / ``hpos``: an open-addressing table (linear probing, Knuth's
   multiplicative hash) from destination to heap position, emptied by
