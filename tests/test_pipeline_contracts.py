@@ -186,6 +186,29 @@ def test_the_code_digest_covers_subpackages_and_leaves_out_only_the_presentation
     assert runpool.code_digest() not in (first, second)
 
 
+def test_the_code_digest_ignores_comments_and_docstrings(tmp_path, monkeypatch):
+    """Editing what a model module says (its comments, docstrings) keeps kept runs; editing what it does,
+    a string it computes with included, does not."""
+    import os
+
+    import gupsim.runpool as runpool
+
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    model = pkg / "model.py"
+    monkeypatch.setattr(runpool, "PACKAGE_DIR", pkg)
+
+    def digest(text):
+        model.write_text(text)
+        os.utime(model, ns=(1, len(text)))  # a new version of the file, whatever the file system's clock
+        return runpool.code_digest()
+
+    first = digest('"""Doc."""\n# a comment\ndef f(x):\n    """What f does."""\n    return x + 1  # why\n')
+    assert digest('"""Other doc."""\ndef f(x):\n    # other comment\n    return x + 1\n') == first
+    assert digest('def f(x):\n    return x + 2\n') != first
+    assert digest('def f(x):\n    return "x" + 1\n') != first
+
+
 def test_a_run_key_names_the_code_and_the_whole_configuration():
     """Checkpoints are found by run_key: two runs of one shape (another seed, another link rate) need two."""
     from gupsim.runpool import run_key
