@@ -148,18 +148,22 @@ def cli() -> None:
 def run(machine, shape, algorithm, updates, seed, sets, options, log2_table_size, verify, engine, as_json,
         links, histograms, sample_interval_s, checkpoint_path, checkpoint_every_s, no_progress) -> None:
     """Simulate one run and print its record."""
-    from gupsim.reporting import format_record, to_json
+    from gupsim.overrides import parse_set_options
+    from gupsim.reporting import format_record, to_json, what_if
     from gupsim.runner import make_run_config, simulate
     from gupsim.telemetry import Telemetry
 
     m = _load_machine(machine, sets)
+    algorithm_options = _key_values(options, "--option")
     cfg = make_run_config(machine=m, shape=shape, algorithm=algorithm, updates_per_process=updates, seed=seed,
                           verify=verify, log2_table_size=log2_table_size,
-                          algorithm_options=_key_values(options, "--option"), engine=engine)
+                          algorithm_options=algorithm_options, engine=engine)
     telemetry = Telemetry(links=links, histograms=histograms, sample_interval_s=sample_interval_s)
     checkpoint = _checkpoint(cfg, checkpoint_path, checkpoint_every_s, telemetry.wanted)
     with _progress_bar(f"{cfg.shape} {cfg.algorithm}", enabled=not no_progress) as progress:
         sim, record = simulate(cfg, telemetry if telemetry.wanted else None, checkpoint, progress)
+    if sets or options:
+        record["what_if"] = what_if(parse_set_options(sets), algorithm_options)
     if verify:
         result = sim.verify()
         record |= {"verify_errors": result.errors, "verify_table_size": result.table_size,
@@ -225,6 +229,11 @@ def bounds(machine, shape, bytes_per_update, sets, as_json) -> None:
     from gupsim.reporting import format_bounds, to_json
 
     b = compute(_load_machine(machine, sets), shape, bytes_per_update).as_dict()
+    if sets:
+        from gupsim.overrides import parse_set_options
+        from gupsim.reporting import what_if
+
+        b["what_if"] = what_if(parse_set_options(sets), {})
     click.echo(to_json(b) if as_json else format_bounds(b))
 
 

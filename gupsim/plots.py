@@ -29,6 +29,7 @@ from pydantic import (BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt,
                       field_validator, model_validator)
 
 from gupsim.errors import GupsimError
+from gupsim.rate_quality import axis_label, face_colour, is_steady, transient_legend
 
 DIM_NAMES = "xyz"
 
@@ -212,14 +213,17 @@ def plot_scaling(table: pd.DataFrame, out_dir: Path, stem: str = "gups-scaling",
     # Colour: what else varied (e.g. the link rate); marker and line style: the algorithm.
     colour_of = {v: f"C{i}" for i, v in enumerate(sorted({tuple(r) for r in ok[others].itertuples(index=False)}))}
     marker_of = {a: ("o", "s", "^", "D", "v")[i % 5] for i, a in enumerate(sorted(ok["algorithm"].unique()))}
+    ok["_steady"] = [is_steady(row) for _, row in ok.iterrows()]
     for label, group in ok.groupby(series, sort=True):
         label = label if isinstance(label, tuple) else (label,)
-        stats = group.groupby("nodes")["gups"].agg(["mean", "min", "max"]).sort_index()
-        name = ", ".join([str(label[0])] + [f"{s.rsplit('.', 1)[-1]}={_short(v)}" for s, v in zip(others, label[1:])])
-        ax.errorbar(stats.index, stats["mean"], yerr=[stats["mean"] - stats["min"], stats["max"] - stats["mean"]],
-                    marker=marker_of[label[0]], ls="-" if marker_of[label[0]] == "o" else "-.", capsize=3,
-                    color=colour_of[tuple(label[1:])], label=name)
-    # Bounds: one network curve per distinct machine (they differ when links were swept).
+        _draw_series(ax, group, ", ".join([str(label[0])] + [f"{s.rsplit('.', 1)[-1]}={_short(v)}"
+                                                               for s, v in zip(others, label[1:])]),
+                     marker_of[label[0]], colour_of[tuple(label[1:])])
+    # Bounds: one network curve per distinct machine (they differ when links were swept).  Eq. (2) is drawn with
+    # one update per packet, as seed 000 §5.2 evaluates it; an algorithm that packs several updates into a
+    # packet puts fewer wire bytes on the links per update, so its own bound is higher and its points may
+    # lie above the line: the legend names those algorithms (their own bound is network_bound_gups).
+    packers = _packers(ok)
     machines = ok.assign(_m=ok["config_json"].map(lambda s: json.dumps(json.loads(s)["machine"], sort_keys=True)))
     several = machines["_m"].nunique() > 1
     for i, (mjson, group) in enumerate(machines.groupby("_m", sort=True)):
@@ -229,19 +233,51 @@ def plot_scaling(table: pd.DataFrame, out_dir: Path, stem: str = "gups-scaling",
         nodes = [n for n, _ in rows]
         colour = colour_of.get(tuple(group[others].iloc[0]), "0.4") if several else "0.4"
         ax.plot(nodes, [x.network_bound_gups for x in b], ls="--", color=colour, alpha=0.7,
-                label=f"network bound, eq. (2), one update per packet, "
-                      f"{machine.network.link_bytes_per_s / 1e6:g} MB/s links")
+                label=f"network bound, eq. (2), {machine.network.link_bytes_per_s / 1e6:g} MB/s links, "
+                      f"one update per packet")
         if i == 0:
             ax.plot(nodes, [x.cpu_bound_gups for x in b], ls=":", color="k", lw=2, label="CPU bound, eq. (1)")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.xaxis.set_major_formatter(_plt().matplotlib.ticker.ScalarFormatter())
     ax.set_xlabel("machine size (nodes)")
-    ax.set_ylabel("GUPS (10$^9$ updates/s, steady state)")
+    ax.set_ylabel(axis_label(row for _, row in ok.iterrows()))
     ax.set_title("GUPS against machine size")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=6.5, loc="upper left", bbox_to_anchor=(1.01, 1))
+    handles, _ = ax.get_legend_handles_labels()
+    if packers:
+        handles.append(plt.matplotlib.lines.Line2D([], [], ls="none", label=packers))
+    transient = transient_legend(row for _, row in ok.iterrows())
+    if transient:
+        handles.append(plt.matplotlib.lines.Line2D([], [], ls="none", marker="o", mfc="none", color="0.3",
+                                                   label=transient))
+    ax.legend(handles=handles, fontsize=6.5, loc="upper left", bbox_to_anchor=(1.01, 1))
     return save_figure(fig, out_dir, stem)
+
+
+def _packers(ok: pd.DataFrame) -> str:
+    """The legend's note on which drawn algorithms the one-update-per-packet bound does not bind."""
+    if "updates_per_packet" not in ok:
+        return ""
+    per_packet = ok.groupby("algorithm")["updates_per_packet"].mean()
+    several = per_packet[per_packet > 1.5]
+    if several.empty:
+        return ""
+    return (f"({', '.join(f'{a}: {v:.0f}' for a, v in several.items())} updates per packet,\n"
+            f" so fewer wire bytes per update and a higher eq. (2) bound)")
+
+
+def _draw_series(ax: Any, group: pd.DataFrame, name: str, marker: str, colour: str) -> None:
+    """One series: the mean over seeds with their range as error bars; markers hollow where the rate is not
+    a steady-state one (filled over where a series mixes the two)."""
+    by_nodes = group.groupby("nodes")
+    stats = by_nodes["gups"].agg(["mean", "min", "max"]).sort_index()
+    steady = by_nodes["_steady"].all().reindex(stats.index).to_numpy()
+    ax.errorbar(stats.index, stats["mean"], yerr=[stats["mean"] - stats["min"], stats["max"] - stats["mean"]],
+                marker=marker, mfc=face_colour(bool(steady.all()), colour), ls="-" if marker == "o" else "-.",
+                capsize=3, color=colour, label=name)
+    if steady.any() and not steady.all():
+        ax.plot(stats.index[steady], stats["mean"][steady], ls="none", marker=marker, color=colour)
 
 
 # --------------------------------------------------------------------------- links
