@@ -414,8 +414,13 @@ def results(store_path, csv_path, parquet_path, all_columns) -> None:
     if parquet_path:
         with _writing("--parquet", parquet_path):
             table.to_parquet(parquet_path, index=False)
+    from gupsim import rate_quality
+
+    if len(table):  # whether each row's gups is a steady-state rate, beside it
+        table.insert(table.columns.get_loc("gups") + 1 if "gups" in table else len(table.columns),
+                     rate_quality.COLUMN, [rate_quality.cell(row) for _, row in table.iterrows()])
     main_cols = ["key", "status", "shape", "nodes", "algorithm", "seed"] + \
-        [c for c in table.columns if c.startswith("var.")] + ["gups", "network_bound_fraction", "send_blocking_factor", "bytes_per_update", "updates_per_packet", "error"]
+        [c for c in table.columns if c.startswith("var.")] + ["gups", rate_quality.COLUMN, "network_bound_fraction", "send_blocking_factor", "bytes_per_update", "updates_per_packet", "error"]
     shown = table if all_columns else table[[c for c in dict.fromkeys(main_cols) if c in table]]
     with pd.option_context("display.max_rows", 500, "display.width", 200, "display.max_columns", 50):
         click.echo(shown.to_string(index=False) if len(shown) else f"{store_path}: no runs yet")
@@ -429,8 +434,8 @@ def results(store_path, csv_path, parquet_path, all_columns) -> None:
 @click.option("--out", "out_dir", default="results/plots", show_default=True, type=click.Path(file_okay=False))
 @click.option("--key", default=None,
               help="which run of a results store (a unique key prefix); scaling: the runs whose key starts with it")
-@click.option("--slice", "z_slice", default=0, show_default=True, type=click.IntRange(min=0),
-              help="links: the z plane to draw")
+@click.option("--z", "--slice", "z_slice", default=0, show_default=True, type=click.IntRange(min=0),
+              help="links: the z plane to draw (0 .. Z-1)")
 def plot(kind, source, out_dir, key, z_slice) -> None:
     """Draw a figure (PNG and SVG) from a results store or a JSON run record.
 

@@ -290,13 +290,13 @@ def plot_links(record: dict[str, Any], out_dir: Path, z_slice: int = 0, top: int
     src = np.array(links["src"].tolist())
     dims = src.max(axis=0) + 1
     if not 0 <= z_slice < dims[2]:
-        raise GupsimError(f"--slice {z_slice}: the machine has z = 0..{dims[2] - 1}")
+        raise GupsimError(f"--z {z_slice}: the machine has z = 0..{dims[2] - 1}")
     links["util_pct"] = 100 * links["utilisation"]
     plt = _plt()
     fig, axes = plt.subplots(2, 4, figsize=(15, 6.5), gridspec_kw={"width_ratios": [1, 1, 1, 1.4]})
     vmax = max(float(links["util_pct"].max()), 1e-9)
     in_slice = src[:, 2] == z_slice
-    image = None
+    image, missing = None, False
     for row, direction in enumerate((1, -1)):
         for d in range(3):
             ax = axes[row, d]
@@ -304,6 +304,7 @@ def plot_links(record: dict[str, Any], out_dir: Path, z_slice: int = 0, top: int
             sel = in_slice & (links["dim"].to_numpy() == d) & (links["dir"].to_numpy() == direction)
             for (x, y, _), u in zip(src[sel], links["util_pct"].to_numpy()[sel]):
                 grid[y, x] = u
+            missing |= bool(np.isnan(grid).any())
             image = ax.imshow(grid, origin="lower", cmap="viridis", vmin=0, vmax=vmax, aspect="auto")
             ax.set_title(f"{DIM_NAMES[d]}{'+' if direction > 0 else '-'} links, z={z_slice}", fontsize=9)
             ax.set_xticks(range(dims[0]))
@@ -312,6 +313,9 @@ def plot_links(record: dict[str, Any], out_dir: Path, z_slice: int = 0, top: int
             ax.set_ylabel("y (node coordinate)", fontsize=8)
     fig.subplots_adjust(hspace=0.45, wspace=0.4)
     fig.colorbar(image, ax=axes[:, :3], label="link utilisation (% of run time busy)")
+    if missing:  # a mesh's edge nodes lack the links that would wrap round
+        fig.text(0.02, 0.01, "white: no such link (a mesh's edge node has no link leaving it that way)",
+                 fontsize=8)
     busiest = links.sort_values("util_pct", ascending=False).head(top)
     for row in (0, 1):
         axes[row, 3].axis("off")
@@ -321,7 +325,10 @@ def plot_links(record: dict[str, Any], out_dir: Path, z_slice: int = 0, top: int
     ax.set_yticks(range(len(busiest)), names, fontsize=7)
     ax.invert_yaxis()
     ax.set_xlabel("link utilisation (% of run time busy)")
-    ax.set_title(f"busiest {len(busiest)} links (colour: x, y, z)", fontsize=9)
+    ax.set_title(f"busiest {len(busiest)} links, whole machine", fontsize=9)
+    patch = plt.matplotlib.patches.Patch
+    ax.legend(handles=[patch(color=f"C{d}", label=f"{DIM_NAMES[d]} link") for d in range(3)], fontsize=7,
+              ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.13))
     fig.suptitle(f"Link load: {_title(record)}")
     return save_figure(fig, out_dir, stem)
 

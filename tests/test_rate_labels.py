@@ -107,3 +107,41 @@ def test_a_what_ifs_summary_and_record_name_every_set_and_option(tmp_path):
     assert "what-if" not in plain
     bounds = CliRunner().invoke(cli, ["bounds", "--shape", "2x1x1", "--set", "link_bytes_per_s=700e6"]).output
     assert bounds.splitlines()[1] == "  what-if: --set network.link_bytes_per_s=7e+08"
+
+
+def test_gupsim_results_shows_whether_each_rate_is_steady(tmp_path):
+    from click.testing import CliRunner
+
+    from gupsim.cli import cli
+    from gupsim.store import ResultsStore
+
+    store = ResultsStore(tmp_path / "st")
+    store.write({"key": "short", "status": "ok", "error": "", "gups": 1.0, "steady_state": False})
+    store.write({"key": "long", "status": "ok", "error": "", "gups": 2.0, "steady_state": True})
+    lines = CliRunner().invoke(cli, ["results", str(store.path)]).output.splitlines()
+    header = lines[0].split()
+    assert header[header.index("gups") + 1] == "steady"
+    cells = {line.split()[0]: line.split()[header.index("steady")] for line in lines[1:3]}
+    assert cells == {"short": "no", "long": "yes"}
+
+
+def test_the_link_figure_explains_white_cells_names_its_colours_and_takes_a_plane(figures, tmp_path):
+    from click.testing import CliRunner
+
+    from gupsim.cli import cli
+    from gupsim.plots import plot_links
+
+    src = [[x, y, z] for z in range(2) for y in range(2) for x in range(2)]
+    links = {"src": src, "dst": [[1 - x, y, z] for x, y, z in src], "dim": [0] * 8,
+             "dir": [1 if x == 0 else -1 for x, _, _ in src], "utilisation": [0.1 * (i + 1) for i in range(8)]}
+    record = {"gups": 1.0, "machine": "bgl", "shape": "2x2x2", "topology": "mesh", "links": links}
+    plot_links(record, tmp_path, z_slice=1)
+    fig = figures[0]
+    assert any("white: no such link" in t.get_text() for t in fig.texts)
+    (busiest,) = [ax for ax in fig.axes if ax.get_title().startswith("busiest")]
+    assert [t.get_text() for t in busiest.get_legend().get_texts()] == ["x link", "y link", "z link"]
+    assert fig.axes[0].get_title() == "x+ links, z=1"
+    path = tmp_path / "rec.json"
+    path.write_text(json.dumps(record))
+    result = CliRunner().invoke(cli, ["plot", "links", str(path), "--z", "2", "--out", str(tmp_path / "p")])
+    assert result.exit_code == 2 and result.output == "gupsim: error: --z 2: the machine has z = 0..1\n"
