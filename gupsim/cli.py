@@ -431,7 +431,9 @@ def results(store_path, csv_path, parquet_path, all_columns) -> None:
 @cli.command()
 @click.argument("kind", type=click.Choice(["scaling", "links", "histograms", "timeseries"]))
 @click.argument("source", type=click.Path())
-@click.option("--out", "out_dir", default="results/plots", show_default=True, type=click.Path(file_okay=False))
+@click.option("--out", "out_dir", default="results/plots", show_default=True, type=click.Path(),
+              help="a folder (the figure is named after the source: <store or record>-<kind>.png/.svg) "
+                   "or a file name ending .png or .svg")
 @click.option("--key", default=None,
               help="which run of a results store (a unique key prefix); scaling: the runs whose key starts with it")
 @click.option("--z", "--slice", "z_slice", default=0, show_default=True, type=click.IntRange(min=0),
@@ -445,8 +447,9 @@ def plot(kind, source, out_dir, key, z_slice) -> None:
     """
     from gupsim import plots
 
+    folder = plots.output_place(kind, source, Path(out_dir), key)[0]
     with _writing("--out", out_dir):
-        Path(out_dir).mkdir(parents=True, exist_ok=True)
+        folder.mkdir(parents=True, exist_ok=True)
     for path in plots.draw(kind, source, Path(out_dir), key=key, z_slice=z_slice):
         click.echo(f"wrote {path}")
 

@@ -43,21 +43,23 @@ def _plt():
     return plt
 
 
-def save_figure(fig, out_dir: Path, stem: str, dpi: int = 120) -> list[Path]:
+def save_figure(fig, out_dir: Path, stem: str, dpi: int = 120, source: str | None = None) -> list[Path]:
     """Write ``fig`` as ``out_dir/stem.png`` and ``.svg`` and close it; return the two paths.
 
     The files are a function of the figure alone, byte for byte: the SVG gets no creation date and fixed
     element ids (``svg.hashsalt``; matplotlib draws them at random otherwise), so regenerating an
-    unchanged result leaves the committed figures unchanged."""
+    unchanged result leaves the committed figures unchanged.  ``source``, if given, is kept in both files'
+    metadata (``Source``), so that a later plot can tell whether it would replace another source's."""
     import matplotlib
 
     paths = [out_dir / f"{stem}.png", out_dir / f"{stem}.svg"]
+    extra = {"Source": source} if source is not None else {}
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
         with matplotlib.rc_context({"svg.hashsalt": "gupsim"}):
             for path in paths:
                 fig.savefig(path, dpi=dpi, bbox_inches="tight",
-                            metadata={"Date": None} if path.suffix == ".svg" else None)
+                            metadata=({"Date": None} if path.suffix == ".svg" else {}) | extra or None)
     except OSError as exc:  # a folder that cannot be made or written: the user's path, in one line
         raise GupsimError(f"cannot write {exc.filename or out_dir}: {exc.strerror or exc}") from None
     finally:
@@ -193,7 +195,8 @@ def _short(text: str) -> str:
         return text
 
 
-def plot_scaling(table: pd.DataFrame, out_dir: Path, stem: str = "gups-scaling", **_: Any) -> list[Path]:
+def plot_scaling(table: pd.DataFrame, out_dir: Path, stem: str = "gups-scaling", source: str | None = None,
+                 **_: Any) -> list[Path]:
     """GUPS vs nodes, log-log, with eq. (1) and eq. (2) for every machine configuration in the table."""
     from gupsim.bounds import bounds
     from gupsim.config import validate_machine
@@ -252,7 +255,7 @@ def plot_scaling(table: pd.DataFrame, out_dir: Path, stem: str = "gups-scaling",
         handles.append(plt.matplotlib.lines.Line2D([], [], ls="none", marker="o", mfc="none", color="0.3",
                                                    label=transient))
     ax.legend(handles=handles, fontsize=6.5, loc="upper left", bbox_to_anchor=(1.01, 1))
-    return save_figure(fig, out_dir, stem)
+    return save_figure(fig, out_dir, stem, source=source)
 
 
 def _packers(ok: pd.DataFrame) -> str:
@@ -284,7 +287,8 @@ def _draw_series(ax: Any, group: pd.DataFrame, name: str, marker: str, colour: s
 
 
 def plot_links(record: dict[str, Any], out_dir: Path, z_slice: int = 0, top: int = 12,
-               stem: str = "link-load", where: str = "this record", **_: Any) -> list[Path]:
+               stem: str = "link-load", where: str = "this record", source: str | None = None,
+               **_: Any) -> list[Path]:
     links = pd.DataFrame(_section(record, "links", "--links (gupsim run) or record: {links: true} (sweep)",
                                   LinkColumns, where))
     src = np.array(links["src"].tolist())
@@ -330,14 +334,14 @@ def plot_links(record: dict[str, Any], out_dir: Path, z_slice: int = 0, top: int
     ax.legend(handles=[patch(color=f"C{d}", label=f"{DIM_NAMES[d]} link") for d in range(3)], fontsize=7,
               ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.13))
     fig.suptitle(f"Link load: {_title(record)}")
-    return save_figure(fig, out_dir, stem)
+    return save_figure(fig, out_dir, stem, source=source)
 
 
 # --------------------------------------------------------------------------- histograms
 
 
 def plot_histograms(record: dict[str, Any], out_dir: Path, stem: str = "bucket-sizes", where: str = "this record",
-                    **_: Any) -> list[Path]:
+                    source: str | None = None, **_: Any) -> list[Path]:
     hist = _section(record, "histograms", "--histograms (gupsim run) or record: {histograms: true} (sweep)",
                     Histograms, where)
     plt = _plt()
@@ -355,14 +359,14 @@ def plot_histograms(record: dict[str, Any], out_dir: Path, stem: str = "bucket-s
         ax.set_xlabel(xlabel)
         ax.set_ylabel("count (messages)" if "message" in name else "count (packets)")
     fig.suptitle(f"Distributions: {_title(record)}")
-    return save_figure(fig, out_dir, stem)
+    return save_figure(fig, out_dir, stem, source=source)
 
 
 # --------------------------------------------------------------------------- time series
 
 
 def plot_timeseries(record: dict[str, Any], out_dir: Path, stem: str = "throttling", where: str = "this record",
-                    **_: Any) -> list[Path]:
+                    source: str | None = None, **_: Any) -> list[Path]:
     ts = pd.DataFrame(_section(record, "timeseries", "--sample-interval-s (gupsim run) or record: "
                                "{sample_interval_s: ...} (sweep)", TimeSeries, where))
     t_us = ts["t_s"] * 1e6
@@ -379,7 +383,7 @@ def plot_timeseries(record: dict[str, Any], out_dir: Path, stem: str = "throttli
     for ax in axes:
         ax.grid(True, alpha=0.3)
     fig.suptitle(f"Injection throttling and SBF: {_title(record)}")
-    return save_figure(fig, out_dir, stem)
+    return save_figure(fig, out_dir, stem, source=source)
 
 
 def _store_rows(source: str | Path, key: str | None) -> pd.DataFrame:
@@ -394,21 +398,64 @@ def _store_rows(source: str | Path, key: str | None) -> pd.DataFrame:
     return table
 
 
-#: kind -> (what it is drawn from, how)
+#: kind -> (what it is drawn from, how, the file name's ending)
 PLOTS = {
-    "scaling": (_store_rows, plot_scaling),
-    "links": (load_record, plot_links),
-    "histograms": (load_record, plot_histograms),
-    "timeseries": (load_record, plot_timeseries),
+    "scaling": (_store_rows, plot_scaling, "gups-scaling"),
+    "links": (load_record, plot_links, "link-load"),
+    "histograms": (load_record, plot_histograms, "bucket-sizes"),
+    "timeseries": (load_record, plot_timeseries, "throttling"),
 }
+#: An ``--out`` ending in one of these names the file (its sibling of the other type is written too).
+FIGURE_SUFFIXES = (".png", ".svg")
 
 
-def draw(kind: str, source: str | Path, out_dir: Path, key: str | None = None, **options: Any) -> list[Path]:
-    """Draw figure ``kind`` from ``source`` (a store folder or a JSON record); return the files."""
+def output_place(kind: str, source: str | Path, out: Path, key: str | None = None) -> tuple[Path, str]:
+    """Where figure ``kind`` of ``source`` goes: ``out`` itself when it names a .png or .svg file, else
+    ``out/<source's name>[-<key>]-<kind's name>``, so the plots of two stores or records never share a name."""
+    if out.suffix.lower() in FIGURE_SUFFIXES:
+        return out.parent, out.stem
+    name = Path(source).name.removesuffix(".store").removesuffix(".json") or "plot"
+    return out, "-".join([name] + ([key] if key else []) + [PLOTS[kind][2]])
+
+
+def made_from(path: Path) -> str | None:
+    """The ``Source`` a figure file was stamped with by :func:`save_figure`; None when it has none."""
+    import html
+    import re
+
+    try:
+        if path.suffix == ".png":
+            from PIL import Image
+
+            with Image.open(path) as image:
+                return image.text.get("Source")
+        found = re.search(r"<dc:source>(.*?)</dc:source>", path.read_text(errors="replace"), re.S)
+    except OSError as exc:
+        raise GupsimError(f"cannot read {path} to see what it was drawn from: {exc.strerror or exc}") from None
+    except Exception as exc:  # a damaged or foreign image: PIL's errors vary by format
+        raise GupsimError(f"{path} exists and is not a figure gupsim made ({exc}); move it aside or give "
+                          "--out another name") from None
+    return html.unescape(found.group(1)) if found else None
+
+
+def _refuse_another_sources(out_dir: Path, stem: str, source: str) -> None:
+    """A figure already at the place, drawn from another source (or by something else), is not replaced."""
+    for path in (out_dir / f"{stem}{suffix}" for suffix in FIGURE_SUFFIXES):
+        if path.exists() and (other := made_from(path)) != source:
+            raise GupsimError(f"{path} was drawn from {other or 'something else'}, not {source}; "
+                              "give --out another name, or delete it to replace it")
+
+
+def draw(kind: str, source: str | Path, out: Path, key: str | None = None, **options: Any) -> list[Path]:
+    """Draw figure ``kind`` from ``source`` (a store folder or a JSON record) at :func:`output_place`;
+    return the files.  A figure there from another source is refused in one line, not overwritten."""
     from gupsim.errors import UnknownNameError
 
     if kind not in PLOTS:
         raise UnknownNameError("plot", kind, list(PLOTS))
-    load, make = PLOTS[kind]
+    load, make, _ = PLOTS[kind]
     where = f"{source}" + (f" (key {key})" if key else "")
-    return make(load(source, key), out_dir, where=where, **options)
+    out_dir, stem = output_place(kind, source, Path(out), key)
+    stamp = str(Path(source).resolve()) + (f" (key {key})" if key else "")
+    _refuse_another_sources(out_dir, stem, stamp)
+    return make(load(source, key), out_dir, where=where, stem=stem, source=stamp, **options)
