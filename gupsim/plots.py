@@ -431,7 +431,10 @@ def made_from(path: Path) -> str | None:
                 return image.text.get("Source")
         found = re.search(r"<dc:source>(.*?)</dc:source>", path.read_text(errors="replace"), re.S)
     except OSError as exc:
-        raise GupsimError(f"cannot read {path} to see what it was drawn from: {exc.strerror or exc}") from None
+        if exc.errno is not None:  # the file system's error; PIL's "not an image" has none
+            raise GupsimError(f"cannot read {path} to see what it was drawn from: {exc.strerror}") from None
+        raise GupsimError(f"{path} exists and is not a figure gupsim made ({exc}); move it aside or give "
+                          "--out another name") from None
     except Exception as exc:  # a damaged or foreign image: PIL's errors vary by format
         raise GupsimError(f"{path} exists and is not a figure gupsim made ({exc}); move it aside or give "
                           "--out another name") from None
