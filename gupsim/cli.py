@@ -148,18 +148,22 @@ def cli() -> None:
 def run(machine, shape, algorithm, updates, seed, sets, options, log2_table_size, verify, engine, as_json,
         links, histograms, sample_interval_s, checkpoint_path, checkpoint_every_s, no_progress) -> None:
     """Simulate one run and print its record."""
-    from gupsim.reporting import format_record, to_json
+    from gupsim.overrides import parse_set_options
+    from gupsim.reporting import format_record, to_json, what_if
     from gupsim.runner import make_run_config, simulate
     from gupsim.telemetry import Telemetry
 
     m = _load_machine(machine, sets)
+    algorithm_options = _key_values(options, "--option")
     cfg = make_run_config(machine=m, shape=shape, algorithm=algorithm, updates_per_process=updates, seed=seed,
                           verify=verify, log2_table_size=log2_table_size,
-                          algorithm_options=_key_values(options, "--option"), engine=engine)
+                          algorithm_options=algorithm_options, engine=engine)
     telemetry = Telemetry(links=links, histograms=histograms, sample_interval_s=sample_interval_s)
     checkpoint = _checkpoint(cfg, checkpoint_path, checkpoint_every_s, telemetry.wanted)
     with _progress_bar(f"{cfg.shape} {cfg.algorithm}", enabled=not no_progress) as progress:
         sim, record = simulate(cfg, telemetry if telemetry.wanted else None, checkpoint, progress)
+    if sets or options:
+        record["what_if"] = what_if(parse_set_options(sets), algorithm_options)
     if verify:
         result = sim.verify()
         record |= {"verify_errors": result.errors, "verify_table_size": result.table_size,
@@ -225,6 +229,11 @@ def bounds(machine, shape, bytes_per_update, sets, as_json) -> None:
     from gupsim.reporting import format_bounds, to_json
 
     b = compute(_load_machine(machine, sets), shape, bytes_per_update).as_dict()
+    if sets:
+        from gupsim.overrides import parse_set_options
+        from gupsim.reporting import what_if
+
+        b["what_if"] = what_if(parse_set_options(sets), {})
     click.echo(to_json(b) if as_json else format_bounds(b))
 
 
@@ -405,8 +414,13 @@ def results(store_path, csv_path, parquet_path, all_columns) -> None:
     if parquet_path:
         with _writing("--parquet", parquet_path):
             table.to_parquet(parquet_path, index=False)
+    from gupsim import rate_quality
+
+    if len(table):  # whether each row's gups is a steady-state rate, beside it
+        table.insert(table.columns.get_loc("gups") + 1 if "gups" in table else len(table.columns),
+                     rate_quality.COLUMN, [rate_quality.cell(row) for _, row in table.iterrows()])
     main_cols = ["key", "status", "shape", "nodes", "algorithm", "seed"] + \
-        [c for c in table.columns if c.startswith("var.")] + ["gups", "network_bound_fraction", "send_blocking_factor", "bytes_per_update", "updates_per_packet", "error"]
+        [c for c in table.columns if c.startswith("var.")] + ["gups", rate_quality.COLUMN, "network_bound_fraction", "send_blocking_factor", "bytes_per_update", "updates_per_packet", "error"]
     shown = table if all_columns else table[[c for c in dict.fromkeys(main_cols) if c in table]]
     with pd.option_context("display.max_rows", 500, "display.width", 200, "display.max_columns", 50):
         click.echo(shown.to_string(index=False) if len(shown) else f"{store_path}: no runs yet")
@@ -417,11 +431,13 @@ def results(store_path, csv_path, parquet_path, all_columns) -> None:
 @cli.command()
 @click.argument("kind", type=click.Choice(["scaling", "links", "histograms", "timeseries"]))
 @click.argument("source", type=click.Path())
-@click.option("--out", "out_dir", default="results/plots", show_default=True, type=click.Path(file_okay=False))
+@click.option("--out", "out_dir", default="results/plots", show_default=True, type=click.Path(),
+              help="a folder (the figure is named after the source: <store or record>-<kind>.png/.svg) "
+                   "or a file name ending .png or .svg")
 @click.option("--key", default=None,
               help="which run of a results store (a unique key prefix); scaling: the runs whose key starts with it")
-@click.option("--slice", "z_slice", default=0, show_default=True, type=click.IntRange(min=0),
-              help="links: the z plane to draw")
+@click.option("--z", "--slice", "z_slice", default=0, show_default=True, type=click.IntRange(min=0),
+              help="links: the z plane to draw (0 .. Z-1)")
 def plot(kind, source, out_dir, key, z_slice) -> None:
     """Draw a figure (PNG and SVG) from a results store or a JSON run record.
 
@@ -431,8 +447,9 @@ def plot(kind, source, out_dir, key, z_slice) -> None:
     """
     from gupsim import plots
 
+    folder = plots.output_place(kind, source, Path(out_dir), key)[0]
     with _writing("--out", out_dir):
-        Path(out_dir).mkdir(parents=True, exist_ok=True)
+        folder.mkdir(parents=True, exist_ok=True)
     for path in plots.draw(kind, source, Path(out_dir), key=key, z_slice=z_slice):
         click.echo(f"wrote {path}")
 

@@ -29,6 +29,7 @@ from pydantic import (BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt,
                       field_validator, model_validator)
 
 from gupsim.errors import GupsimError
+from gupsim.rate_quality import axis_label, face_colour, is_steady, transient_legend
 
 DIM_NAMES = "xyz"
 
@@ -42,21 +43,23 @@ def _plt():
     return plt
 
 
-def save_figure(fig, out_dir: Path, stem: str, dpi: int = 120) -> list[Path]:
+def save_figure(fig, out_dir: Path, stem: str, dpi: int = 120, source: str | None = None) -> list[Path]:
     """Write ``fig`` as ``out_dir/stem.png`` and ``.svg`` and close it; return the two paths.
 
     The files are a function of the figure alone, byte for byte: the SVG gets no creation date and fixed
     element ids (``svg.hashsalt``; matplotlib draws them at random otherwise), so regenerating an
-    unchanged result leaves the committed figures unchanged."""
+    unchanged result leaves the committed figures unchanged.  ``source``, if given, is kept in both files'
+    metadata (``Source``), so that a later plot can tell whether it would replace another source's."""
     import matplotlib
 
     paths = [out_dir / f"{stem}.png", out_dir / f"{stem}.svg"]
+    extra = {"Source": source} if source is not None else {}
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
         with matplotlib.rc_context({"svg.hashsalt": "gupsim"}):
             for path in paths:
                 fig.savefig(path, dpi=dpi, bbox_inches="tight",
-                            metadata={"Date": None} if path.suffix == ".svg" else None)
+                            metadata=({"Date": None} if path.suffix == ".svg" else {}) | extra or None)
     except OSError as exc:  # a folder that cannot be made or written: the user's path, in one line
         raise GupsimError(f"cannot write {exc.filename or out_dir}: {exc.strerror or exc}") from None
     finally:
@@ -192,7 +195,8 @@ def _short(text: str) -> str:
         return text
 
 
-def plot_scaling(table: pd.DataFrame, out_dir: Path, stem: str = "gups-scaling", **_: Any) -> list[Path]:
+def plot_scaling(table: pd.DataFrame, out_dir: Path, stem: str = "gups-scaling", source: str | None = None,
+                 **_: Any) -> list[Path]:
     """GUPS vs nodes, log-log, with eq. (1) and eq. (2) for every machine configuration in the table."""
     from gupsim.bounds import bounds
     from gupsim.config import validate_machine
@@ -212,14 +216,17 @@ def plot_scaling(table: pd.DataFrame, out_dir: Path, stem: str = "gups-scaling",
     # Colour: what else varied (e.g. the link rate); marker and line style: the algorithm.
     colour_of = {v: f"C{i}" for i, v in enumerate(sorted({tuple(r) for r in ok[others].itertuples(index=False)}))}
     marker_of = {a: ("o", "s", "^", "D", "v")[i % 5] for i, a in enumerate(sorted(ok["algorithm"].unique()))}
+    ok["_steady"] = [is_steady(row) for _, row in ok.iterrows()]
     for label, group in ok.groupby(series, sort=True):
         label = label if isinstance(label, tuple) else (label,)
-        stats = group.groupby("nodes")["gups"].agg(["mean", "min", "max"]).sort_index()
-        name = ", ".join([str(label[0])] + [f"{s.rsplit('.', 1)[-1]}={_short(v)}" for s, v in zip(others, label[1:])])
-        ax.errorbar(stats.index, stats["mean"], yerr=[stats["mean"] - stats["min"], stats["max"] - stats["mean"]],
-                    marker=marker_of[label[0]], ls="-" if marker_of[label[0]] == "o" else "-.", capsize=3,
-                    color=colour_of[tuple(label[1:])], label=name)
-    # Bounds: one network curve per distinct machine (they differ when links were swept).
+        _draw_series(ax, group, ", ".join([str(label[0])] + [f"{s.rsplit('.', 1)[-1]}={_short(v)}"
+                                                               for s, v in zip(others, label[1:])]),
+                     marker_of[label[0]], colour_of[tuple(label[1:])])
+    # Bounds: one network curve per distinct machine (they differ when links were swept).  Eq. (2) is drawn with
+    # one update per packet, as seed 000 §5.2 evaluates it; an algorithm that packs several updates into a
+    # packet puts fewer wire bytes on the links per update, so its own bound is higher and its points may
+    # lie above the line: the legend names those algorithms (their own bound is network_bound_gups).
+    packers = _packers(ok)
     machines = ok.assign(_m=ok["config_json"].map(lambda s: json.dumps(json.loads(s)["machine"], sort_keys=True)))
     several = machines["_m"].nunique() > 1
     for i, (mjson, group) in enumerate(machines.groupby("_m", sort=True)):
@@ -229,38 +236,71 @@ def plot_scaling(table: pd.DataFrame, out_dir: Path, stem: str = "gups-scaling",
         nodes = [n for n, _ in rows]
         colour = colour_of.get(tuple(group[others].iloc[0]), "0.4") if several else "0.4"
         ax.plot(nodes, [x.network_bound_gups for x in b], ls="--", color=colour, alpha=0.7,
-                label=f"network bound, eq. (2), one update per packet, "
-                      f"{machine.network.link_bytes_per_s / 1e6:g} MB/s links")
+                label=f"network bound, eq. (2), {machine.network.link_bytes_per_s / 1e6:g} MB/s links, "
+                      f"one update per packet")
         if i == 0:
             ax.plot(nodes, [x.cpu_bound_gups for x in b], ls=":", color="k", lw=2, label="CPU bound, eq. (1)")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.xaxis.set_major_formatter(_plt().matplotlib.ticker.ScalarFormatter())
     ax.set_xlabel("machine size (nodes)")
-    ax.set_ylabel("GUPS (10$^9$ updates/s, steady state)")
+    ax.set_ylabel(axis_label(row for _, row in ok.iterrows()))
     ax.set_title("GUPS against machine size")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=6.5, loc="upper left", bbox_to_anchor=(1.01, 1))
-    return save_figure(fig, out_dir, stem)
+    handles, _ = ax.get_legend_handles_labels()
+    if packers:
+        handles.append(plt.matplotlib.lines.Line2D([], [], ls="none", label=packers))
+    transient = transient_legend(row for _, row in ok.iterrows())
+    if transient:
+        handles.append(plt.matplotlib.lines.Line2D([], [], ls="none", marker="o", mfc="none", color="0.3",
+                                                   label=transient))
+    ax.legend(handles=handles, fontsize=6.5, loc="upper left", bbox_to_anchor=(1.01, 1))
+    return save_figure(fig, out_dir, stem, source=source)
+
+
+def _packers(ok: pd.DataFrame) -> str:
+    """The legend's note on which drawn algorithms the one-update-per-packet bound does not bind."""
+    if "updates_per_packet" not in ok:
+        return ""
+    per_packet = ok.groupby("algorithm")["updates_per_packet"].mean()
+    several = per_packet[per_packet > 1.5]
+    if several.empty:
+        return ""
+    return (f"({', '.join(f'{a}: {v:.0f}' for a, v in several.items())} updates per packet,\n"
+            f" so fewer wire bytes per update and a higher eq. (2) bound)")
+
+
+def _draw_series(ax: Any, group: pd.DataFrame, name: str, marker: str, colour: str) -> None:
+    """One series: the mean over seeds with their range as error bars; markers hollow where the rate is not
+    a steady-state one (filled over where a series mixes the two)."""
+    by_nodes = group.groupby("nodes")
+    stats = by_nodes["gups"].agg(["mean", "min", "max"]).sort_index()
+    steady = by_nodes["_steady"].all().reindex(stats.index).to_numpy()
+    ax.errorbar(stats.index, stats["mean"], yerr=[stats["mean"] - stats["min"], stats["max"] - stats["mean"]],
+                marker=marker, mfc=face_colour(bool(steady.all()), colour), ls="-" if marker == "o" else "-.",
+                capsize=3, color=colour, label=name)
+    if steady.any() and not steady.all():
+        ax.plot(stats.index[steady], stats["mean"][steady], ls="none", marker=marker, color=colour)
 
 
 # --------------------------------------------------------------------------- links
 
 
 def plot_links(record: dict[str, Any], out_dir: Path, z_slice: int = 0, top: int = 12,
-               stem: str = "link-load", where: str = "this record", **_: Any) -> list[Path]:
+               stem: str = "link-load", where: str = "this record", source: str | None = None,
+               **_: Any) -> list[Path]:
     links = pd.DataFrame(_section(record, "links", "--links (gupsim run) or record: {links: true} (sweep)",
                                   LinkColumns, where))
     src = np.array(links["src"].tolist())
     dims = src.max(axis=0) + 1
     if not 0 <= z_slice < dims[2]:
-        raise GupsimError(f"--slice {z_slice}: the machine has z = 0..{dims[2] - 1}")
+        raise GupsimError(f"--z {z_slice}: the machine has z = 0..{dims[2] - 1}")
     links["util_pct"] = 100 * links["utilisation"]
     plt = _plt()
     fig, axes = plt.subplots(2, 4, figsize=(15, 6.5), gridspec_kw={"width_ratios": [1, 1, 1, 1.4]})
     vmax = max(float(links["util_pct"].max()), 1e-9)
     in_slice = src[:, 2] == z_slice
-    image = None
+    image, missing = None, False
     for row, direction in enumerate((1, -1)):
         for d in range(3):
             ax = axes[row, d]
@@ -268,6 +308,7 @@ def plot_links(record: dict[str, Any], out_dir: Path, z_slice: int = 0, top: int
             sel = in_slice & (links["dim"].to_numpy() == d) & (links["dir"].to_numpy() == direction)
             for (x, y, _), u in zip(src[sel], links["util_pct"].to_numpy()[sel]):
                 grid[y, x] = u
+            missing |= bool(np.isnan(grid).any())
             image = ax.imshow(grid, origin="lower", cmap="viridis", vmin=0, vmax=vmax, aspect="auto")
             ax.set_title(f"{DIM_NAMES[d]}{'+' if direction > 0 else '-'} links, z={z_slice}", fontsize=9)
             ax.set_xticks(range(dims[0]))
@@ -276,6 +317,9 @@ def plot_links(record: dict[str, Any], out_dir: Path, z_slice: int = 0, top: int
             ax.set_ylabel("y (node coordinate)", fontsize=8)
     fig.subplots_adjust(hspace=0.45, wspace=0.4)
     fig.colorbar(image, ax=axes[:, :3], label="link utilisation (% of run time busy)")
+    if missing:  # a mesh's edge nodes lack the links that would wrap round
+        fig.text(0.02, 0.01, "white: no such link (a mesh's edge node has no link leaving it that way)",
+                 fontsize=8)
     busiest = links.sort_values("util_pct", ascending=False).head(top)
     for row in (0, 1):
         axes[row, 3].axis("off")
@@ -285,16 +329,19 @@ def plot_links(record: dict[str, Any], out_dir: Path, z_slice: int = 0, top: int
     ax.set_yticks(range(len(busiest)), names, fontsize=7)
     ax.invert_yaxis()
     ax.set_xlabel("link utilisation (% of run time busy)")
-    ax.set_title(f"busiest {len(busiest)} links (colour: x, y, z)", fontsize=9)
+    ax.set_title(f"busiest {len(busiest)} links, whole machine", fontsize=9)
+    patch = plt.matplotlib.patches.Patch
+    ax.legend(handles=[patch(color=f"C{d}", label=f"{DIM_NAMES[d]} link") for d in range(3)], fontsize=7,
+              ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.13))
     fig.suptitle(f"Link load: {_title(record)}")
-    return save_figure(fig, out_dir, stem)
+    return save_figure(fig, out_dir, stem, source=source)
 
 
 # --------------------------------------------------------------------------- histograms
 
 
 def plot_histograms(record: dict[str, Any], out_dir: Path, stem: str = "bucket-sizes", where: str = "this record",
-                    **_: Any) -> list[Path]:
+                    source: str | None = None, **_: Any) -> list[Path]:
     hist = _section(record, "histograms", "--histograms (gupsim run) or record: {histograms: true} (sweep)",
                     Histograms, where)
     plt = _plt()
@@ -312,14 +359,14 @@ def plot_histograms(record: dict[str, Any], out_dir: Path, stem: str = "bucket-s
         ax.set_xlabel(xlabel)
         ax.set_ylabel("count (messages)" if "message" in name else "count (packets)")
     fig.suptitle(f"Distributions: {_title(record)}")
-    return save_figure(fig, out_dir, stem)
+    return save_figure(fig, out_dir, stem, source=source)
 
 
 # --------------------------------------------------------------------------- time series
 
 
 def plot_timeseries(record: dict[str, Any], out_dir: Path, stem: str = "throttling", where: str = "this record",
-                    **_: Any) -> list[Path]:
+                    source: str | None = None, **_: Any) -> list[Path]:
     ts = pd.DataFrame(_section(record, "timeseries", "--sample-interval-s (gupsim run) or record: "
                                "{sample_interval_s: ...} (sweep)", TimeSeries, where))
     t_us = ts["t_s"] * 1e6
@@ -336,7 +383,7 @@ def plot_timeseries(record: dict[str, Any], out_dir: Path, stem: str = "throttli
     for ax in axes:
         ax.grid(True, alpha=0.3)
     fig.suptitle(f"Injection throttling and SBF: {_title(record)}")
-    return save_figure(fig, out_dir, stem)
+    return save_figure(fig, out_dir, stem, source=source)
 
 
 def _store_rows(source: str | Path, key: str | None) -> pd.DataFrame:
@@ -351,21 +398,67 @@ def _store_rows(source: str | Path, key: str | None) -> pd.DataFrame:
     return table
 
 
-#: kind -> (what it is drawn from, how)
+#: kind -> (what it is drawn from, how, the file name's ending)
 PLOTS = {
-    "scaling": (_store_rows, plot_scaling),
-    "links": (load_record, plot_links),
-    "histograms": (load_record, plot_histograms),
-    "timeseries": (load_record, plot_timeseries),
+    "scaling": (_store_rows, plot_scaling, "gups-scaling"),
+    "links": (load_record, plot_links, "link-load"),
+    "histograms": (load_record, plot_histograms, "bucket-sizes"),
+    "timeseries": (load_record, plot_timeseries, "throttling"),
 }
+#: An ``--out`` ending in one of these names the file (its sibling of the other type is written too).
+FIGURE_SUFFIXES = (".png", ".svg")
 
 
-def draw(kind: str, source: str | Path, out_dir: Path, key: str | None = None, **options: Any) -> list[Path]:
-    """Draw figure ``kind`` from ``source`` (a store folder or a JSON record); return the files."""
+def output_place(kind: str, source: str | Path, out: Path, key: str | None = None) -> tuple[Path, str]:
+    """Where figure ``kind`` of ``source`` goes: ``out`` itself when it names a .png or .svg file, else
+    ``out/<source's name>[-<key>]-<kind's name>``, so the plots of two stores or records never share a name."""
+    if out.suffix.lower() in FIGURE_SUFFIXES:
+        return out.parent, out.stem
+    name = Path(source).name.removesuffix(".store").removesuffix(".json") or "plot"
+    return out, "-".join([name] + ([key] if key else []) + [PLOTS[kind][2]])
+
+
+def made_from(path: Path) -> str | None:
+    """The ``Source`` a figure file was stamped with by :func:`save_figure`; None when it has none."""
+    import html
+    import re
+
+    try:
+        if path.suffix == ".png":
+            from PIL import Image
+
+            with Image.open(path) as image:
+                return image.text.get("Source")
+        found = re.search(r"<dc:source>(.*?)</dc:source>", path.read_text(errors="replace"), re.S)
+    except OSError as exc:
+        if exc.errno is not None:  # the file system's error; PIL's "not an image" has none
+            raise GupsimError(f"cannot read {path} to see what it was drawn from: {exc.strerror}") from None
+        raise GupsimError(f"{path} exists and is not a figure gupsim made ({exc}); move it aside or give "
+                          "--out another name") from None
+    except Exception as exc:  # a damaged or foreign image: PIL's errors vary by format
+        raise GupsimError(f"{path} exists and is not a figure gupsim made ({exc}); move it aside or give "
+                          "--out another name") from None
+    return html.unescape(found.group(1)) if found else None
+
+
+def _refuse_another_sources(out_dir: Path, stem: str, source: str) -> None:
+    """A figure already at the place, drawn from another source (or by something else), is not replaced."""
+    for path in (out_dir / f"{stem}{suffix}" for suffix in FIGURE_SUFFIXES):
+        if path.exists() and (other := made_from(path)) != source:
+            raise GupsimError(f"{path} was drawn from {other or 'something else'}, not {source}; "
+                              "give --out another name, or delete it to replace it")
+
+
+def draw(kind: str, source: str | Path, out: Path, key: str | None = None, **options: Any) -> list[Path]:
+    """Draw figure ``kind`` from ``source`` (a store folder or a JSON record) at :func:`output_place`;
+    return the files.  A figure there from another source is refused in one line, not overwritten."""
     from gupsim.errors import UnknownNameError
 
     if kind not in PLOTS:
         raise UnknownNameError("plot", kind, list(PLOTS))
-    load, make = PLOTS[kind]
+    load, make, _ = PLOTS[kind]
     where = f"{source}" + (f" (key {key})" if key else "")
-    return make(load(source, key), out_dir, where=where, **options)
+    out_dir, stem = output_place(kind, source, Path(out), key)
+    stamp = str(Path(source).resolve()) + (f" (key {key})" if key else "")
+    _refuse_another_sources(out_dir, stem, stamp)
+    return make(load(source, key), out_dir, where=where, stem=stem, source=stamp, **options)

@@ -13,6 +13,8 @@ import json
 import math
 from typing import Any
 
+from gupsim.rate_quality import gups_label, is_steady
+
 SUMMARY_ROWS = (
     ("gups", "GUPS (steady state)", "{:.4f}"),
     ("gups_total", "GUPS (whole run, HPCC's metric)", "{:.4f}"),
@@ -28,13 +30,15 @@ SUMMARY_ROWS = (
     ("sim_time_s", "simulated time [s]", "{:.6f}"),
     ("events", "events", "{:,}"),
     ("wall_s", "wall time [s]", "{:.2f}"),
+    ("compile_s", "kernel compile time [s]", "{:.2f}"),
     ("events_per_s", "events per wall second", "{:,.0f}"),
     ("peak_rss_mb", "peak memory [MB]", "{:.0f}"),
 )
 
 #: The record's fields that measure the simulator (its wall time, speed and memory), not the model: the only
-#: fields in which two runs of the same (config, seed) may differ.
-MEASURED_KEYS = frozenset({"wall_s", "events_per_s", "peak_rss_mb"})
+#: fields in which two runs of the same (config, seed) may differ.  ``compile_s`` is the fast engine's time
+#: compiling its kernels (or loading them from Numba's cache), which ``wall_s`` leaves out.
+MEASURED_KEYS = frozenset({"wall_s", "events_per_s", "peak_rss_mb", "compile_s"})
 
 
 def model_fields(record: dict[str, Any]) -> dict[str, Any]:
@@ -52,9 +56,12 @@ def format_record(record: dict[str, Any]) -> str:
     head = (f"{record['algorithm']} on {record['machine']} {record['shape']} {record['topology']}: "
             f"{record['processes']} processes x {record['updates_per_process']} updates, seed {record['seed']}"
             + (f", {record['engine']} engine" if "engine" in record else ""))
-    width = max(len(label) for _, label, _ in SUMMARY_ROWS)
-    lines = [head] + [f"  {label:<{width}}  {_fmt(fmt, record[key])}" for key, label, fmt in SUMMARY_ROWS]
-    if not record.get("steady_state", True):
+    labels = {"gups": gups_label(record)}  # "steady state" only for a run that is one
+    width = max(len(labels.get(key, label)) for key, label, _ in SUMMARY_ROWS)
+    lines = [head] + what_if_lines(record.get("what_if")) + [
+        f"  {labels.get(key, label):<{width}}  {_fmt(fmt, record.get(key, math.nan))}"
+        for key, label, fmt in SUMMARY_ROWS]
+    if not is_steady(record):
         from gupsim.runner import MIN_STEADY_UPDATES
 
         lines.append(f"  note: fewer than {MIN_STEADY_UPDATES} updates per process; the window may still "
@@ -66,9 +73,24 @@ def format_record(record: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def what_if(sets: dict[str, Any], options: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The record's ``what_if``: the machine fields ``--set`` changed (dotted names) and the ``--option``s."""
+    return {"set": dict(sets), "option": dict(options)}
+
+
+def what_if_lines(changes: dict[str, dict[str, Any]] | None) -> list[str]:
+    """A summary's second line naming every ``--set`` and ``--option``, so that a saved summary of a what-if
+    cannot pass for the unmodified machine's; nothing when there are none."""
+    given = [f"--{flag} {key}={value!r}" if isinstance(value, str) else f"--{flag} {key}={value:g}"
+             if isinstance(value, float) else f"--{flag} {key}={value}"
+             for flag in ("set", "option") for key, value in (changes or {}).get(flag, {}).items()]
+    return [f"  what-if: {' '.join(given)}"] if given else []
+
+
 def format_bounds(b: dict[str, Any]) -> str:
     return "\n".join([
         f"Bounds for {b['shape']} {b['topology']} ({b['nodes']} nodes, {b['processes']} processes)",
+        *what_if_lines(b.get("what_if")),
         f"  CPU bound, eq. (1)      {b['cpu_bound_gups']:.4g} GUPS  "
         f"({b['cycles_per_update']:.2f} cycles/update = {b['t_local_cycles']:g} local + (N-1)/N x "
         f"({b['t_send_cycles']:g} send + {b['t_recv_cycles']:g} recv + {b['t_packet_overhead_cycles']:g} t_o^p) "

@@ -419,7 +419,7 @@ def figures(monkeypatch):
     from gupsim import plots
 
     kept = []
-    monkeypatch.setattr(plots, "save_figure", lambda fig, out_dir, stem, dpi=120: kept.append(fig) or [])
+    monkeypatch.setattr(plots, "save_figure", lambda fig, out_dir, stem, **_: kept.append(fig) or [])
     yield kept
     import matplotlib.pyplot as plt
 

@@ -13,7 +13,7 @@ from gupsim.runner import make_run_config
 from gupsim.runpool import DaskPool, SerialPool, reset_peak_rss, run_cost
 
 #: What differs between two runs of one configuration: how long it took (and so its speed) and its memory.
-MEASURED = {"wall_s", "events_per_s", "peak_rss_mb"}
+from gupsim.reporting import MEASURED_KEYS as MEASURED  # noqa: E402
 
 
 def _configs():

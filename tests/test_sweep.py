@@ -206,8 +206,8 @@ def test_sweep_and_results_and_plot_from_the_command_line(tmp_path, capsys):
             main(["plot", kind, str(store), "--key", key[:8], "--out", str(tmp_path / "plots")])
             raise SystemExit(0)
     made = sorted(p.name for p in (tmp_path / "plots").iterdir())
-    assert made == sorted(f"{s}.{e}" for s in ("gups-scaling", "link-load", "bucket-sizes", "throttling")
-                          for e in ("png", "svg"))
+    assert made == sorted(f"store-{key[:8]}-{s}.{e}" for s in ("gups-scaling", "link-load", "bucket-sizes",
+                                                                "throttling") for e in ("png", "svg"))
 
 
 def test_scheduler_option_sends_points_to_an_existing_cluster(tmp_path, capsys):
@@ -302,7 +302,7 @@ def test_a_scaling_plot_of_two_sweep_files_in_one_store_draws_every_run(tmp_path
                                           "--workers", "1", "--threads", "--no-progress"])
         assert result.exit_code == 0, result.output
     drawn = []
-    monkeypatch.setattr(plots, "save_figure", lambda fig, *a: drawn.append(fig) or [])
+    monkeypatch.setattr(plots, "save_figure", lambda fig, *a, **_: drawn.append(fig) or [])
     plots.plot_scaling(ResultsStore(store).read(), tmp_path / "plots")
     points = sum(len(line.get_xdata()) for line in drawn[0].axes[0].lines if line.get_marker() not in ("None", None))
     assert points >= 1 + 1 + 2  # baseline auto and simpy at 8 nodes, routed at 8 and 16
