@@ -87,7 +87,7 @@ def bounds(machine: MachineConfig, shape: str, bytes_per_update: float | None = 
         from gupsim.errors import GupsimError
 
         raise GupsimError(f"bounds: eq. (1) and (2) of seed 000 are for torus machines; {machine.name} is "
-                          f"switched (see experiments/dv_hypatia.py for its limits)")
+                          f"switched (see gupsim/experiments/dv_hypatia.py for its limits)")
     topo = machine_topology(machine, shape)
     net, cpu = machine.network, machine.cpu
     payload = net.chunk_bytes  # one update in one chunk-sized packet

@@ -243,20 +243,26 @@ def bounds(machine, shape, bytes_per_update, sets, as_json) -> None:
               help="folder for the CSVs")
 @click.option("--quick", is_flag=True, help="reduced sizes/lengths, for CI")
 @click.option("--docs", "docs_path", default=None, type=click.Path(dir_okay=False),
-              help="write the validation page here (default: docs/validation.md unless --quick)")
+              help="write the validation page here (default: docs/validation.md of a source checkout, unless "
+                   "--quick; an installed gupsim writes only into --out)")
 @click.option("--jobs", default=1, show_default=True, type=click.IntRange(min=1),
               help="Dask worker processes; the tables' runs share them, largest first")
 @click.option("--keep-runs/--fresh", default=True, show_default=True,
               help="keep each finished run in OUT/runs and reuse those this code already made (resume a stopped run)")
 def reproduce(names, out_dir, quick, docs_path, jobs, keep_runs) -> None:
     """Reproduce published tables: bgl-table2, bgl-table3, ... or all."""
-    from gupsim.config import REPO_ROOT
+    from gupsim.config import source_checkout
     from gupsim.runpool import log_to_stderr
     from gupsim.validation import available_experiments, run_experiments, write_markdown
 
     wanted = available_experiments() if "all" in names else list(dict.fromkeys(names))
+    checkout = source_checkout()
     if docs_path is None and not quick:
-        docs_path = str(REPO_ROOT / "docs" / "validation.md")
+        if checkout is not None:
+            docs_path = str(checkout / "docs" / "validation.md")
+        else:  # an installed package has no pages of its own to refresh; site-packages is not the user's
+            click.echo(f"gupsim is installed, not run from its source checkout: writing only into {out_dir} "
+                       "(--docs FILE also writes the validation page)")
     command = "gupsim reproduce " + " ".join(names) + (" --quick" if quick else "")
     finished = []
 
@@ -287,11 +293,11 @@ def reproduce(names, out_dir, quick, docs_path, jobs, keep_runs) -> None:
         with _writing("--docs", docs_path):
             write_markdown(comparisons, Path(docs_path), command, refresh="all" not in names)
         click.echo(f"wrote {docs_path}")
-    if not quick:
+    if not quick and checkout is not None:
         from gupsim.config import MACHINES_DIR
         from gupsim.reporting import refresh_parameter_tables
 
-        refresh_parameter_tables(REPO_ROOT / "docs" / "model.md", MACHINES_DIR)
+        refresh_parameter_tables(checkout / "docs" / "model.md", MACHINES_DIR)
 
 
 @cli.command()
@@ -308,8 +314,9 @@ def runs(out_dir, show_all, csv_path) -> None:
 
     cache_dir = Path(out_dir) / "runs"
     if not cache_dir.is_dir():
-        raise GupsimError(f"{cache_dir} does not exist: no runs are kept there (gupsim reproduce --out {out_dir} "
-                          "keeps them)")
+        # The usual cause: reproduce was given --out DIR, and this looks in the default folder.
+        raise GupsimError(f"{cache_dir} does not exist: no runs are kept there; gupsim reproduce keeps its runs in "
+                          f"the runs/ folder of its --out, so if it was given --out DIR, run gupsim runs --out DIR")
     code = code_digest()
     table, stopped = kept_runs(cache_dir, code), unfinished_runs(cache_dir, code)
     mine = table.loc[table["reused"].astype(bool)]  # .loc: an empty object column would select columns

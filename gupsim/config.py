@@ -1,6 +1,6 @@
 """Machine descriptions: frozen, validated parameter sets loaded from YAML.
 
-A machine (``configs/machines/<name>.yaml``) holds every number the model
+A machine (``gupsim/data/machines/<name>.yaml``, package data) holds every number the model
 uses, each with its unit in the key name (``clock_hz``, ``link_bytes_per_s``,
 ``router_delay_ns``) and a comment in the YAML naming its source in the seeds.
 The sections mirror the model's parts:
@@ -36,13 +36,23 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from gupsim.data import MACHINES_DIR, PACKAGE_SCHEME, read_table, resource
 from gupsim.errors import GupsimError, UnknownNameError
 from gupsim.field_errors import FieldProblem, field_problem
 from gupsim.overrides import apply_overrides, resolved_overrides
 from gupsim.yaml_files import read_yaml_mapping
 
+#: The source checkout when gupsim runs from one (its docs/ and configs/ sit there); an installed package's
+#: parent is site-packages, which :func:`source_checkout` tells apart.
 REPO_ROOT = Path(__file__).resolve().parents[1]
-MACHINES_DIR = REPO_ROOT / "configs" / "machines"
+
+
+def source_checkout() -> Path | None:
+    """The repository gupsim runs from, or None when it is an installed package (no pyproject.toml and docs/
+    beside it): only a checkout has pages for ``gupsim reproduce`` to refresh."""
+    if (REPO_ROOT / "pyproject.toml").is_file() and (REPO_ROOT / "docs" / "model.md").is_file():
+        return REPO_ROOT
+    return None
 
 
 _STRICT = ConfigDict(frozen=True, extra="forbid", strict=True, allow_inf_nan=False)
@@ -134,7 +144,8 @@ class CpuConfig(BaseModel):
     poll_cycles_per_dimension: float = Field(
         gt=0, description="software routing: one pass of the loop that finds nothing to do, per software dimension "
         "(a status check of its injection and its reception FIFO); sets how often a waiting process re-tests a send")
-    raw_device_cycle_table: str = Field(description="CSV of send/recv cycles by payload, relative to this file")
+    raw_device_cycle_table: str = Field(description="CSV of send/recv cycles by payload: a path relative to this "
+                                        "file, or package:reference/<file>.csv for a table gupsim ships")
 
 
 class MpiConfig(BaseModel):
@@ -232,10 +243,15 @@ class MachineConfig(BaseModel):
         (kept runs, checkpoints, sweep points), so an edited table makes another run, not a reused one."""
         return hashlib.sha256(self._resolve(self.cpu.raw_device_cycle_table).read_bytes()).hexdigest()[:16]
 
-    def _resolve(self, rel: str) -> Path:
-        base = Path(self.source_path).parent if self.source_path else MACHINES_DIR
-        path = (base / rel).resolve()
-        if not path.exists():
+    def _resolve(self, rel: str) -> Any:
+        """The file ``rel`` names: a Path relative to the machine file's folder, or for ``package:NAME`` the
+        package data file importlib.resources finds (it has ``is_file``, ``open`` and ``read_bytes``)."""
+        if rel.startswith(PACKAGE_SCHEME):
+            path = resource(rel.removeprefix(PACKAGE_SCHEME))
+        else:
+            base = Path(self.source_path).parent if self.source_path else MACHINES_DIR
+            path = (base / rel).resolve()
+        if not (path.is_file() or path.is_dir()):  # a folder is reported by from_csv, as not a file
             raise FieldProblem("cpu.raw_device_cycle_table", f"cpu.raw_device_cycle_table: file not found: {path}")
         return path
 
@@ -260,7 +276,7 @@ class RawDeviceCosts:
     COLUMNS = ("payload_bytes", "send_mean_cycles", "recv_mean_cycles")
 
     @classmethod
-    def from_csv(cls, path: Path) -> "RawDeviceCosts":
+    def from_csv(cls, path: Any) -> "RawDeviceCosts":
         """Read and check the table; any defect is a :class:`FieldProblem` of cpu.raw_device_cycle_table.
 
         Checked here, when the machine loads, because the table is first interpolated deep inside a
@@ -272,7 +288,7 @@ class RawDeviceCosts:
         if not path.is_file():
             raise problem("not a file")
         try:
-            frame = pd.read_csv(path)
+            frame = read_table(path)
         except (OSError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
             reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise problem(f"not a readable CSV table ({reason})") from None

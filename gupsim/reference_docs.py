@@ -198,7 +198,7 @@ def machines_reference() -> str:
 
     out = []
     for name in available_machines():
-        out += [f"### `{name}`", "", f"`configs/machines/{name}.yaml`", "",
+        out += [f"### `{name}`", "", f"`gupsim/data/machines/{name}.yaml`", "",
                 machine_parameter_table(MACHINES_DIR / f"{name}.yaml"), ""]
     return "\n".join(out).rstrip()
 

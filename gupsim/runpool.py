@@ -1,6 +1,6 @@
 """Independent runs of one reproduced table, one after another or side by side on a Dask cluster.
 
-A reproduced table (``experiments/``) is a handful of independent
+A reproduced table (``gupsim/experiments/``) is a handful of independent
 simulations, one per row, and its rows differ in cost by orders of magnitude
 (seed 000 Table 4: 32 nodes in seconds, the whole 65,536-node machine in most of
 an hour).  Running a table as one task leaves a core idle while another
@@ -67,6 +67,9 @@ log = logging.getLogger(__name__)
 #: never imports them: tests/test_runpool.py), so editing them keeps the kept runs and checkpoints.
 PRESENTATION_MODULES = frozenset({"cli.py", "cluster.py", "plots.py", "reference_docs.py", "reporting.py", "runpool.py",
                                   "store.py", "sweep.py", "validation.py", "rate_quality.py"})
+#: Folders of such modules: the reproduced tables' scripts build run configurations (a run's key holds the
+#: whole configuration) and compare records; no run imports them.
+PRESENTATION_PACKAGES = ("experiments/",)
 
 
 class _NoDocstrings(ast.NodeTransformer):
@@ -90,7 +93,7 @@ def code_digest() -> str:
     h = hashlib.sha256()
     for path in sorted(PACKAGE_DIR.rglob("*.py")):
         name = path.relative_to(PACKAGE_DIR).as_posix()
-        if name not in PRESENTATION_MODULES:
+        if name not in PRESENTATION_MODULES and not name.startswith(PRESENTATION_PACKAGES):
             stat = path.stat()
             h.update(name.encode() + b"\0" + _module_code(path, stat.st_mtime_ns, stat.st_size) + b"\0")
     return h.hexdigest()[:16]

@@ -1,8 +1,8 @@
 """Comparing simulated numbers with published ones, and reporting every error.
 
-An experiment (one script per table in ``experiments/``) produces a
-:class:`Comparison`: the published table as read from
-``../shared/reference``, a ``sim_<column>`` beside every compared column and
+An experiment (one module per table in :mod:`gupsim.experiments`) produces a
+:class:`Comparison`: the published table as read from the copy gupsim ships
+(``gupsim/data/reference``), a ``sim_<column>`` beside every compared column and
 a ``rel_err_<column>`` (simulated / published - 1).  Each compared column has
 a stated target; rows that miss it are listed with the experiment's
 explanation.  :func:`write_markdown` turns a set of comparisons into
@@ -16,8 +16,9 @@ model does read, seed 000 Table 1, is loaded by :mod:`gupsim.config`).
 from __future__ import annotations
 
 import hashlib
-import importlib.util
+import importlib
 import inspect
+import pkgutil
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,18 +27,18 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from gupsim.config import MACHINES_DIR, REPO_ROOT
+import gupsim.experiments
+from gupsim.config import MACHINES_DIR
+from gupsim.data import read_table, reference_resource
 from gupsim.errors import GupsimError, UnknownNameError
-
-REFERENCE_DIR = REPO_ROOT.parent / "shared" / "reference"
-EXPERIMENTS_DIR = REPO_ROOT / "experiments"
 
 
 def reference_table(name: str) -> pd.DataFrame:
-    path = REFERENCE_DIR / name
-    if not path.exists():
-        raise GupsimError(f"reference table not found: {path} (shared/ must sit beside the repository)")
-    return pd.read_csv(path)
+    """A published table gupsim ships (``gupsim/data/reference/<name>``), without its source lines."""
+    table = reference_resource(name)
+    if not table.is_file():
+        raise GupsimError(f"reference table not found: {name} (not in gupsim's package data: {table})")
+    return read_table(table)
 
 
 def bgl_partition_shapes() -> dict[int, str]:
@@ -163,20 +164,16 @@ def compare(reference: pd.DataFrame, simulated: pd.DataFrame, key: str, columns:
 
 
 def available_experiments() -> list[str]:
-    """Every ``experiments/<machine>_<result>.py``; helpers start with an underscore."""
-    return sorted(p.stem.replace("_", "-") for p in EXPERIMENTS_DIR.glob("*.py") if not p.stem.startswith("_"))
+    """Every module ``gupsim/experiments/<machine>_<result>.py``; helpers start with an underscore."""
+    return sorted(m.name.replace("_", "-") for m in pkgutil.iter_modules(gupsim.experiments.__path__)
+                  if not m.name.startswith("_"))
 
 
 def load_experiment(name: str):
-    """The module ``experiments/<name>.py``: ``reproduce(quick, inputs)`` and optional ``NEEDS``."""
-    path = EXPERIMENTS_DIR / f"{name.replace('-', '_')}.py"
-    if not path.exists():
+    """The module ``gupsim.experiments.<name>``: ``reproduce(quick, inputs)`` and optional ``NEEDS``."""
+    if name not in available_experiments():
         raise UnknownNameError("experiment", name, available_experiments() + ["all"])
-    spec = importlib.util.spec_from_file_location(f"gupsim_experiment_{path.stem}", path)
-    module = importlib.util.module_from_spec(spec)
-    assert spec.loader is not None
-    spec.loader.exec_module(module)
-    return module
+    return importlib.import_module(f"gupsim.experiments.{name.replace('-', '_')}")
 
 
 def _reproduce_one(name: str, quick: bool, inputs: dict) -> "Comparison":

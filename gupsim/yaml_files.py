@@ -1,6 +1,6 @@
 """gupsim's YAML files, read strictly: one line for every way a file can be wrong.
 
-Machine files (``configs/machines``) and sweep files (``configs/experiments``) are YAML.  PyYAML's safe
+Machine files (``gupsim/data/machines``) and sweep files (``configs/experiments``) are YAML.  PyYAML's safe
 loader reads YAML 1.1, which keeps the last of two equal keys, reads ``350e6`` as text and ``no`` as false; a
 research simulator must not take any of these silently, so :class:`StrictLoader` refuses the first and reads
 the others as YAML 1.2 does, and its integers too (``032`` is 32, not octal 26).  :func:`read_yaml_mapping` turns an

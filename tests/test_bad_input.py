@@ -19,7 +19,6 @@ from gupsim.cli import main
 from gupsim.config import MACHINES_DIR
 
 BASE = yaml.safe_load((MACHINES_DIR / "bgl.yaml").read_text())
-BASE["cpu"]["raw_device_cycle_table"] = str((MACHINES_DIR / BASE["cpu"]["raw_device_cycle_table"]).resolve())
 LEAVES = [(section, key) for section, body in BASE.items() if isinstance(body, dict) for key in body]
 NUMERIC = [(s, k) for s, k in LEAVES if isinstance(BASE[s][k], (int, float)) and not isinstance(BASE[s][k], bool)]
 BAD_VALUES = st.sampled_from([-1, -1e9, "fast", None, [], {"a": 1}, "", float("nan"), float("-inf"), True])

@@ -234,3 +234,35 @@ def test_a_documented_error_line_is_the_one_the_command_prints(page, command, sh
     result = CliRunner().invoke(cli, shlex.split(command))
     assert result.exit_code == 2, (page, command, result.output)
     assert result.stderr.strip() == shown, page
+
+
+def _shell_lines(page) -> list[str]:
+    """The lines of a page's bash blocks."""
+    blocks = re.findall(r"```bash\n(.*?)```", page.read_text(), re.S)
+    return [line for block in blocks for line in block.splitlines()]
+
+
+def test_the_tutorial_activates_the_venv_before_its_first_bare_gupsim():
+    """A fresh shell has no gupsim on PATH: the tutorial's bare commands failed until the venv was activated."""
+    lines = _shell_lines(REPO_ROOT / "docs" / "tutorial.md")
+    activate = lines.index("source .venv/bin/activate")
+    first_bare = next(i for i, line in enumerate(lines) if line.startswith(("gupsim ", "$ gupsim ")))
+    assert activate < first_bare
+
+
+def test_the_readme_examples_write_under_results_or_tmp():
+    """Example outputs had landed in the checkout's root (rec.json, state.npz), outside what git ignores."""
+    lines = _shell_lines(REPO_ROOT / "README.md")
+    outputs = [m.group(1) for line in lines
+               for m in re.finditer(r"(?:>|--checkpoint|--csv|--parquet|--store|--out)\s+(\S+)", line.split("  #")[0])]
+    assert len(outputs) >= 4
+    assert [p for p in outputs if not p.startswith(("results/", "/tmp/"))] == []
+
+
+def test_the_readme_lists_kept_runs_from_the_folder_it_reproduced_into():
+    """`gupsim runs` right after `reproduce ... --out /tmp/r` looked in results/runs and failed."""
+    lines = [line.split("  #")[0] for line in _shell_lines(REPO_ROOT / "README.md")]
+    runs = next(i for i, line in enumerate(lines) if " runs" in line and "gupsim runs" in line)
+    reproduce = max(i for i in range(runs) if "gupsim reproduce" in lines[i])
+    out = re.search(r"--out (\S+)", lines[reproduce])
+    assert out and f"--out {out.group(1)}" in lines[runs]

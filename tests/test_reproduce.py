@@ -248,3 +248,38 @@ def test_table4_compares_the_whole_machine_with_the_upc_run_on_the_same_torus_fr
     doubled = ref.assign(gups=ref["gups"].where(ref["nodes"] != 65536, 2 * ref["gups"]))
     again = table4.same_torus_remark(doubled, load_machine("bgl"))
     assert float(again.split("carried ")[1].split("x more")[0]) == pytest.approx(ratio / 2, abs=0.06)
+
+
+def test_an_installed_gupsim_reproduces_into_out_only(tmp_path, monkeypatch, capsys):
+    """From an installed package (no checkout with docs/ around it) reproduce writes its CSVs into --out and
+    touches no page: it had written docs/validation.md and docs/model.md beside site-packages."""
+    import gupsim.config
+    import gupsim.reporting
+    from gupsim import validation
+
+    monkeypatch.setattr(gupsim.config, "source_checkout", lambda: None)
+    monkeypatch.setattr(validation, "write_markdown", lambda *a, **kw: pytest.fail(f"wrote a page: {a[1]}"))
+    monkeypatch.setattr(gupsim.reporting, "refresh_parameter_tables", lambda *a: pytest.fail(f"refreshed {a[0]}"))
+    main(["reproduce", "bgl-table2", "--out", str(tmp_path / "r")])
+    out = capsys.readouterr().out
+    assert (tmp_path / "r" / "bgl-table2.csv").is_file()
+    assert f"writing only into {tmp_path / 'r'}" in out
+
+
+def test_the_checkout_is_told_from_an_installed_package(tmp_path, monkeypatch):
+    import gupsim.config
+
+    assert gupsim.config.source_checkout() == gupsim.config.REPO_ROOT  # the tests run from a checkout
+    monkeypatch.setattr(gupsim.config, "REPO_ROOT", tmp_path)  # site-packages: other packages, no docs/model.md
+    (tmp_path / "docs").mkdir()
+    assert gupsim.config.source_checkout() is None
+
+
+def test_runs_without_kept_runs_names_the_out_option(tmp_path, monkeypatch, capsys):
+    """After ``reproduce ... --out DIR`` a bare ``gupsim runs`` looks in results/; the line says to pass --out."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exc:
+        main(["runs"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert exc.value.code == 2 and len(err) == 1
+    assert "results/runs does not exist" in err[0] and "gupsim runs --out DIR" in err[0]

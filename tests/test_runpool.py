@@ -116,7 +116,7 @@ def test_a_run_imports_no_module_left_out_of_the_code_digest():
     import subprocess
     import sys
 
-    from gupsim.runpool import PACKAGE_DIR, PRESENTATION_MODULES
+    from gupsim.runpool import PACKAGE_DIR, PRESENTATION_MODULES, PRESENTATION_PACKAGES
 
     script = """
 import sys
@@ -145,6 +145,7 @@ print(" ".join(sorted(k for k in sys.modules if k.startswith("gupsim"))))
     assert ran >= 20 and "gupsim.fast.core" in out and "gupsim.fabric_network" in out
     left_out = {"gupsim." + name.removesuffix(".py") for name in PRESENTATION_MODULES}
     assert left_out.isdisjoint(out)
+    assert not [m for m in out if m.startswith(tuple("gupsim." + p.strip("/") for p in PRESENTATION_PACKAGES))]
 
 
 def test_a_pool_resumes_the_checkpoint_of_a_stopped_run_and_drops_other_codes(tmp_path, monkeypatch, caplog):
@@ -371,12 +372,9 @@ def test_a_kept_run_is_reused_from_another_checkout_of_the_same_code(tmp_path, m
     from gupsim.config import MACHINES_DIR
 
     config = _configs()[1]
-    table = (MACHINES_DIR / "bgl.yaml").parent / load_machine("bgl").cpu.raw_device_cycle_table
-    other = tmp_path / "clone" / "configs" / "machines"  # its ../../../shared is tmp_path/shared, as in the repo
+    other = tmp_path / "clone" / "gupsim" / "data" / "machines"  # it names its table as package data
     other.mkdir(parents=True)
     shutil.copy(MACHINES_DIR / "bgl.yaml", other / "bgl.yaml")
-    (tmp_path / "shared" / "reference").mkdir(parents=True)
-    shutil.copy(table, tmp_path / "shared" / "reference" / table.name)
     moved = make_run_config(machine=load_machine(str(other / "bgl.yaml")), shape=config.shape,
                             algorithm=config.algorithm, updates_per_process=config.updates_per_process)
     assert moved.machine.source_path != config.machine.source_path

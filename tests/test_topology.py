@@ -4,20 +4,16 @@ from __future__ import annotations
 
 import itertools
 from fractions import Fraction
-from pathlib import Path
 
 import networkx as nx
 import numpy as np
-import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gupsim.errors import GupsimError, UnknownNameError
+from tests.conftest import reference
 from gupsim.topology import TOPOLOGIES, Mesh3D, Torus3D, make_topology, parse_shape
-
-REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference"
-
 
 def nx_grid(kind: str, shape: tuple[int, int, int]) -> nx.Graph:
     # grid_graph takes dims slowest-first; reversed so node tuples read (x, y, z).
@@ -297,7 +293,7 @@ def test_staircase_bisection_beats_plane_cuts() -> None:
 
 
 def test_table2_edge_expansion() -> None:
-    table = pd.read_csv(REFERENCE / "bgl_table2_bottlenecks.csv")
+    table = reference("bgl_table2_bottlenecks.csv")
     assert len(table) == 12
     for row in table.itertuples():
         # Seed 000 Table 2 footnote: partitions up to 256 nodes are meshes, larger ones tori.

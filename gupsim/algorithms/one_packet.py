@@ -21,7 +21,7 @@ update in one 32-byte chunk (44 bytes on the wire with BG/L's 8-byte header
 and 4-byte trailer, seed 000 §5.1); the UPC run's 64-byte packet with 75 bytes on the
 wire (seed 001, backup slide) is ``payload_bytes=64, wire_bytes=75``, and
 the UPC runtime's own per-update costs are ``local_overhead_cycles`` and
-``remote_overhead_cycles`` (fitted by ``experiments/bgl_upc.py``).
+``remote_overhead_cycles`` (fitted by ``gupsim/experiments/bgl_upc.py``).
 """
 
 from __future__ import annotations

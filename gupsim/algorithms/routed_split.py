@@ -33,7 +33,7 @@ router's queue is full.
 Per-core cycle costs (all assumptions: seed 002 gives no BG/P cycle counts):
 ``t_g + t_o^s`` = 18 and ``t_u`` = 86 (BG/L, seed 000 §5.2),
 ``cpu.route_hop_cycles`` per update per hop from bgp.yaml (BG/L's fit on
-Table 4's N = 32 row by experiments/bgl_table4.py, made with the pool buffer
+Table 4's N = 32 row by gupsim/experiments/bgl_table4.py, made with the pool buffer
 order this DMA model uses), packet send and receive from seed 000 Table 1
 (BG/L raw device), and ``handoff_cycles`` = 10 by default (assumed: one
 store or load of an 8-byte update and an index in a cache-resident ring,

@@ -2,7 +2,7 @@
 
 Seed 000 §6.2 reports three things about the routed algorithm that are not
 in Table 4, only in its text (transcribed, with their sentences, in
-``experiments/reference/bgl_section62.csv``):
+``gupsim/data/reference/bgl_section62.csv``):
 
 * virtual-node mode (two processes per node, a fourth software hop between
   the cores) gains about 70% over co-processor mode for N <= 8192, but only
@@ -25,16 +25,14 @@ Run: ``gupsim reproduce bgl-vnmode``.
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 import pandas as pd
 
 from gupsim.config import load_machine
 from gupsim.runner import make_run_config
 from gupsim.runpool import SERIAL, RunPool
-from gupsim.validation import Comparison, bgl_partition_shapes
+from gupsim.validation import Comparison, bgl_partition_shapes, reference_table
 
-REFERENCE = Path(__file__).resolve().parent / "reference" / "bgl_section62.csv"
 FULL_SIZES, QUICK_SIZES = (512, 2048, 8192, 16384), (32, 128)
 # VN mode at 16,384 nodes is the network-bound row §6.2 discusses (SBF 0.42): routing is compared there.
 # (65,536 nodes in CO mode is the other; its adaptive run would cost the whole-machine run again.)
@@ -79,7 +77,7 @@ def gain_note(row) -> str:
 
 def reproduce(quick: bool = False, inputs: dict | None = None, pool: RunPool = SERIAL) -> Comparison:
     t0 = time.perf_counter()
-    ref = pd.read_csv(REFERENCE)
+    ref = reference_table("bgl_section62.csv")
     shapes = bgl_partition_shapes()
     updates = QUICK_UPDATES if quick else UPDATES
     sizes = QUICK_SIZES if quick else FULL_SIZES
@@ -129,7 +127,7 @@ def reproduce(quick: bool = False, inputs: dict | None = None, pool: RunPool = S
         method=(
             f"`routed` in co-processor (CO) and virtual-node (VN) mode, {updates} updates per process, on "
             f"{', '.join(f'{n:,}' for n in sizes)} nodes (engine: {rows[0]['engine']}). Published values are "
-            "from §6.2's text (experiments/reference/bgl_section62.csv): the VN/CO GUPS ratio about 1.7 for "
+            "from §6.2's text (gupsim/data/reference/bgl_section62.csv): the VN/CO GUPS ratio about 1.7 for "
             "N <= 8192 and 1.1 at 16,384; SBF about 0.01 (CO) and 0.42 (VN) at 16,384 and 0.9 at 65,536, shown "
             "beside the simulated SBF without a relative target. `sim_sbf_*` count one send test per pass of "
             "the loop that did something, over the whole run; `sim_sbf_polled_*` also count the passes a waiting "

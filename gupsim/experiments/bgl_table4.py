@@ -21,7 +21,6 @@ Every row is simulated at its real size, the 65,536-node row on the whole
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -32,7 +31,6 @@ from gupsim.runner import make_run_config, simulate
 from gupsim.runpool import SERIAL, RunPool
 from gupsim.validation import Comparison, bgl_partition_shapes, compare, load_experiment, reference_table
 
-SECTION62 = Path(__file__).resolve().parent / "reference" / "bgl_section62.csv"
 
 FULL_MAX_NODES, QUICK_MAX_NODES = 65536, 128
 # Per process; 2048 is still 3% off the steady rate at 2,048 nodes, and a process can hold
@@ -76,8 +74,8 @@ def fit_route_hop_cycles(target_cycles: float, shape: str = "4x4x2", grid=tuple(
 
 
 def _published_sbf(nodes: int) -> float | None:
-    """Seed 000 §6.2's co-processor SBF at ``nodes``, if its text gives one (experiments/reference)."""
-    ref = pd.read_csv(SECTION62)
+    """Seed 000 §6.2's co-processor SBF at ``nodes``, if its text gives one (gupsim/data/reference/bgl_section62.csv)."""
+    ref = reference_table("bgl_section62.csv")
     hit = ref[(ref["case"] == "sbf_co") & (ref["nodes"] == nodes)]
     return float(hit["value"].iloc[0]) if len(hit) else None
 

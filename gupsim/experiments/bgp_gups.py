@@ -22,7 +22,7 @@ table gives two analytic upper bounds, both derived here for each algorithm:
   and its router (``f (E[hops] route_hop_cycles + 2 handoff)``).
 
 Per-core cycle costs (all assumed, seed 002 gives none for BG/P; see
-configs/machines/bgp.yaml): ``t_g + t_o^s`` = 18 and ``t_u`` = 86 (BG/L, seed
+gupsim/data/machines/bgp.yaml): ``t_g + t_o^s`` = 18 and ``t_u`` = 86 (BG/L, seed
 000 §5.2), raw send/receive from seed 000 Table 1, ``t_o^p`` = 2.08 and
 ``route_hop_cycles`` (BG/L's fits on Tables 2 and 4, made with the pool buffer order
 this DMA model uses), hand-off 10
@@ -190,7 +190,7 @@ def reproduce(quick: bool = False, inputs: dict | None = None, pool: RunPool = S
         key="row", frame=frame, targets={},
         method=("No published BG/P GUPS table exists, so no column has a target. Bounds per algorithm from seed "
                 "000 eq. (1) and (2) with BG/P's clock, link rate and cores and the assumed BG/L cycle costs "
-                "(see experiments/bgp_gups.py). `simulated` marks the rows the SimPy engine ran (full run: "
+                "(see gupsim/experiments/bgp_gups.py). `simulated` marks the rows the SimPy engine ran (full run: "
                 f"512 nodes, {UPDATES_PER_RUN} updates per run, not steady state); the others are bounds only."),
         wall_s=time.perf_counter() - t0, checks=checks,
         # sim_wall_s stays in the CSV only: it changes with the box on every regeneration (diff noise on the page)

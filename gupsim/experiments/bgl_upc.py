@@ -33,7 +33,6 @@ Run: ``gupsim reproduce bgl-upc``.
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 import pandas as pd
 
@@ -46,12 +45,11 @@ from gupsim.validation import Comparison, compare, reference_table
 PACKET = {"payload_bytes": 64, "wire_bytes": 75}  # seed 001 backup slide
 SHAPES = {2048: "8x8x16", 65536: "32x32x32", 131072: "64x32x32", 64: "4x4x2"}  # nodes = processors / 2
 #: Numbers seed 001 gives only in its text (the 64-rack "GUPS limit"), transcribed beside the script.
-TEXT_REFERENCE = Path(__file__).resolve().parent / "reference" / "bgl_upc_text.csv"
 
 
 def slide_limit_gups() -> float:
     """The backup slide's GUPS limit for 64 racks, one packet per update."""
-    text = pd.read_csv(TEXT_REFERENCE).set_index("case")
+    text = reference_table("bgl_upc_text.csv").set_index("case")
     return float(text.loc["limit", "value"])
 FULL_MAX, QUICK_MAX = 131072, 64
 UPDATES, QUICK_UPDATES = 4096, 2048
