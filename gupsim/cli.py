@@ -367,7 +367,7 @@ def list_() -> None:
 @click.option("--scheduler", default=None, metavar="ADDRESS", help="run on an existing Dask cluster (tcp://host:8786)")
 @click.option("--workers", type=click.IntRange(min=1), default=None, help="local workers (default: one per core)")
 @click.option("--threads", is_flag=True, help="local workers as threads in this process (no subprocesses)")
-@click.option("--dry-run", is_flag=True, help="validate and list the points; run nothing")
+@click.option("--dry-run", is_flag=True, help="validate and list the points with their estimated cost; run nothing")
 @click.option("--no-progress", is_flag=True, help="no progress bar")
 def sweep(sweep_file, store_path, scheduler, workers, threads, dry_run, no_progress) -> None:
     """Run every point of a sweep file not yet in its results store."""
@@ -380,25 +380,37 @@ def sweep(sweep_file, store_path, scheduler, workers, threads, dry_run, no_progr
     store = Path(store_path or Path("results") / f"{spec.name}.store")
     done = ResultsStore(store, create=False).done_keys(code_digest()) if store.exists() else set()
     if dry_run:
-        for p in points:
-            click.echo(f"{p.key}  {'done' if p.key in done else 'todo'}  "
-                       + ", ".join(f"{k}={v}" for k, v in p.varied.items()))
-        click.echo(f"{len(points)} points, {len(points) - len(done & {p.key for p in points})} to run")
+        _dry_run(spec, points, store, done, workers)
         return
     with _writing("--store", store):  # a folder that cannot be made or written fails now, not at the first point
         ResultsStore(store).check_writable()
     try:
         summary = run_sweep(spec, points, store, scheduler=scheduler, workers=workers, processes=not threads,
                             progress=not no_progress)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (gupsim.cluster.Interrupted)
         rows = ResultsStore(store).done_keys(code_digest()) & {p.key for p in points}
         click.echo(f"gupsim: interrupted: {len(rows)} of {len(points)} points are in {store}; "
                    f"run the same command again to resume", err=True)
-        sys.exit(130)
+        sys.exit(128 + getattr(exc, "signum", 2))
     click.echo(f"{spec.name}: {summary.total} points: {summary.skipped} already done, {summary.done} run, "
                f"{summary.failed} failed; results in {store}")
     if summary.failed:
         sys.exit(1)
+
+
+def _dry_run(spec: Any, points: list[Any], store: Path, done: set[str], workers: int | None) -> None:
+    """``gupsim sweep --dry-run``: every point, done or to run, with its estimate, then the sweep's."""
+    from gupsim.estimate import describe, estimate_points
+    from gupsim.store import ResultsStore
+    from gupsim.sweep import KEPT_RUNS_DIR
+
+    estimates = estimate_points(points, ResultsStore(store, create=False) if store.exists() else None, KEPT_RUNS_DIR)
+    for p, e in zip(points, estimates):
+        click.echo(f"{p.key}  {'done' if p.key in done else 'todo'}  ~{e.wall_s:.2g} s  {e.memory_bytes / 2**20:,.0f} MB  "
+                   + ", ".join(f"{k}={v}" for k, v in p.varied.items()))
+    todo = [e for p, e in zip(points, estimates) if p.key not in done]
+    click.echo(f"{len(points)} points, {len(todo)} to run")
+    click.echo(describe(todo, workers or os.cpu_count() or 1))
 
 
 @cli.command()

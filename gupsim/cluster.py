@@ -11,7 +11,18 @@ was kept.  So local worker processes are started with SIGINT ignored (a
 disposition a child inherits, and Python keeps), and gupsim alone answers
 Ctrl-C, by closing the cluster, which stops them.  After an interruption the
 Dask, Tornado and asyncio loggers are silenced while the cluster closes: what
-its tasks say while being cancelled is noise, not news.
+its tasks say while being cancelled is noise, not news.  They are silenced in
+the signal handler itself (:func:`interruptible`), before the
+``KeyboardInterrupt`` reaches Dask: a Ctrl-C that lands in Dask's ``sync()``
+before its future exists makes the event-loop thread log a ``NameError``
+traceback through ``tornado.application`` at once, before the main thread could
+silence anything.  Every logger below those names is silenced, not only the
+named ones: Dask's configuration gives ``tornado.application`` and
+``distributed.client`` levels and handlers of their own.
+
+**SIGTERM** is answered the same way (:class:`Interrupted`): without a handler
+Python dies at once, the cluster is never closed, and multiprocessing's
+resource tracker warns of leaked semaphores.
 """
 
 from __future__ import annotations
@@ -62,9 +73,27 @@ def close_client(client: Any, *, interrupted: bool = False) -> None:
     caller is unwinding from Ctrl-C, so Dask's own messages while it closes are not shown."""
     cluster = getattr(client, "cluster", None)
     with _quiet(DASK_LOGGERS) if interrupted else contextlib.nullcontext():
+        if interrupted and cluster is not None:
+            _kill_worker_processes(cluster)
         client.close()
         if cluster is not None:
             cluster.close()
+
+
+def _kill_worker_processes(cluster: Any) -> None:
+    """Kill a local cluster's worker processes, which hold nothing the sweep keeps (the driver stores every row).
+
+    Closed the ordinary way, a worker busy in a compiled kernel cannot answer its nanny in time; the scheduler
+    closes first, and when the kernel returns the worker's heartbeat fails with an ERROR and a traceback of
+    its own, on the stderr it shares with gupsim, which no logger here can silence.  Each nanny is told first
+    that its worker is going, so that it does not start another."""
+    for nanny in list(getattr(cluster, "workers", {}).values()):
+        pid = getattr(nanny, "pid", None)  # a Nanny's worker process; a threaded Worker has none
+        if not isinstance(pid, int) or not hasattr(nanny, "close_gracefully"):
+            continue
+        nanny.close_gracefully(reason="gupsim interrupted")
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
 
 
 @contextlib.contextmanager
@@ -81,15 +110,60 @@ def _children_ignore_ctrl_c(processes: bool) -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
+class Interrupted(KeyboardInterrupt):
+    """SIGINT or SIGTERM, raised in the main thread by :func:`interruptible`; ``signum`` says which."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
 @contextlib.contextmanager
-def _quiet(names: tuple[str, ...]) -> Iterator[None]:
-    """The named loggers silent inside the block, as they were after it."""
-    loggers = [logging.getLogger(n) for n in names]
-    levels = [lg.level for lg in loggers]
-    for lg in loggers:
-        lg.setLevel(logging.CRITICAL + 1)
+def interruptible() -> Iterator[None]:
+    """Inside the block, SIGINT and SIGTERM silence the Dask loggers and then raise :class:`Interrupted`, so the
+    caller's ``finally`` closes the cluster quietly (see the module docstring); the loggers and the handlers are
+    restored after the block.  Only the main thread may set handlers; elsewhere nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    silenced: list[list[tuple[logging.Logger, int]]] = []
+
+    def handler(signum: int, _frame: Any) -> None:
+        if not silenced:
+            silenced.append(_silence(DASK_LOGGERS))
+        raise Interrupted(signum)
+
+    previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
-        for lg, level in zip(loggers, levels):
-            lg.setLevel(level)
+        for s, h in previous.items():
+            signal.signal(s, h)
+        for levels in silenced:
+            _restore(levels)
+
+
+def _silence(names: tuple[str, ...]) -> list[tuple[logging.Logger, int]]:
+    """Silence the named loggers and every logger below them that exists; return what to restore."""
+    existing = [lg for n, lg in logging.root.manager.loggerDict.items()
+                if isinstance(lg, logging.Logger) and any(n.startswith(f"{name}.") for name in names)]
+    loggers = [logging.getLogger(n) for n in names] + existing
+    levels = [(lg, lg.level) for lg in loggers]
+    for lg in loggers:
+        lg.setLevel(logging.CRITICAL + 1)
+    return levels
+
+
+def _restore(levels: list[tuple[logging.Logger, int]]) -> None:
+    for lg, level in reversed(levels):
+        lg.setLevel(level)
+
+
+@contextlib.contextmanager
+def _quiet(names: tuple[str, ...]) -> Iterator[None]:
+    """The named loggers, and those below them, silent inside the block, as they were after it."""
+    levels = _silence(names)
+    try:
+        yield
+    finally:
+        _restore(levels)

@@ -65,7 +65,7 @@ log = logging.getLogger(__name__)
 
 #: Modules that only present, schedule or store results.  A run's record does not depend on them (a run
 #: never imports them: tests/test_runpool.py), so editing them keeps the kept runs and checkpoints.
-PRESENTATION_MODULES = frozenset({"cli.py", "cluster.py", "plots.py", "reference_docs.py", "reporting.py", "runpool.py",
+PRESENTATION_MODULES = frozenset({"cli.py", "cluster.py", "estimate.py", "plots.py", "reference_docs.py", "reporting.py", "runpool.py",
                                   "store.py", "sweep.py", "validation.py", "rate_quality.py"})
 #: Folders of such modules: the reproduced tables' scripts build run configurations (a run's key holds the
 #: whole configuration) and compare records; no run imports them.

@@ -97,6 +97,7 @@ class Point:
     key: str
     run: Any  # gupsim.simulation.RunConfig
     varied: dict[str, Any] = field(default_factory=dict)
+    engine: str = "fast"  # the engine that will run it (gupsim.runner.preflight)
 
 
 def load_sweep(path_or_name: str) -> SweepSpec:
@@ -213,6 +214,10 @@ def _dig(data: dict[str, Any], dotted: str) -> Any:
 #: figure (gupsim.memory.FAST_NODE_BYTES), beyond any machine gupsim runs on.  It also bounds the divisor
 #: search of :func:`shape_for_nodes` (a million candidates at most).
 MAX_NODES = 2**40
+#: The most points a sweep file may have.  Every point is validated before any runs (a few ms each) and listed
+#: by ``--dry-run``, so a grid of millions would sit for hours before saying anything; a larger study is several
+#: sweep files, which may share one store (``--store``).
+MAX_POINTS = 10_000
 
 
 def shape_for_nodes(nodes: int) -> str:
@@ -271,6 +276,7 @@ def expand(spec: SweepSpec, where: str = "sweep") -> list[Point]:
         kind, name = _classify(key, where)
         _once(grid_by, (kind, name), f"grid.{key}", where)
         axes.append((key, kind, name, _values(key, kind, name, raw, base, where)))
+    _check_size(axes, where)
     points: list[Point] = []
     seen: dict[str, str] = {}
     machines: dict[str, Any] = {}
@@ -296,7 +302,7 @@ def expand(spec: SweepSpec, where: str = "sweep") -> list[Point]:
                 machines[mkey] = load_machine(spec.machine, overrides)
             validate_options(run["algorithm"], options)
             cfg = make_run_config(machine=machines[mkey], algorithm_options=options, **run)
-            _check_runnable(cfg, spec.record)
+            engine = _check_runnable(cfg, spec.record)
         except GupsimError as exc:
             # load_machine blames "--set KEY=VALUE", choose_engine "--engine"; here the value came from the
             # sweep file.
@@ -307,8 +313,17 @@ def expand(spec: SweepSpec, where: str = "sweep") -> list[Point]:
             raise GupsimError(f"{where}: points {seen[key]} and {shown} are the same run "
                               f"(same resolved configuration and seed)")
         seen[key] = shown
-        points.append(Point(key, cfg, varied))
+        points.append(Point(key, cfg, varied, engine))
     return points
+
+
+def _check_size(axes: list[tuple[str, str, str, list[Any]]], where: str) -> None:
+    """Refuse a grid of more than :data:`MAX_POINTS` points, counted from its lists' lengths before any is made."""
+    count = math.prod(len(values) for *_, values in axes)
+    if count > MAX_POINTS:
+        sizes = " x ".join(f"{len(values)} {key}" for key, *_, values in axes)
+        raise GupsimError(f"{where}: grid has {count:,} points ({sizes}), more than the {MAX_POINTS:,} a sweep file "
+                          f"may have; split it into several sweep files (they may share one --store)")
 
 
 def _shape_and_nodes(shape: Any, nodes: Any, where: str) -> str:
@@ -327,14 +342,14 @@ def _shape_and_nodes(shape: Any, nodes: Any, where: str) -> str:
     return str(shape)
 
 
-def _check_runnable(cfg: Any, extras: RecordExtras) -> None:
+def _check_runnable(cfg: Any, extras: RecordExtras) -> str:
     """What ``gupsim run`` checks before it builds anything (:func:`gupsim.runner.preflight`: the HPCC
     slice, the network, the engine, the memory estimate), so that a point that cannot run fails the
-    validation instead of every run."""
+    validation instead of every run; the engine that will run it."""
     from gupsim.runner import preflight
     from gupsim.telemetry import Telemetry
 
-    preflight(cfg, telemetry=Telemetry.from_extras(extras).kinds)
+    return preflight(cfg, telemetry=Telemetry.from_extras(extras).kinds)
 
 
 def point_key(run_config: Any, extras: RecordExtras) -> str:
@@ -379,16 +394,19 @@ class SweepSummary:
         return self.total - self.skipped - self.done - self.failed
 
 
+#: Where ``gupsim reproduce`` keeps its runs by default: their timings calibrate a sweep's estimate.
+KEPT_RUNS_DIR = Path("results") / "runs"
+
+
 def run_sweep(spec: SweepSpec, points: list[Point], store_path: Path, *, client=None,
               scheduler: str | None = None, workers: int | None = None, processes: bool = True,
               progress: bool = True, on_row: Callable[[dict[str, Any], Any], None] | None = None) -> SweepSummary:
-    """Run the points not yet in the store; write each as it finishes."""
-    from dask.distributed import as_completed
-    from tqdm import tqdm
-
-    from gupsim.cluster import close_client, open_client
+    """Run the points not yet in the store; write each as it finishes.  SIGINT and SIGTERM close the cluster
+    quietly and raise :class:`gupsim.cluster.Interrupted` (a ``KeyboardInterrupt``)."""
+    from gupsim.cluster import close_client, interruptible, open_client
+    from gupsim.estimate import estimate_points
     from gupsim.runpool import code_digest
-    from gupsim.store import ResultsStore, failed_row
+    from gupsim.store import ResultsStore
 
     store = ResultsStore(store_path)
     done = store.done_keys(code_digest())  # a row other model code made is run again
@@ -397,21 +415,57 @@ def run_sweep(spec: SweepSpec, points: list[Point], store_path: Path, *, client=
     if not todo:
         store.compact()
         return summary
+    estimates = estimate_points(todo, store, KEPT_RUNS_DIR)
     own_client, interrupted = client is None, False
-    client = client or open_client(scheduler, workers, processes)
-    if progress:
-        where = scheduler or f"a local cluster of {len(client.scheduler_info().get('workers', {}))} workers"
-        tqdm.write(f"{spec.name}: {len(points)} points, {summary.skipped} already in {store_path}, "
-                   f"running {len(todo)} on {where}", file=sys.stderr)
-    bar = tqdm(total=len(todo), disable=not progress, unit="point", desc=spec.name, dynamic_ncols=True)
+    with interruptible():
+        client = client or open_client(scheduler, workers, processes)
+        try:
+            if progress:
+                _say_what_runs(spec, client, scheduler, store_path, summary, estimates)
+            _run_points(spec, todo, [e.wall_s for e in estimates], store, client, summary, progress, on_row)
+        except KeyboardInterrupt:
+            interrupted = True
+            raise
+        finally:
+            if own_client:
+                close_client(client, interrupted=interrupted)
+            store.compact()
+    return summary
+
+
+def _say_what_runs(spec: SweepSpec, client: Any, scheduler: str | None, store_path: Path, summary: SweepSummary,
+                   estimates: list[Any]) -> None:
+    from tqdm import tqdm
+
+    from gupsim.estimate import describe
+
+    n_workers = len(client.scheduler_info().get("workers", {}))
+    where = scheduler or f"a local cluster of {n_workers} workers"
+    tqdm.write(f"{spec.name}: {summary.total} points, {summary.skipped} already in {store_path}, "
+               f"running {summary.remaining} on {where}", file=sys.stderr)
+    tqdm.write(f"{spec.name}: {describe(estimates, n_workers)}", file=sys.stderr)
+
+
+def _run_points(spec: SweepSpec, todo: list[Point], costs: list[float], store: Any, client: Any,
+                summary: SweepSummary, progress: bool, on_row: Callable[[dict[str, Any], Any], None] | None) -> None:
+    """Submit every point and store each as it finishes.  The bar advances by each finished point's estimated
+    cost, not by one: points differ in cost by orders of magnitude, and a bar of points extrapolates the
+    cheap ones that finish first to the whole sweep."""
+    from dask.distributed import as_completed
+    from tqdm import tqdm
+
+    from gupsim.store import failed_row
+
+    bar = tqdm(total=sum(costs), disable=not progress, desc=spec.name, dynamic_ncols=True,
+               bar_format="{desc}: {percentage:3.0f}% of the estimated work|{bar}| [{elapsed}<{remaining}{postfix}]")
     extras = spec.record.model_dump()
     by_future = {}
     try:
-        for p in todo:
+        for p, cost in zip(todo, costs):
             fut = client.submit(run_point, p.run, extras, p.key, p.varied, key=f"gupsim-point-{p.key}", pure=False)
-            by_future[fut] = p
+            by_future[fut] = (p, cost)
         for fut in as_completed(list(by_future)):
-            p = by_future[fut]
+            p, cost = by_future[fut]
             try:
                 row = fut.result()
             except Exception as exc:  # noqa: BLE001 - e.g. KilledWorker: the point failed, not the sweep
@@ -423,17 +477,10 @@ def run_sweep(spec: SweepSpec, points: list[Point], store_path: Path, *, client=
             else:
                 summary.failed += 1
             bar.set_postfix(done=summary.done, failed=summary.failed, remaining=summary.remaining, refresh=False)
-            bar.update(1)
+            bar.update(cost)
             if on_row is not None:
                 on_row(row, client)
-    except KeyboardInterrupt:
-        interrupted = True
-        raise
     finally:
         bar.close()
         for fut in by_future:
             fut.cancel()
-        if own_client:
-            close_client(client, interrupted=interrupted)
-        store.compact()
-    return summary
