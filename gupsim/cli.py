@@ -6,6 +6,7 @@ user types produces a traceback.
 
 from __future__ import annotations
 
+import errno
 import math
 import os
 import sys
@@ -56,7 +57,11 @@ class GupsimGroup(click.Group):
         try:
             code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         except GupsimError as exc:
-            _fail(str(exc))
+            _fail(str(exc), exc.exit_code)
+        except OSError as exc:  # one the command did not name itself: the path and the OS's reason
+            _fail(os_error_line(exc), os_error_status(exc))
+        except RecursionError:  # a value nested deeper than Python's recursion limit, wherever it was read
+            _fail("input nested too deeply to read (more levels than Python's recursion limit)")
         except click.exceptions.NoArgsIsHelpError as exc:  # bare `gupsim`: the help, as click shows it
             exc.show()
             sys.exit(exc.exit_code)
@@ -72,9 +77,38 @@ class GupsimGroup(click.Group):
 
 
 def _fail(message: str, code: int = 2) -> None:
-    """Print ``gupsim: error: MESSAGE`` as one line on stderr and exit."""
-    click.echo(f"gupsim: error: {' '.join(message.split())}", err=True)
+    """Print ``gupsim: error: MESSAGE`` as one line on stderr and exit.
+
+    A message past :data:`MAX_ERROR_CHARS` (a value echoed whole somewhere) keeps its start and end."""
+    line = " ".join(message.split())
+    if len(line) > MAX_ERROR_CHARS:
+        half = MAX_ERROR_CHARS // 2
+        line = f"{line[:half]} [... {len(line) - 2 * half:,} characters ...] {line[-half:]}"
+    try:
+        click.echo(f"gupsim: error: {line}", err=True)
+    except OSError:
+        pass  # stderr itself cannot be written: the exit status is all that is left
     sys.exit(code)
+
+
+#: The longest error line printed: every echoed value is clipped (gupsim.errors.clip), this is the backstop.
+MAX_ERROR_CHARS = 600
+#: errno values that mean the path given was wrong (exit 2, bad input); any other OSError is a fault of the
+#: environment (a full disk, an I/O error: exit 1).
+BAD_PATH_ERRNOS = frozenset({errno.ENAMETOOLONG, errno.ENOENT, errno.ENOTDIR, errno.EISDIR, errno.ELOOP,
+                             errno.EACCES, errno.EPERM, errno.EEXIST, errno.EINVAL})
+
+
+def os_error_line(exc: OSError) -> str:
+    """``<path>: <the OS's reason>`` (the path clipped: a name over the file system's limit is long)."""
+    from gupsim.errors import clip
+
+    why = exc.strerror or str(exc)
+    return f"{clip(str(exc.filename))}: {why}" if exc.filename is not None else why
+
+
+def os_error_status(exc: OSError) -> int:
+    return 2 if exc.errno in BAD_PATH_ERRNOS else 1
 
 
 class FiniteFloatRange(click.FloatRange):
@@ -168,9 +202,46 @@ def run(machine, shape, algorithm, updates, seed, sets, options, log2_table_size
         result = sim.verify()
         record |= {"verify_errors": result.errors, "verify_table_size": result.table_size,
                    "verify_passed": result.passed}
-    click.echo(to_json(record) if as_json else format_record(record))
+    _print_or_keep(to_json(record) if as_json else format_record(record), record, cfg)
     if verify and not record["verify_passed"]:
         sys.exit(1)
+
+
+def _print(text: str) -> None:
+    """Print ``text`` on stdout now; stdout that cannot be written (a full disk, a closed pipe) is one line."""
+    try:
+        click.echo(text)
+        sys.stdout.flush()
+    except OSError as exc:
+        sys.stdout = open(os.devnull, "w")  # what is buffered would fail again, with a traceback, at exit
+        from gupsim.errors import ResourceFault
+
+        raise ResourceFault(f"cannot write to standard output: {exc.strerror or exc}") from None
+
+
+#: Where ``gupsim run`` keeps a finished record that stdout could not take.
+KEPT_RECORDS_DIR = Path("results") / "records"
+
+
+def _print_or_keep(text: str, record: dict, cfg: Any) -> None:
+    """Print a finished run's record; if stdout cannot take it, keep the record (as JSON) under
+    :data:`KEPT_RECORDS_DIR`, named by the run's key, and say where: a run's result is never lost."""
+    from gupsim.errors import ResourceFault
+
+    try:
+        _print(text)
+    except ResourceFault as exc:
+        from gupsim.reporting import to_json
+        from gupsim.runpool import code_digest, run_key
+
+        path = KEPT_RECORDS_DIR / f"{run_key(cfg, code_digest())}.json"
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(to_json(record) + "\n")
+        except OSError as again:
+            raise ResourceFault(f"{exc}; the record could not be kept either: {path}: "
+                                f"{again.strerror or again}") from None
+        raise ResourceFault(f"{exc}; the run's record is kept in {path}") from None
 
 
 @contextmanager
@@ -442,9 +513,9 @@ def results(store_path, csv_path, parquet_path, all_columns) -> None:
         [c for c in table.columns if c.startswith("var.")] + ["gups", rate_quality.COLUMN, "network_bound_fraction", "send_blocking_factor", "bytes_per_update", "updates_per_packet", "error"]
     shown = table if all_columns else table[[c for c in dict.fromkeys(main_cols) if c in table]]
     with pd.option_context("display.max_rows", 500, "display.width", 200, "display.max_columns", 50):
-        click.echo(shown.to_string(index=False) if len(shown) else f"{store_path}: no runs yet")
+        _print(shown.to_string(index=False) if len(shown) else f"{store_path}: no runs yet")
     ok = int(table["status"].eq("ok").sum()) if len(table) else 0
-    click.echo(f"{len(table)} runs: {ok} ok, {len(table) - ok} failed")
+    _print(f"{len(table)} runs: {ok} ok, {len(table) - ok} failed")
 
 
 @cli.command()

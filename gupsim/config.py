@@ -37,7 +37,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from gupsim.data import MACHINES_DIR, PACKAGE_SCHEME, read_table, resource
-from gupsim.errors import GupsimError, UnknownNameError
+from gupsim.errors import GupsimError, UnknownNameError, clip
 from gupsim.field_errors import FieldProblem, field_problem
 from gupsim.overrides import apply_overrides, resolved_overrides
 from gupsim.yaml_files import read_yaml_mapping
@@ -385,7 +385,7 @@ def _blame(problem: FieldProblem, base: dict[str, Any], overrides: dict[str, Any
     section = problem.path.split(".", 1)[0]
     if problem.kind == "missing" and "." in problem.path and section not in base:
         message += f" ({path.name} has no {section} section; --set all of its fields to add one)"
-    return f"{' '.join(f'--set {key}={overrides[key]}' for key in culprits)}: {message}"
+    return f"{' '.join(f'--set {key}={clip(overrides[key])}' for key in culprits)}: {message}"
 
 
 def _loads(data: dict[str, Any], path: Path) -> bool:

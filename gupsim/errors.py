@@ -14,6 +14,30 @@ from pathlib import Path
 class GupsimError(Exception):
     """An error caused by the user's input; its message is one readable line."""
 
+    #: The CLI's exit status: 2 for bad input.
+    exit_code = 2
+
+
+class ResourceFault(GupsimError):
+    """A fault of the environment rather than of the input (memory exhausted during a run, a full disk, a
+    store removed under a sweep): one line, as bad input is, but exit status 1, since the same command may
+    succeed elsewhere or later."""
+
+    exit_code = 1
+
+
+#: Characters of a value an error message echoes: a value can be megabytes (a YAML alias bomb, a path).
+CLIP_CHARS = 80
+
+
+def clip(value: object, limit: int = CLIP_CHARS) -> str:
+    """``value`` as text, cut to about ``limit`` characters with the length it had, for an error message: its
+    start and its end, which for a path is the name."""
+    text = value if isinstance(value, str) else repr(value)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit // 2]}...{text[-(limit // 4):]} ({len(text):,} characters)"
+
 
 def cannot_write(what: str, path: Path | str, exc: OSError) -> GupsimError:
     """One line for an output that cannot be written: which folder on its path is a file, or the OS's reason

@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from gupsim.errors import GupsimError
+from gupsim.errors import GupsimError, clip
 
 
 class FieldProblem(GupsimError):
@@ -51,10 +51,10 @@ def field_problem(exc: ValidationError, model: type[BaseModel]) -> FieldProblem:
     more = f" [+{len(errors) - 1} more]" if len(errors) > 1 else ""
     if err["type"] == "union_tag_invalid":
         path = tag_field
-        return FieldProblem(path, f"{path}: Input should be one of {ctx['expected_tags']} (got {ctx['tag']!r}){more}")
+        return FieldProblem(path, f"{path}: Input should be one of {ctx['expected_tags']} (got {clip(repr(ctx['tag']))}){more}")
     msg = err["msg"].removeprefix("Value error, ")
     got = err.get("input")
-    shown = "" if isinstance(got, dict) or got is None else f" (got {got!r})"
+    shown = "" if isinstance(got, dict) or got is None else f" (got {clip(repr(got))})"
     return FieldProblem(path, f"{path}: {msg}{shown}{more}" if path else f"{msg}{more}")
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from gupsim.errors import GupsimError
+from gupsim.errors import GupsimError, clip
 from gupsim.field_errors import leaf_paths
 from gupsim.yaml_files import StrictLoader
 
@@ -39,23 +39,25 @@ def resolve_override_key(key: str) -> str:
     if len(matches) == 1:
         return matches[0]
     if len(matches) > 1:
-        raise GupsimError(f"--set {key}: ambiguous, use one of {', '.join(matches)}")
+        raise GupsimError(f"--set {clip(key)}: ambiguous, use one of {', '.join(matches)}")
     close = difflib.get_close_matches(key, [p.rsplit(".", 1)[-1] for p in paths] + paths, n=1)
     hint = f" (did you mean '{close[0]}'?)" if close else ""
-    raise GupsimError(f"--set {key}: no such machine field{hint}")
+    raise GupsimError(f"--set {clip(key)}: no such machine field{hint}")
 
 
 def parse_key_value(item: str, option: str) -> tuple[str, Any]:
     """``"link_bytes_per_s=350e6"`` -> ``("link_bytes_per_s", 350000000.0)``; values read as YAML."""
     if "=" not in item:
         example = {"--option": "max_pending=512"}.get(option, "link_bytes_per_s=350e6")
-        raise GupsimError(f"{option} {item!r}: expected KEY=VALUE, e.g. {option} {example}")
+        raise GupsimError(f"{option} {clip(item)!r}: expected KEY=VALUE, e.g. {option} {example}")
     key, raw = item.split("=", 1)
     try:
         value = yaml.load(raw, Loader=StrictLoader) if raw.strip() else raw
+    except RecursionError:
+        raise GupsimError(f"{option} {clip(item)}: not a valid value (nested too deeply)") from None
     except yaml.YAMLError as exc:
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise GupsimError(f"{option} {item}: not a valid value ({problem}; quote it to pass text)") from None
+        raise GupsimError(f"{option} {clip(item)}: not a valid value ({problem}; quote it to pass text)") from None
     if isinstance(value, str):  # "inf", "1_000": numbers should be numbers
         try:
             value = float(value) if not value.lstrip("-").isdigit() else int(value)
@@ -72,7 +74,7 @@ def parse_set_options(items: tuple[str, ...] | list[str]) -> dict[str, Any]:
         key, value = parse_key_value(item, "--set")
         name = resolve_override_key(key)
         if name in given:  # the last would silently win
-            raise GupsimError(f"--set {given[name]} and --set {item} name the same field; give it once")
+            raise GupsimError(f"--set {clip(given[name])} and --set {clip(item)} name the same field; give it once")
         given[name], out[name] = item, value
     return out
 

@@ -33,7 +33,7 @@ from simpy.core import EmptySchedule, StopSimulation
 
 from gupsim.algorithms import validate_options
 from gupsim.errors import DeadlockError, GupsimError, SimulationError
-from gupsim.memory import peak_rss_mb
+from gupsim.memory import allocation_failures, peak_rss_mb
 from gupsim.simulation import WINDOW, RunConfig, Simulation, stream_layout
 
 #: SimPy events between two progress reports (a fraction of a second of the reference engine).
@@ -64,11 +64,25 @@ def simulate(run: RunConfig, observer: Any = None, checkpoint: Any = None,
     ``progress(applied, total)``, if given, is told the updates applied so far every few seconds of wall
     time and at the end (``gupsim run``'s progress bar); it sees the run, it does not change it.
     """
-    from gupsim.fast import simulate_fast
-
     wall0 = time.perf_counter()
     _check_sample_interval(observer)
-    if preflight(run, telemetry=observer.kinds if observer is not None else ()) == "fast":
+    engine = preflight(run, telemetry=observer.kinds if observer is not None else ())
+    with allocation_failures(f"{run.algorithm} on {run.shape}", lambda: memory_estimate(run, engine)):
+        return _simulate(run, engine, observer, checkpoint, progress, wall0)
+
+
+def memory_estimate(run: RunConfig, engine: str) -> int:
+    """The memory estimate, in bytes, of ``run`` on ``engine`` ('fast' or 'simpy')."""
+    from gupsim import fast, simulation
+
+    return (fast.check_memory if engine == "fast" else simulation.check_memory)(run)
+
+
+def _simulate(run: RunConfig, engine: str, observer: Any, checkpoint: Any,
+              progress: Callable[[int, int], None] | None, wall0: float) -> tuple[Simulation, dict[str, Any]]:
+    from gupsim.fast import simulate_fast
+
+    if engine == "fast":
         from gupsim.fast.compiling import compile_time
 
         with compile_time() as compile_s:

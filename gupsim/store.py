@@ -39,7 +39,7 @@ from typing import Any
 
 import pandas as pd
 
-from gupsim.errors import GupsimError, probe_write
+from gupsim.errors import GupsimError, ResourceFault, probe_write
 
 #: A temporary part older than this was left by a write that stopped; a younger one may be in flight.
 STALE_TMP_S = 600.0
@@ -113,7 +113,14 @@ class ResultsStore:
     def write(self, row: dict[str, Any]) -> Path:
         """Durably add one row: temp file, fsync, atomic rename."""
         final = self.parts / f"{row['key']}-{time.time_ns()}.parquet"
-        _atomic_parquet(pd.DataFrame([row]), final)
+        try:
+            _atomic_parquet(pd.DataFrame([row]), final)
+        except FileNotFoundError:
+            if self.parts.is_dir():
+                raise
+            raise ResourceFault(f"results store {self.path}: its folder {self.parts} was removed while the sweep "
+                                f"ran, so point {row['key']} could not be kept; run the sweep again to redo "
+                                f"the points it lost") from None
         return final
 
     def compact(self) -> pd.DataFrame:

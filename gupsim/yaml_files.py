@@ -11,6 +11,7 @@ line naming the file (and the line, where YAML has one).
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,35 @@ class DuplicateKeyError(yaml.constructor.ConstructorError):
     """A mapping names the same key twice (YAML requires unique keys; PyYAML would keep the last)."""
 
 
+class AliasBombError(yaml.composer.ComposerError):
+    """A document whose aliases expand to more values than any machine or sweep file holds."""
+
+
+#: The most values (scalars, lists and mappings) a document may hold with its aliases expanded.  A machine
+#: file holds about a hundred and a sweep file fewer; a "billion laughs" of nine aliases to nine aliases
+#: holds 10^9 and grows memory without end as it is validated or printed.
+MAX_EXPANDED_NODES = 100_000
+
+
+def expanded_size(root: yaml.Node) -> int:
+    """How many nodes ``root`` holds with every alias expanded, counted once per distinct node (a node an
+    alias repeats is shared, not copied), without recursion."""
+    sizes: dict[int, int] = {}
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        if id(node) in sizes:
+            continue
+        kids = [n for pair in node.value for n in pair] if isinstance(node, yaml.MappingNode) else \
+            node.value if isinstance(node, yaml.SequenceNode) else []
+        if children_done:
+            sizes[id(node)] = min(1 + sum(sizes.get(id(k), 1) for k in kids), 2**63)
+        else:
+            stack.append((node, True))
+            stack.extend((k, False) for k in kids if id(k) not in sizes)
+    return sizes[id(root)]
+
+
 class StrictLoader(yaml.SafeLoader):
     """PyYAML's safe loader with four YAML 1.2 rules that YAML 1.1 lacks.
 
@@ -32,7 +62,17 @@ class StrictLoader(yaml.SafeLoader):
     * Integers are YAML 1.2's: ``032`` is 32, ``0o32`` is 26; ``1:30`` and ``0b101`` are text.
     * Only ``true`` and ``false`` are booleans.  ``fifos: no`` or ``flow_control: off`` is the text the user
       typed, so the error names it (YAML 1.1 would hand the field ``False``).
+
+    Anchors and aliases stay (a merge key, ``<<: *defaults``, needs them), but a document whose aliases
+    expand past :data:`MAX_EXPANDED_NODES` values is refused before it is built.
     """
+
+    def get_single_node(self) -> yaml.Node | None:
+        node = super().get_single_node()
+        if node is not None and (size := expanded_size(node)) > MAX_EXPANDED_NODES:
+            raise AliasBombError(problem=f"its aliases expand to {size:,} values, more than the "
+                                         f"{MAX_EXPANDED_NODES:,} a file may hold", problem_mark=node.start_mark)
+        return node
 
     def construct_mapping(self, node: yaml.Node, deep: bool = False) -> dict[Any, Any]:
         if isinstance(node, yaml.MappingNode):
@@ -88,6 +128,9 @@ def read_yaml_mapping(path: Path, what: str) -> dict[str, Any]:
         raise GupsimError(f"{path}: cannot read: {exc.strerror or exc}") from None
     try:
         data = yaml.load(text, Loader=StrictLoader)
+    except RecursionError:
+        raise GupsimError(f"{path}: not valid YAML: nested more deeply than gupsim reads "
+                          f"(Python's recursion limit, {sys.getrecursionlimit():,} levels)") from None
     except DuplicateKeyError as exc:
         raise GupsimError(f"{path}: line {exc.problem_mark.line + 1}: {exc.problem}") from None
     except yaml.YAMLError as exc:
