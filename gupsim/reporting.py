@@ -45,6 +45,8 @@ def model_fields(record: dict[str, Any]) -> dict[str, Any]:
 def _fmt(fmt: str, value: Any) -> str:
     if isinstance(value, float) and math.isnan(value):
         return "n/a"
+    if isinstance(value, (int, float)) and abs(value) >= 1e15 and "," not in fmt:
+        return f"{value:.4g}"  # a what-if's 1e300 s, not 300 digits
     return fmt.format(value)
 
 

@@ -50,3 +50,50 @@ def test_the_largest_addressable_shape_is_a_run_shape_and_bounds_take_any():
     assert parse_shape("99999999999999999999x2x2") == (99999999999999999999, 2, 2)  # gupsim bounds: closed forms
     with pytest.raises(GupsimError, match="invalid shape"):
         run_shape("8x8")
+
+
+# ------------------------------------------------------------------ values outside what any machine has had
+
+
+@pytest.fixture(autouse=True)
+def _warn_again(monkeypatch):
+    """Each test sees its warnings: gupsim says each once per process."""
+    from gupsim import plausible
+
+    monkeypatch.setattr(plausible, "_warned", set())
+
+
+def _what_if(item: str):
+    return _gupsim("run", "--shape", "2x2x2", "--updates", "16", "--algorithm", "one-packet", "--set", item)
+
+
+@pytest.mark.parametrize("item, field, shown", [
+    ("clock_hz=1e300", "cpu.clock_hz", "cpu.clock_hz=1e+300 is outside its plausible range 1e+06 to 1e+10 Hz"),
+    ("router_delay_ns=1e300", "network.router_delay_ns",
+     "network.router_delay_ns=1e+300 is outside its plausible range 0 to 10000 ns"),
+    ("link_bytes_per_s=10", "network.link_bytes_per_s",
+     "network.link_bytes_per_s=10 is outside its plausible range 1e+06 to 1e+12 bytes/s"),
+])
+def test_an_implausible_but_computable_value_runs_with_one_warning(item, field, shown):
+    result = _what_if(item)
+    assert result.exit_code == 0, result.output
+    assert result.stderr.strip().splitlines() == [f"gupsim: warning: {shown}; running it as a what-if"]
+    # the summary shows huge numbers in scientific form, not 300 digits
+    assert max(len(word) for word in result.stdout.split()) < 25, result.stdout
+
+
+def test_a_value_whose_run_overflows_is_refused_in_one_line():
+    result = _what_if("clock_hz=1e308")
+    assert result.exit_code == 2, result.output
+    assert result.output.strip().splitlines() == [
+        "gupsim: error: the run's cycles_per_update overflowed a double (inf): cpu.clock_hz=1e+308 is outside "
+        "its plausible range 1e+06 to 1e+10 Hz; use smaller values"]
+
+
+def test_the_shipped_machines_are_plausible_and_the_ranges_are_documented():
+    from gupsim.config import CpuConfig, load_machine
+    from gupsim.plausible import implausible
+
+    for name in ("bgl", "bgp"):
+        assert implausible(load_machine(name)) == []
+    assert CpuConfig.model_fields["clock_hz"].description.endswith("(plausible 1e+06 to 1e+10 Hz)")
