@@ -16,6 +16,13 @@ from pydantic import BaseModel, Field
 
 _warned: set[str] = set()
 
+#: The most nodes of any machine of a kind that was built, by machine name, and the source.  A larger
+#: partition is a legitimate what-if; the text summary says it is one (:func:`larger_than_built`).
+LARGEST_BUILT_NODES: dict[str, tuple[int, str]] = {
+    "bgl": (65_536, "seed 000 §5: the 64K-node Blue Gene/L, 64x32x32"),
+    "bgp": (40_960, "seed 002 §1: its 32 racks (32,768 nodes) were 80% of the largest Blue Gene/P"),
+}
+
 
 def plausible_field(description: str, lo: float, hi: float, unit: str, **bounds: Any) -> Any:
     """A pydantic ``Field`` whose description ends with its plausible range ``lo``..``hi`` (in ``unit``)."""
@@ -50,3 +57,11 @@ def warn_implausible(machine: BaseModel) -> list[str]:
             _warned.add(phrase)
             print(f"gupsim: warning: {phrase}; running it as a what-if", file=sys.stderr, flush=True)
     return found
+
+
+def larger_than_built(machine: str, nodes: int) -> str | None:
+    """A note when ``nodes`` is more than any ``machine`` that was built (None when not, or not known)."""
+    largest, source = LARGEST_BUILT_NODES.get(machine, (None, ""))
+    if largest is None or nodes <= largest:
+        return None
+    return f"{nodes:,} nodes is more than the largest {machine} built ({largest:,}, {source}): a what-if"

@@ -13,6 +13,8 @@ import json
 import math
 from typing import Any
 
+from gupsim.plausible import larger_than_built
+
 SUMMARY_ROWS = (
     ("gups", "GUPS (steady state)", "{:.4f}"),
     ("gups_total", "GUPS (whole run, HPCC's metric)", "{:.4f}"),
@@ -61,6 +63,9 @@ def format_record(record: dict[str, Any]) -> str:
 
         lines.append(f"  note: fewer than {MIN_STEADY_UPDATES} updates per process; the window may still "
                      f"include warm-up or drain, so treat the rate as indicative")
+    beyond = larger_than_built(record["machine"], record.get("nodes", 0))
+    if beyond:
+        lines.append(f"  note: {beyond}")
     if "verify_errors" in record:
         verdict = "passed" if record["verify_passed"] else "FAILED"
         lines.append(f"  {'HPCC verification':<{width}}  {verdict} ({record['verify_errors']} errors "

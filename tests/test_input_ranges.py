@@ -97,3 +97,18 @@ def test_the_shipped_machines_are_plausible_and_the_ranges_are_documented():
     for name in ("bgl", "bgp"):
         assert implausible(load_machine(name)) == []
     assert CpuConfig.model_fields["clock_hz"].description.endswith("(plausible 1e+06 to 1e+10 Hz)")
+
+
+def test_a_partition_larger_than_any_built_is_named_a_what_if_in_the_summary():
+    """65x33x33 on bgl (70,785 nodes, more than the 65,536 of the largest BG/L) had run without a word; the
+    record of a run that size takes minutes, so its summary is checked on a small run's record."""
+    from gupsim.reporting import format_record
+    from gupsim.runner import simulate
+
+    _, record = simulate(make_run_config(machine="bgl", shape="2x2x2", algorithm="one-packet",
+                                         updates_per_process=16))
+    assert "what-if" not in format_record(record)
+    notes = [line for line in format_record(record | {"nodes": 70_785}).splitlines() if "largest" in line]
+    assert notes == ["  note: 70,785 nodes is more than the largest bgl built (65,536, seed 000 §5: the 64K-node "
+                     "Blue Gene/L, 64x32x32): a what-if"]
+    assert "largest bgl" not in format_record(record | {"nodes": 65_536})
