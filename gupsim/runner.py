@@ -35,7 +35,6 @@ from gupsim.algorithms import validate_options
 from gupsim.errors import DeadlockError, GupsimError, SimulationError
 from gupsim.memory import peak_rss_mb
 from gupsim.plausible import implausible, warn_implausible
-from gupsim.reporting import MEASURED_KEYS
 from gupsim.simulation import WINDOW, RunConfig, Simulation, stream_layout
 
 #: SimPy events between two progress reports (a fraction of a second of the reference engine).
@@ -245,7 +244,7 @@ def make_record(sim: Simulation, wall_s: float) -> dict[str, Any]:
 
 def _check_finite(record: dict[str, Any], run: RunConfig) -> None:
     """Refuse, in one line, a run whose numbers overflowed a double: inputs past what can be computed."""
-    infinite = [k for k, v in record.items() if isinstance(v, float) and math.isinf(v) and k not in MEASURED_KEYS]
+    infinite = [k for k, v in record.items() if isinstance(v, float) and math.isinf(v)]
     if infinite:
         causes = implausible(run.machine)
         raise GupsimError(f"the run's {', '.join(infinite)} overflowed a double (inf)"
