@@ -40,6 +40,7 @@ from gupsim.data import MACHINES_DIR, PACKAGE_SCHEME, read_table, resource
 from gupsim.errors import GupsimError, UnknownNameError, clip
 from gupsim.field_errors import FieldProblem, field_problem
 from gupsim.overrides import apply_overrides, resolved_overrides
+from gupsim.plausible import plausible_field
 from gupsim.yaml_files import read_yaml_mapping
 
 #: The source checkout when gupsim runs from one (its docs/ and configs/ sit there); an installed package's
@@ -71,7 +72,7 @@ class NetworkConfig(BaseModel):
         description="'auto' builds a mesh up to mesh_up_to_nodes nodes and a torus above"
     )
     mesh_up_to_nodes: int = Field(ge=0, le=MAX_COUNT, description="largest partition wired as a mesh when topology is auto")
-    link_bytes_per_s: float = Field(ge=1, description="bandwidth of one directed link")
+    link_bytes_per_s: float = plausible_field("bandwidth of one directed link", 1e6, 1e12, "bytes/s", ge=1)
     chunk_bytes: int = Field(gt=0, le=MAX_COUNT, description="packets are whole multiples of this many payload bytes")
     max_chunks_per_packet: int = Field(ge=1, le=MAX_COUNT, description="largest packet, in chunks")
     packet_header_bytes: int = Field(ge=0, le=MAX_COUNT, description="hardware header on the wire, per packet")
@@ -79,7 +80,7 @@ class NetworkConfig(BaseModel):
     paper_packet_overhead_bytes: int = Field(
         ge=0, le=MAX_COUNT, description="per-packet overhead the bottleneck table of seed 000 used (b = 32 + this)"
     )
-    router_delay_ns: float = Field(ge=0, description="pipeline latency of one router hop")
+    router_delay_ns: float = plausible_field("pipeline latency of one router hop", 0, 1e4, "ns", ge=0)
     routing: Literal["deterministic", "adaptive"] = Field(
         description="deterministic: dimension order; adaptive: minimal adaptive on a dynamic VC, "
         "dimension-order escape VC")
@@ -135,12 +136,14 @@ class CpuConfig(BaseModel):
 
     model_config = _STRICT
 
-    clock_hz: float = Field(ge=1, description="core clock; every *_cycles field counts cycles of it")
+    clock_hz: float = plausible_field("core clock; every *_cycles field counts cycles of it", 1e6, 1e10, "Hz", ge=1)
     processes_per_node: int = Field(ge=1, le=4, description="1: co-processor mode; 2: virtual-node mode")
     generate_cycles: int = Field(ge=0, le=MAX_COUNT, description="t_g + t_o^s: form the next update")
     update_cycles: int = Field(ge=0, le=MAX_COUNT, description="t_u: XOR into a table word that misses every cache")
-    packet_overhead_cycles: float = Field(ge=0, description="t_o^p of eq. (1): per remote update, beyond send and receive")
-    route_hop_cycles: float = Field(ge=0, description="software routing: per update per software hop, packets excluded")
+    packet_overhead_cycles: float = plausible_field("t_o^p of eq. (1): per remote update, beyond send and receive",
+                                                    0, 1e6, "cycles", ge=0)
+    route_hop_cycles: float = plausible_field("software routing: per update per software hop, packets excluded",
+                                              0, 1e6, "cycles", ge=0)
     poll_cycles_per_dimension: float = Field(
         gt=0, description="software routing: one pass of the loop that finds nothing to do, per software dimension "
         "(a status check of its injection and its reception FIFO); sets how often a waiting process re-tests a send")

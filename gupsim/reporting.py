@@ -13,6 +13,7 @@ import json
 import math
 from typing import Any
 
+from gupsim.plausible import larger_than_built
 from gupsim.rate_quality import gups_label, is_steady
 
 SUMMARY_ROWS = (
@@ -49,6 +50,8 @@ def model_fields(record: dict[str, Any]) -> dict[str, Any]:
 def _fmt(fmt: str, value: Any) -> str:
     if isinstance(value, float) and math.isnan(value):
         return "n/a"
+    if isinstance(value, (int, float)) and abs(value) >= 1e15 and "," not in fmt:
+        return f"{value:.4g}"  # a what-if's 1e300 s, not 300 digits
     return fmt.format(value)
 
 
@@ -66,6 +69,9 @@ def format_record(record: dict[str, Any]) -> str:
 
         lines.append(f"  note: fewer than {MIN_STEADY_UPDATES} updates per process; the window may still "
                      f"include warm-up or drain, so treat the rate as indicative")
+    beyond = larger_than_built(record["machine"], record.get("nodes", 0))
+    if beyond:
+        lines.append(f"  note: {beyond}")
     if "verify_errors" in record:
         verdict = "passed" if record["verify_passed"] else "FAILED"
         lines.append(f"  {'HPCC verification':<{width}}  {verdict} ({record['verify_errors']} errors "

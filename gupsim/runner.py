@@ -34,6 +34,7 @@ from simpy.core import EmptySchedule, StopSimulation
 from gupsim.algorithms import validate_options
 from gupsim.errors import DeadlockError, GupsimError, SimulationError
 from gupsim.memory import allocation_failures, peak_rss_mb
+from gupsim.plausible import implausible, warn_implausible
 from gupsim.simulation import WINDOW, RunConfig, Simulation, stream_layout
 
 #: SimPy events between two progress reports (a fraction of a second of the reference engine).
@@ -256,7 +257,18 @@ def make_record(sim: Simulation, wall_s: float) -> dict[str, Any]:
     record.update({f"alg_{k}": v for k, v in alg.items()})
     record.update(_network_bound(sim, record))
     record["config"] = resolved_config(sim.run)
+    _check_finite(record, sim.run)
+    warn_implausible(sim.run.machine)  # after the run: a run refused above says so in its one line
     return record
+
+
+def _check_finite(record: dict[str, Any], run: RunConfig) -> None:
+    """Refuse, in one line, a run whose numbers overflowed a double: inputs past what can be computed."""
+    infinite = [k for k, v in record.items() if isinstance(v, float) and math.isinf(v)]
+    if infinite:
+        causes = implausible(run.machine)
+        raise GupsimError(f"the run's {', '.join(infinite)} overflowed a double (inf)"
+                          + (f": {'; '.join(causes)}" if causes else "") + "; use smaller values")
 
 
 def _network_bound(sim: Simulation, record: dict[str, Any]) -> dict[str, float]:

@@ -33,7 +33,7 @@ from typing import Any, Literal
 
 import numpy as np
 import simpy
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from gupsim import hpcc
 from gupsim.algorithms import algorithm_class, validate_options
@@ -42,7 +42,7 @@ from gupsim.fabric_config import SwitchedMachineConfig
 from gupsim.errors import GupsimError, SimulationError
 from gupsim.memory import BASE_BYTES, ROUTE_CACHE_BYTES, check_fits
 from gupsim.node import CostModel, Cpu
-from gupsim.topology import make_topology, parse_shape
+from gupsim.topology import make_topology, parse_shape, run_shape
 
 #: HPCC lets a process hold at most this many updates before applying them (seed 000 §2).
 MAX_PENDING_UPDATES = 1024
@@ -78,6 +78,12 @@ class RunConfig(BaseModel):
     engine: Literal["auto", "fast", "simpy"] = Field(
         default="auto", description="fast: compiled kernels (gupsim.fast); simpy: the reference engine; auto: fast "
         "where a kernel models the run, else simpy (--engine)")
+
+    @field_validator("shape")
+    @classmethod
+    def _canonical_shape(cls, shape: str) -> str:
+        # ' 4x4x4 ' and 4X4X4 are the run 4x4x4: one text in records, keys and kept runs
+        return run_shape(shape)
 
 
 class CountingEnvironment(simpy.Environment):

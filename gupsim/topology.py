@@ -52,6 +52,9 @@ T = TypeVar("T", bound="type[Topology]")
 TOPOLOGIES: dict[str, type[Topology]] = {}
 
 _EXAMPLE = "(e.g. 8x8x16)"
+#: The most nodes a run's shape may have (closed-form bounds take any shape): the fast engine keeps node and
+#: process numbers in 32 bits, and a run this large would need terabytes before its first event anyway.
+MAX_RUN_NODES = 2**31 - 1
 _DIM_NAMES = "xyz"
 #: Peak bytes per node of building the per-node tables (the (N, 6) neighbour table, the (N, 3) coordinates
 #: and the per-port temporaries of :meth:`Topology._build_neighbor_table`), rounded up.
@@ -105,6 +108,17 @@ def _validated(dims: Sequence[object], shown: object) -> Shape:
     if ints[0] * ints[1] * ints[2] < 2:
         raise GupsimError(f"invalid shape {shown!r}: a network needs at least 2 nodes")
     return (ints[0], ints[1], ints[2])
+
+
+def run_shape(text: str) -> str:
+    """A run's shape as records and keys keep it, ``"XxYxZ"`` (``' 4X4x4 '`` is 4x4x4); a shape with more
+    nodes than :data:`MAX_RUN_NODES` is a shape error."""
+    dims = parse_shape(text)
+    nodes = dims[0] * dims[1] * dims[2]
+    if nodes > MAX_RUN_NODES:
+        raise GupsimError(f"invalid shape {text!r}: {nodes:,} nodes, more than the {MAX_RUN_NODES:,} a run can "
+                          "address")
+    return "x".join(map(str, dims))
 
 
 def make_topology(kind: str, shape: str | Sequence[int], network: object = None) -> Topology:

@@ -390,6 +390,8 @@ def _loop(ci, cf, ran, cost, ktab, tabs, ai, lay, ac, wc, ms, hk, hkey, hpos,
 
 #: The per-packet tables (rows indexed by packet number): gupsim.fast.driver grows them together.
 PACKET_ARRAYS = ("pk", "pf")
+#: The kernel's own tables that :func:`grow_tables` may give more rows (a checkpoint's may be longer).
+GROWN_ARRAYS = ("ms",)
 
 
 def grow_tables(a: dict) -> None:

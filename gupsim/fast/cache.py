@@ -10,14 +10,30 @@ is plain Python); functions
 elsewhere keep Numba's own locators.  Imported by :mod:`gupsim.fast.tables`
 (which every compiled module imports) and :mod:`gupsim.fast.stream` before
 anything is compiled.
+
+Where the cache is: the folder named by ``NUMBA_CACHE_DIR`` if the user set
+one, else ``gupsim/fast/__pycache__`` if it is writable (a checkout, an
+editable install), else the user's cache folder, ``~/.cache/gupsim/numba``
+(``$XDG_CACHE_HOME`` honoured), so that a read-only install caches too.  The
+last is a locator of its own rather than ``NUMBA_CACHE_DIR`` set by gupsim:
+Numba reads that variable once, when it is first imported, which may be
+before gupsim is.
+
+A damaged cache file (a cut or overwritten ``.nbi`` or ``.nbc``) had made
+every later run of its function fail to unpickle it until the user deleted
+it.  A load that fails now deletes that function's files, says so in one
+line on stderr, and the function is compiled (and cached) afresh.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
+import sys
 from pathlib import Path
 
 from numba.core import caching
+from numba.misc.appdirs import AppDirs
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 
@@ -60,10 +76,48 @@ class _InTreeLocator(_PackageStamp, _numba("InTreeCacheLocator")):
     pass
 
 
+class _UserCacheLocator(_PackageStamp, _numba("UserWideCacheLocator")):
+    """The user's cache folder, ``.../gupsim/numba``: where an install whose package folder is read-only caches."""
+
+    def __init__(self, py_func, py_file):
+        super().__init__(py_func, py_file)
+        root = os.path.join(AppDirs(appname="gupsim", appauthor=False).user_cache_dir, "numba")
+        self._cache_path = os.path.join(root, self.get_suitable_cache_subpath(py_file))
+
+
+_LOCATORS = [_UserDirLocator, _InTreeLocator, _UserCacheLocator]
+_real_load_overload = caching.Cache.load_overload
+_reported: set[str] = set()
+
+
+def _load_or_discard(self, sig, target_context):
+    """Numba's cache load; for this package's functions a file that fails to load is deleted, said in one line
+    on stderr (once per folder), and taken as a miss, so the function is compiled and its cache written anew."""
+    try:
+        return _real_load_overload(self, sig, target_context)
+    except Exception as exc:  # damaged bytes unpickle to almost any error: UnpicklingError, EOFError, ...
+        if not isinstance(self._impl.locator, _PackageStamp):
+            raise
+        discard(self._cache_path, self._impl.filename_base)
+        if self._cache_path not in _reported:
+            _reported.add(self._cache_path)
+            print(f"gupsim: the compiled-kernel cache at {self._cache_path} was damaged "
+                  f"({type(exc).__name__} in {self._impl.filename_base}); recompiling", file=sys.stderr, flush=True)
+        return None
+
+
+def discard(folder: str, filename_base: str) -> None:
+    """Delete one function's cache files (its index and every data file) from ``folder``."""
+    for path in Path(folder).glob(f"{filename_base}.*"):
+        if path.suffix in (".nbi", ".nbc"):
+            path.unlink(missing_ok=True)
+
+
 def install() -> None:
     classes = _numba("CacheImpl")._locator_classes
     if _UserDirLocator not in classes:
-        classes[:0] = [_UserDirLocator, _InTreeLocator]
+        classes[:0] = _LOCATORS
+    caching.Cache.load_overload = _load_or_discard
 
 
 install()

@@ -74,7 +74,7 @@ def drive(mod: ModuleType, a: dict, checkpoint: Checkpoint | None = None,
     names = code.co_varnames[:code.co_argcount - 1]  # the last argument is the time
     now, earlier_s, earlier_peak_mb = 0.0, 0.0, 0.0
     if checkpoint is not None and checkpoint.path.exists():
-        now, earlier_s, earlier_peak_mb = load(checkpoint, a)
+        now, earlier_s, earlier_peak_mb = load(checkpoint, a, mod)
     elif checkpoint is not None:
         _check_writable(checkpoint.path)  # now, not at the first save ten minutes in
     started = saved = time.monotonic()
@@ -150,8 +150,11 @@ def save(checkpoint: Checkpoint, a: dict, now: float, wall_s: float, peak_mb: fl
         raise GupsimError(f"{cannot_write('checkpoint', path, exc)} (the previous save, if any, is kept)") from None
 
 
-def load(checkpoint: Checkpoint, a: dict) -> tuple[float, float, float]:
-    """Replace the arrays of ``a`` by the saved ones; return the saved time, wall seconds and peak RSS."""
+def load(checkpoint: Checkpoint, a: dict, mod: ModuleType) -> tuple[float, float, float]:
+    """Replace the arrays of ``a`` by the saved ones; return the saved time, wall seconds and peak RSS.
+
+    ``a`` is a fresh run's state of kernel module ``mod``: every saved array must have its dtype and columns,
+    and its rows (or more, for the tables that grow between batches), since the kernels index them unchecked."""
     path = checkpoint.path
     try:
         with np.load(path, allow_pickle=False) as z:
@@ -171,9 +174,30 @@ def load(checkpoint: Checkpoint, a: dict) -> tuple[float, float, float]:
     expected = set(a) - {"hh"}
     if set(saved) - set(queue) != expected or len(queue) != len(a["hh"]):
         raise GupsimError(f"checkpoint {path} does not hold this kernel's tables: delete it to start afresh")
+    _check_shapes(path, saved, {k: a[k] for k in expected} | dict(zip(queue, a["hh"])), mod)
     for k in expected:  # the tables made on cache lines (tables.line_aligned) are put on lines again
         if a[k].ctypes.data % tb.CACHE_LINE == 0 and saved[k].ctypes.data % tb.CACHE_LINE and saved[k].ndim:
             saved[k] = tb.grow_on_lines(saved[k], saved[k].shape[0])
         a[k] = saved[k]
     a["hh"] = tuple(saved[k] for k in queue)
     return now, wall_s, peak_mb
+
+
+def _check_shapes(path: Path, saved: dict, fresh: dict, mod: ModuleType) -> None:
+    """Refuse, naming the array, a saved array not shaped as this run's: an edited or damaged file that the
+    kernels would read past the end of (a segmentation fault, not an error).  The tables that grow between
+    batches (:func:`_between_batches`: the packet tables, the event queue's, the kernel's own) may have more
+    rows, the packet tables all the same number."""
+    grown = set(mod.PACKET_ARRAYS) | set(getattr(mod, "GROWN_ARRAYS", ()))
+    for name, want in fresh.items():
+        got, grows = saved[name], name in grown or name.startswith("hh")
+        more = grows and got.ndim == want.ndim and got.shape[0] >= want.shape[0]
+        if got.dtype != want.dtype or got.shape[1:] != want.shape[1:] or (got.shape != want.shape and not more):
+            also = " (or more rows)" if grows else ""
+            raise GupsimError(f"checkpoint {path}: array {name!r} is {got.dtype} {got.shape}, this run's is "
+                              f"{want.dtype} {want.shape}{also}; the file is damaged or not this run's: delete it "
+                              "to start afresh")
+    rows = {name: saved[name].shape[0] for name in mod.PACKET_ARRAYS}
+    if len(set(rows.values())) > 1:
+        raise GupsimError(f"checkpoint {path}: its packet tables differ in rows ({rows}); the file is damaged: "
+                          "delete it to start afresh")
