@@ -5,9 +5,9 @@ What it measures
 Four cases: the ``baseline`` and ``one-packet`` algorithms on the ``bgl``
 machine, on 8x8x8 (512 nodes) and 16x16x16 (4096 nodes) tori.  Each case
 runs in its own Python subprocess, so ``peak_rss_mb`` (the subprocess's own
-``VmHWM``, see :func:`gupsim.runner.peak_rss_mb`) belongs to that case alone.  Per case it reports:
+``VmHWM``, see :func:`gupsim.engines.run.peak_rss_mb`) belongs to that case alone.  Per case it reports:
 
-* ``events``, ``wall_s`` (time inside :func:`gupsim.runner.simulate`: model
+* ``events``, ``wall_s`` (time inside :func:`gupsim.engines.run.simulate`: model
   construction plus the SimPy run), ``cpu_s`` (user + system CPU time of the
   same interval), ``process_s`` (the whole subprocess: interpreter start,
   imports, simulation, record);
@@ -123,7 +123,7 @@ def _cpu_s() -> float:
 def run_case(shape: str, algorithm: str, updates: int) -> dict:
     """Run one case in this process and return its row (called in the subprocess)."""
     from gupsim.config import load_machine
-    from gupsim.runner import make_run_config, peak_rss_mb, simulate
+    from gupsim.engines.run import make_run_config, peak_rss_mb, simulate
 
     rss_import = peak_rss_mb()
     cfg = make_run_config(machine=load_machine(MACHINE), shape=shape, algorithm=algorithm,

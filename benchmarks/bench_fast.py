@@ -1,8 +1,8 @@
-"""Speed and memory of the fast engine (gupsim.fast), up to the whole 64x32x32 Blue Gene/L.
+"""Speed and memory of the fast engine (gupsim.engines.fast), up to the whole 64x32x32 Blue Gene/L.
 
 What it measures (issue 4's goals)
 ----------------------------------
-Each case runs ``gupsim.runner.simulate`` with ``engine="fast"`` in its own
+Each case runs ``gupsim.engines.run.simulate`` with ``engine="fast"`` in its own
 subprocess, so ``peak_rss_mb`` (its own ``VmHWM``) is that case's alone, and the
 kernels are loaded from Numba's on-disk cache (compile time is measured
 separately, ``--compile``, with an empty cache directory).  Per case:
@@ -73,7 +73,7 @@ FULL = [
     # (label, shape, algorithm, updates per process, machine overrides, options)
     ("full-upc-vn", "64x32x32", "one-packet", 16, {"cpu.processes_per_node": 2}, UPC_PACKET),
 ]
-#: Longer runs at small and middle sizes, for the memory estimate (gupsim.memory): more packets in flight
+#: Longer runs at small and middle sizes, for the memory estimate (gupsim.base.memory): more packets in flight
 #: per process than the short slope runs, and virtual-node mode.
 MEMORY = [
     ("memory", "8x8x8", "one-packet", 2048, {}, {}),
@@ -101,8 +101,8 @@ def _cpu_s() -> float:
 def run_case(shape: str, algorithm: str, updates: int, sets: dict, options: dict) -> dict:
     """One case in this process (the subprocess side)."""
     from gupsim.config import load_machine
-    from gupsim.fast import compile_all
-    from gupsim.runner import make_run_config, simulate
+    from gupsim.engines.run import compile_all
+    from gupsim.engines.run import make_run_config, simulate
 
     compile_all()  # load the cached kernels before timing
     cfg = make_run_config(machine=load_machine("bgl", sets), shape=shape, algorithm=algorithm,
@@ -121,11 +121,11 @@ def run_case(shape: str, algorithm: str, updates: int, sets: dict, options: dict
         "packets": rec["packets_injected"], "packet_hops": hops, "mean_hops": mean_hops,
         "work": total * mean_hops, "packet_hops_per_s": hops / rec["wall_s"], "packet_hops_per_cpu_s": hops / cpu,
         "peak_rss_mb": rec["peak_rss_mb"], "gups": rec["gups"], "sim_time_s": rec["sim_time_s"],
-        # credit returns applied beside their pool, never in the event heap (gupsim.fast.credits, deferred returns)
+        # credit returns applied beside their pool, never in the event heap (gupsim.engines.fast.credits, deferred returns)
         "deferred_returns": qs["deferred_applied"],
-        # calendar buckets moved into the event heap (gupsim.fast.events): heap pops per bucket
+        # calendar buckets moved into the event heap (gupsim.engines.fast.events): heap pops per bucket
         "buckets_moved": qs["buckets_moved"],
-        # entries walked when the calendar redistributed its overflow list (gupsim.fast.events)
+        # entries walked when the calendar redistributed its overflow list (gupsim.engines.fast.events)
         "overflow_refiled": qs["overflow_refiled"],
         "estimate_mb": sim.memory_estimate_bytes / 2**20,
     }
@@ -145,7 +145,7 @@ def spawn(label: str, shape: str, algorithm: str, updates: int, sets: dict, opti
 
 def compile_time() -> dict:
     """Seconds to compile every kernel with an empty cache, and to load them from a warm one."""
-    code = "import time; t=time.perf_counter(); from gupsim.fast import compile_all; compile_all(); print(time.perf_counter()-t)"
+    code = "import time; t=time.perf_counter(); from gupsim.engines.fast import compile_all; compile_all(); print(time.perf_counter()-t)"
     with tempfile.TemporaryDirectory() as cache:
         env = dict(os.environ, NUMBA_CACHE_DIR=cache)
         cold = float(subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True,
@@ -201,7 +201,7 @@ def slope_plot(rows: list[dict], label: str) -> dict:
     import matplotlib.pyplot as plt
     import numpy as np
 
-    from gupsim.plots import save_figure
+    from gupsim.app.plots import save_figure
 
     fits = {}
     # routed's packets per update grow with the machine (its buckets shrink as 1024 / (X + Y + Z)), which

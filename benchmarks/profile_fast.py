@@ -15,7 +15,7 @@ LLVM put it, so the script writes that map itself:
    cache or freshly compiled, and its address; each function's range ends
    where the next one starts, and that is the map;
 4. ``perf report`` is read back and the samples are summed per function
-   (``gupsim.fast.core.hop_on``); samples outside the kernels (NumPy, the
+   (``gupsim.engines.fast.core.hop_on``); samples outside the kernels (NumPy, the
    interpreter, the kernel's page faults) are one row, ``(not compiled)``.
 
 LLVM inlines small helpers into their callers, so a row is a function and
@@ -50,7 +50,7 @@ _REPORT_LINE = re.compile(r"^\s*([0-9.]+)%\s+(?:\[[^\]]*\]\s+)?(.+?)\s*$")
 
 
 def numba_name(symbol: str) -> str | None:
-    """``gupsim.fast.core.hop_on`` from a Numba symbol (``_ZN6gupsim4fast4core6hop_onB3v73...``), else None.
+    """``gupsim.engines.fast.core.hop_on`` from a Numba symbol (``_ZN6gupsim4fast4core6hop_onB3v73...``), else None.
 
     Numba mangles a function as ``_ZN`` followed by its qualified name's parts, each a decimal length and
     that many characters, then its ABI tags and argument types; CPython and cfunc wrappers are prefixed."""
@@ -115,8 +115,8 @@ def write_perf_map(path: Path) -> int:
 def run_configs(args: argparse.Namespace) -> tuple:
     """The warm-up run and the measured run, checked (a bad shape, machine or algorithm: ``GupsimError``)."""
     from gupsim.config import load_machine
-    from gupsim.fast import choose_engine
-    from gupsim.runner import make_run_config
+    from gupsim.engines.choose import choose_engine
+    from gupsim.engines.run import make_run_config
     from gupsim.topology import parse_shape
 
     parse_shape(args.shape)  # otherwise checked only when the run builds its torus
@@ -131,7 +131,7 @@ def run_configs(args: argparse.Namespace) -> tuple:
 def profile(warm, config, frequency: int) -> dict:
     """Run ``config`` once under perf (after ``warm``, which loads its kernels); shares per function and the
     run's figures."""
-    from gupsim.runner import simulate
+    from gupsim.engines.run import simulate
 
     t0 = time.perf_counter()
     simulate(warm)
@@ -181,7 +181,7 @@ def main() -> None:
     ap.add_argument("--top", type=int, default=20, help="rows to print")
     ap.add_argument("--out", type=Path, help="also write every row as CSV")
     args = ap.parse_args()
-    from gupsim.errors import GupsimError
+    from gupsim.base.errors import GupsimError
 
     try:
         warm, config = run_configs(args)

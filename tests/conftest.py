@@ -7,7 +7,7 @@ import pytest
 from hypothesis import settings
 
 from gupsim.config import load_machine
-from gupsim.validation import reference_table
+from gupsim.studies.validation import reference_table
 
 # No wall-clock deadline on any property test: speed lives in benchmarks/, and a deadline made a
 # property test fail on a loaded 2-core box (test_cache's lookup-miss property, 2026-11-23).

@@ -17,17 +17,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gupsim import hpcc, memory
-from gupsim.bounds import bounds, fit_packet_overhead
-from gupsim.bucketing import MAX_PENDING, mean_bucket_size
-from gupsim.cache import hit_fraction
+from gupsim.model import hpcc
+from gupsim.base import memory
+from gupsim.model.bounds import bounds, fit_packet_overhead
+from gupsim.model.bucketing import MAX_PENDING, mean_bucket_size
+from gupsim.model.cpu_cache import hit_fraction
 from gupsim.config import load_machine
-from gupsim.dram import ProcessorMemory, fit_outstanding_misses, update_rate
-from gupsim.errors import GupsimError
-from gupsim.fabric_config import MemoryConfig
-from gupsim.node import CostModel
-from gupsim.reporting import SUMMARY_ROWS, format_record, to_json
-from gupsim.simulation import stream_start
+from gupsim.model.dram import ProcessorMemory, fit_outstanding_misses, update_rate
+from gupsim.base.errors import GupsimError
+from gupsim.config.switched import MemoryConfig
+from gupsim.model.costs import CostModel
+from gupsim.app.reporting import SUMMARY_ROWS, format_record, to_json
+from gupsim.model.run_config import stream_start
 from gupsim.topology import Mesh3D, Torus3D, make_topology
 
 
@@ -61,7 +62,7 @@ def test_a_torus_and_a_mesh_of_one_shape_are_different_topologies():
 
 
 def _eq1_gups(n, clock_hz, t_local, t_send, t_recv, t_overhead):
-    """Seed 000 eq. (1), written out independently of gupsim.bounds."""
+    """Seed 000 eq. (1), written out independently of gupsim.model.bounds."""
     return n * clock_hz / (t_local + (n - 1) / n * (t_send + t_recv + t_overhead)) / 1e9
 
 

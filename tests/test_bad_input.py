@@ -15,7 +15,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gupsim.cli import main
+from gupsim.app.cli import main
 from gupsim.config import MACHINES_DIR
 
 BASE = yaml.safe_load((MACHINES_DIR / "bgl.yaml").read_text())

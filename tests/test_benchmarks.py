@@ -52,8 +52,8 @@ def _profile_fast():
 def test_profile_fast_reads_numba_symbols_as_qualified_names():
     pf = _profile_fast()
     assert pf.numba_name("_ZN6gupsim4fast4core6hop_onB3v73B40c8tJTIeFIjxB2IKSgI4CrvSCKg1MMVC_2fAwA_3dE5ArrayIiLi2E"
-                         ) == "gupsim.fast.core.hop_on"
-    assert pf.numba_name("_ZN6gupsim4fast6routed5_loopB3v16B48c8tJTIeFIjxE5ArrayIxLi2E") == "gupsim.fast.routed._loop"
+                         ) == "gupsim.engines.fast.core.hop_on"
+    assert pf.numba_name("_ZN6gupsim4fast6routed5_loopB3v16B48c8tJTIeFIjxE5ArrayIxLi2E") == "gupsim.engines.fast.routed._loop"
     assert pf.numba_name("_ZN7cpython6gupsim4fast4core4growB4v167E") is None  # the CPython wrapper
     assert pf.numba_name("_PyEval_EvalFrameDefault") is None
 
@@ -71,9 +71,9 @@ def test_profile_fast_sums_samples_per_function_and_keeps_the_rest_apart():
         "",
     ])
     shares = pf.parse_report(report)
-    assert shares == {"gupsim.fast.core.hop_on": 60.0, "gupsim.fast.core.heap_pop": 30.0, pf.NOT_COMPILED: 10.0}
+    assert shares == {"gupsim.engines.fast.core.hop_on": 60.0, "gupsim.engines.fast.core.heap_pop": 30.0, pf.NOT_COMPILED: 10.0}
     rows = pf.table(shares)
-    assert [r[0] for r in rows] == ["gupsim.fast.core.hop_on", "gupsim.fast.core.heap_pop", pf.NOT_COMPILED]
+    assert [r[0] for r in rows] == ["gupsim.engines.fast.core.hop_on", "gupsim.engines.fast.core.heap_pop", pf.NOT_COMPILED]
     assert abs(rows[0][2] - 60 / 90 * 100) < 1e-9  # share of the compiled code's samples
 
 

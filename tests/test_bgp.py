@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from gupsim import bgp
-from gupsim.bounds import machine_topology
+from gupsim.studies import bgp
+from gupsim.model.bounds import machine_topology
 from gupsim.config import load_machine
-from gupsim.errors import GupsimError, UnknownNameError
-from gupsim.microbench import microbenchmark
+from gupsim.base.errors import GupsimError, UnknownNameError
+from gupsim.engines.reference.microbench import microbenchmark
 
 
 @pytest.fixture(scope="module")
@@ -89,7 +89,7 @@ def test_fig7_fan_out_beats_fan_in_at_six_neighbours(smp):
 
 
 def test_gups_network_bounds_stay_at_or_under_the_sparsest_cut():
-    from gupsim.bounds import bounds, network_bound_gups
+    from gupsim.model.bounds import bounds, network_bound_gups
 
     for nodes in (512, 40960):
         m = bgp.machine(4)

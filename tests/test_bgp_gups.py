@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gupsim.validation import load_experiment
+from gupsim.studies.validation import load_experiment
 
 gups = load_experiment("bgp-gups")
 
@@ -45,7 +45,7 @@ def test_table_has_every_size_mode_and_algorithm_and_no_published_target():
 @pytest.fixture
 def made_packets(monkeypatch) -> list:
     """Every packet the SimPy network makes during the test, in the order made."""
-    from gupsim.network import Network
+    from gupsim.engines.reference.torus_network import Network
 
     made, real = [], Network.make_packet
 
@@ -59,11 +59,11 @@ def made_packets(monkeypatch) -> list:
 
 @pytest.mark.parametrize("alg, sw_header", [("routed", 16), ("baseline", 0)])
 def test_packets_on_bgp_carry_the_dma_header_in_their_chunks(made_packets, alg, sw_header):
-    """A BG/P packet's chunks hold the DMA header before the algorithm's data (gupsim.dma; gupsim.microbench
+    """A BG/P packet's chunks hold the DMA header before the algorithm's data (gupsim.engines.reference.dma; gupsim.engines.reference.microbench
     sizes its packets so): ``routed``'s software header and 8 bytes per update, or a slice of ``baseline``'s
     MPI message, never more than 240 data bytes.  Found 2026-11-26: the header had been left out."""
     from gupsim.config import load_machine
-    from gupsim.runner import make_run_config, simulate
+    from gupsim.engines.run import make_run_config, simulate
 
     bgp = load_machine("bgp")
     dma_header, max_payload = bgp.dma.header_bytes, bgp.network.max_payload_bytes
@@ -88,7 +88,7 @@ def test_one_packet_on_bgp_carries_the_dma_header_beside_its_update(made_packets
     chunk with it, 24 bytes need two; the raw send is charged for the packet's bytes.  Found 2026-11-26:
     ``payload_bytes`` alone had sized the packet, a chunk short above 16 bytes."""
     from gupsim.config import load_machine
-    from gupsim.runner import make_run_config, simulate
+    from gupsim.engines.run import make_run_config, simulate
 
     bgp = load_machine("bgp")
     dma_header, chunk = bgp.dma.header_bytes, bgp.network.chunk_bytes
@@ -100,8 +100,8 @@ def test_one_packet_on_bgp_carries_the_dma_header_beside_its_update(made_packets
 
 def test_one_packet_on_bgp_refuses_a_payload_that_leaves_no_room_for_the_dma_header():
     from gupsim.config import load_machine
-    from gupsim.errors import GupsimError
-    from gupsim.runner import make_run_config, simulate
+    from gupsim.base.errors import GupsimError
+    from gupsim.engines.run import make_run_config, simulate
 
     bgp = load_machine("bgp")
     room = bgp.network.max_payload_bytes - bgp.dma.header_bytes

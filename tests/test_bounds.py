@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from gupsim.bounds import bounds, cpu_bound_gups, fit_packet_overhead
+from gupsim.model.bounds import bounds, cpu_bound_gups, fit_packet_overhead
 from tests.conftest import reference
 
 TABLE2 = reference("bgl_table2_bottlenecks.csv")
@@ -72,8 +72,8 @@ def test_bytes_per_update_override_and_link_rate_what_if(bgl):
 def test_every_torus_record_carries_eq2_at_its_own_bytes_and_a_bound_run_stays_under_it(bgl):
     """one-packet on a 4x4x4 mesh is network bound (eq. 2 is below eq. 1 there): the simulated rate comes
     close to eq. (2) but a link model that moved more bytes than its links carry would exceed it."""
-    from gupsim.bounds import machine_topology, network_bound_gups
-    from gupsim.runner import make_run_config, simulate
+    from gupsim.model.bounds import machine_topology, network_bound_gups
+    from gupsim.engines.run import make_run_config, simulate
 
     rec = simulate(make_run_config(machine=bgl, shape="4x4x4", algorithm="one-packet", updates_per_process=256))[1]
     topo = machine_topology(bgl, "4x4x4")

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gupsim.bucketing import Buckets, mean_bucket_size
-from gupsim.runner import make_run_config, simulate
+from gupsim.model.bucketing import Buckets, mean_bucket_size
+from gupsim.engines.run import make_run_config, simulate
 from tests.conftest import reference
 
 TABLE3 = reference("bgl_table3_baseline.csv")

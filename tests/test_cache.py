@@ -1,4 +1,4 @@
-"""The cache-miss model of the baseline's per-destination data (gupsim.cache)."""
+"""The cache-miss model of the baseline's per-destination data (gupsim.model.cpu_cache)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gupsim.algorithms.baseline import Baseline
-from gupsim.bucketing import mean_bucket_size
-from gupsim.cache import baseline_cache_costs, hit_fraction, miss_cycles
+from gupsim.model.bucketing import mean_bucket_size
+from gupsim.model.cpu_cache import baseline_cache_costs, hit_fraction, miss_cycles
 from gupsim.config import load_machine
-from gupsim.errors import GupsimError
-from gupsim.runner import make_run_config, simulate
+from gupsim.base.errors import GupsimError
+from gupsim.engines.run import make_run_config, simulate
 
 
 @given(st.floats(1, 1e9), st.floats(1, 1e12), st.floats(1.01, 100))
@@ -73,7 +73,7 @@ def test_accounting_matches_the_simulation_while_nothing_blocks(bgl):
 
 def test_machine_file_holds_the_fitted_peer_state(bgl):
     """The YAML's mpi.peer_state_bytes is what the documented fit gives (N = 4096 row, by the accounting)."""
-    from gupsim.validation import load_experiment
+    from gupsim.studies.validation import load_experiment
 
     assert load_experiment("bgl-table3").fit_peer_state_bytes() == pytest.approx(bgl.mpi.peer_state_bytes, rel=0.01)
 
@@ -83,7 +83,7 @@ def test_machine_file_holds_the_fitted_peer_state(bgl):
 
 @given(st.integers(2, 1 << 20), st.floats(1.0, 4.0))
 def test_routed_lookup_misses_grow_with_the_machine_and_stay_within_one_l3_hit(ranks, hops):
-    from gupsim.cache import routed_lookup_miss_cycles
+    from gupsim.model.cpu_cache import routed_lookup_miss_cycles
 
     c = load_machine("bgl").cache
     cost = routed_lookup_miss_cycles(c, ranks, hops)
@@ -94,7 +94,7 @@ def test_routed_lookup_misses_grow_with_the_machine_and_stay_within_one_l3_hit(r
 
 
 def test_routed_pays_lookup_misses_only_where_the_table_outgrows_l1():
-    from gupsim.cache import routed_lookup_miss_cycles
+    from gupsim.model.cpu_cache import routed_lookup_miss_cycles
 
     c = load_machine("bgl").cache
     assert routed_lookup_miss_cycles(c, 2048, 2.75) < 0.01  # 2 KB table: it stays in L1
@@ -119,7 +119,7 @@ def test_routed_records_carry_the_lookup_cost_and_spend_it(bgl):
 
 def test_machine_file_holds_the_fitted_mpi_costs(bgl):
     """bgl.yaml's mpi.test_cycles and heap_cycles_per_level are what the §6.1 fit at N = 32 gives."""
-    from gupsim.validation import load_experiment
+    from gupsim.studies.validation import load_experiment
 
     test_cycles, heap_cycles = load_experiment("bgl-table3").fit_mpi_costs()
     assert test_cycles == pytest.approx(bgl.mpi.test_cycles, abs=0.1)

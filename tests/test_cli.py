@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from gupsim.cli import main
-from gupsim.runner import RECORD_KEYS
+from gupsim.app.cli import main
+from gupsim.engines.run import RECORD_KEYS
 
 
 def _call(capsys, *argv):
@@ -35,7 +35,7 @@ def test_run_summary_and_verify(capsys):
 
 def test_the_checkpoint_interval_help_gives_the_drivers_default(capsys):
     """The help names the default as a literal (importing the kernels' driver would slow every command)."""
-    from gupsim.fast import driver
+    from gupsim.engines.fast import driver
 
     code, out, _ = _call(capsys, "run", "--help")
     assert code == 0
@@ -95,7 +95,7 @@ def test_list(capsys):
 
 def test_list_gives_each_algorithms_options_with_defaults_that_validate(capsys):
     from gupsim.algorithms import available_algorithms, validate_options
-    from gupsim.overrides import parse_key_value
+    from gupsim.config.overrides import parse_key_value
 
     _, out, _ = _call(capsys, "list")
     rows = {line.split()[0]: line.split()[1:] for line in out.splitlines() if line.startswith("  ")
@@ -116,8 +116,8 @@ def test_short_runs_are_flagged_as_not_steady(capsys):
 
 def test_runs_lists_the_kept_runs_and_a_missing_folder_is_one_line(capsys, tmp_path):
     from gupsim.config import load_machine
-    from gupsim.runner import make_run_config
-    from gupsim.runpool import SerialPool
+    from gupsim.engines.run import make_run_config
+    from gupsim.studies.runpool import SerialPool
 
     config = make_run_config(machine=load_machine("bgl"), shape="2x2x2", algorithm="one-packet",
                              updates_per_process=64)

@@ -7,16 +7,16 @@ from types import SimpleNamespace
 
 from numba.core import event
 
-from gupsim import runner
+from gupsim.engines import run as runner
 from gupsim.config import load_machine
-from gupsim.fast import compiling
-from gupsim.runner import make_run_config
+from gupsim.engines.fast import compiling
+from gupsim.engines.run import make_run_config
 
 
 def test_wall_time_leaves_out_the_kernels_compile_time(monkeypatch):
     """A first run on an empty Numba cache had counted its ~25 s of compiling as run time (wall_s 25.6 s
     against 1.2 s on the rerun).  A fake clock: the run takes 10 s, and a compile inside it 30 s."""
-    import gupsim.fast as fast
+    import gupsim.engines.fast as fast
 
     clock = [1000.0]
     monkeypatch.setattr(runner, "time", SimpleNamespace(perf_counter=lambda: clock[0]))

@@ -8,8 +8,8 @@ import pytest
 import yaml
 
 from gupsim.config import MACHINES_DIR, load_machine
-from gupsim.errors import GupsimError, UnknownNameError
-from gupsim.overrides import leaf_fields, parse_set_options
+from gupsim.base.errors import GupsimError, UnknownNameError
+from gupsim.config.overrides import leaf_fields, parse_set_options
 
 
 def _write_variant(tmp_path: Path, mutate) -> Path:

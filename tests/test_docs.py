@@ -10,18 +10,18 @@ import sys
 import pytest
 from pydantic import BaseModel
 
-from gupsim import reference_docs
+from gupsim.app import reference_docs
 from gupsim.config import MACHINES_DIR, REPO_ROOT
-from gupsim.errors import GupsimError
-from gupsim.overrides import leaf_fields
-from gupsim.reporting import machine_parameter_table
+from gupsim.base.errors import GupsimError
+from gupsim.config.overrides import leaf_fields
+from gupsim.app.reporting import machine_parameter_table
 
 
 def test_model_doc_parameter_table_matches_the_machine_file():
     text = (REPO_ROOT / "docs" / "model.md").read_text()
     block = re.search(r"<!-- machine-parameters:bgl .*?-->\n(.*?)\n<!-- /machine-parameters -->", text, re.S)
     assert block, "docs/model.md lost its generated parameter table"
-    # regenerate with: python -c "from gupsim.reporting import *; from gupsim.config import *;
+    # regenerate with: python -c "from gupsim.app.reporting import *; from gupsim.config import *;
     #   refresh_parameter_tables(REPO_ROOT / 'docs/model.md', MACHINES_DIR)"  (gupsim reproduce does it too)
     assert block.group(1).strip() == machine_parameter_table(MACHINES_DIR / "bgl.yaml").strip()
 
@@ -37,7 +37,7 @@ def test_parameter_table_has_every_field_with_a_source():
 
 
 def test_parameter_tables_refresh_for_hyphenated_machine_names(tmp_path):
-    from gupsim.reporting import refresh_parameter_tables
+    from gupsim.app.reporting import refresh_parameter_tables
 
     doc = tmp_path / "page.md"
     doc.write_text("<!-- machine-parameters:hypatia-dv (generated) -->\nstale\n<!-- /machine-parameters -->\n")
@@ -74,7 +74,7 @@ def _leaf_models(model: type[BaseModel], prefix: str = ""):
 
 def test_every_config_field_is_in_the_reference_with_a_description():
     from gupsim.config import MachineConfig
-    from gupsim.simulation import RunConfig
+    from gupsim.model.run_config import RunConfig
 
     text = reference_docs.config_reference()
     for path, field in _leaf_models(MachineConfig):
@@ -99,7 +99,7 @@ def test_every_algorithm_and_option_is_in_the_reference():
 
 
 def test_every_command_is_in_the_cli_reference():
-    from gupsim.cli import cli
+    from gupsim.app.cli import cli
 
     text = reference_docs.cli_reference()
     for name in cli.commands:
@@ -124,7 +124,7 @@ def test_markers_are_replaced_and_an_unknown_one_is_one_line():
 def test_the_add_an_algorithm_example_runs_and_matches_one_packet(bgl):
     """The how-to's example is real code: it must run, conserve updates, pass HPCC's check and equal one-packet."""
     from gupsim.algorithms import ALGORITHMS
-    from gupsim.runner import make_run_config, simulate
+    from gupsim.engines.run import make_run_config, simulate
 
     text = (REPO_ROOT / "docs" / "how-to" / "add-an-algorithm.md").read_text()
     code = re.search(r"```python\n(.*?)```", text, re.S).group(1)
@@ -143,9 +143,9 @@ def test_the_add_an_algorithm_example_runs_and_matches_one_packet(bgl):
 
 def test_the_tutorials_first_run_is_generated_and_is_what_gupsim_run_prints(bgl):
     """Section 2's output is a block that runs `gupsim run`; its deterministic lines must be the default run's."""
-    from gupsim.cli import DEFAULTS
-    from gupsim.reporting import MEASURED_KEYS, SUMMARY_ROWS, format_record
-    from gupsim.runner import make_run_config, simulate
+    from gupsim.app.cli import DEFAULTS
+    from gupsim.app.reporting import MEASURED_KEYS, SUMMARY_ROWS, format_record
+    from gupsim.engines.run import make_run_config, simulate
 
     text = (REPO_ROOT / "docs" / "tutorial.md").read_text()
     assert "<!-- gupsim:run-example -->" in text
@@ -229,7 +229,7 @@ def test_a_documented_error_line_is_the_one_the_command_prints(page, command, sh
 
     from click.testing import CliRunner
 
-    from gupsim.cli import cli
+    from gupsim.app.cli import cli
 
     result = CliRunner().invoke(cli, shlex.split(command))
     assert result.exit_code == 2, (page, command, result.output)

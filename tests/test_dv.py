@@ -7,11 +7,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gupsim.engines.reference.networks import make_network
 from gupsim.config import MACHINES_DIR, load_machine
-from gupsim.dram import ProcessorMemory, update_rate
-from gupsim.errors import GupsimError
-from gupsim.overrides import parse_set_options
-from gupsim.runner import make_run_config, simulate
+from gupsim.model.dram import ProcessorMemory, update_rate
+from gupsim.base.errors import GupsimError
+from gupsim.config.overrides import parse_set_options
+from gupsim.engines.run import make_run_config, simulate
 from gupsim.topology import make_topology
 
 from tests.conftest import reference
@@ -209,7 +210,7 @@ def _vortex(machine, endpoints):
 def test_hot_spot_deflects_but_the_port_never_idles_or_overlaps(dv, endpoints):
     """Everyone sends to endpoint 0: the ports serialise, deflection adds latency, throughput does not collapse."""
     env, topo = _vortex(dv, endpoints)
-    net = topo.make_network(env, dv, 1)
+    net = make_network(env, topo, dv, 1)
     per_sender = 64
     for src in range(1, endpoints):
         net.send(src, [0] * per_sender, list(range(per_sender)), 0.0, 0.0)
@@ -227,7 +228,7 @@ def test_hot_spot_deflects_but_the_port_never_idles_or_overlaps(dv, endpoints):
 
 def test_uniform_traffic_at_half_load_is_deflected_rarely_and_keeps_latency_low(dv):
     env, topo = _vortex(dv, 64)
-    net = topo.make_network(env, dv, 1)
+    net = make_network(env, topo, dv, 1)
     import random
 
     rng = random.Random(1)
@@ -241,7 +242,7 @@ def test_uniform_traffic_at_half_load_is_deflected_rarely_and_keeps_latency_low(
 
 @pytest.mark.slow
 def test_yaml_mpi_test_cycles_is_the_fit_on_the_ib_row():
-    from gupsim.validation import load_experiment
+    from gupsim.studies.validation import load_experiment
 
     ref = reference("dv_hypatia.csv")
     row = ref[ref["network"].str.contains("InfiniBand")].iloc[0]

@@ -1,4 +1,4 @@
-"""The fast engine (gupsim.fast) against the SimPy reference: same numbers, its own determinism, its plumbing."""
+"""The fast engine (gupsim.engines.fast) against the SimPy reference: same numbers, its own determinism, its plumbing."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gupsim import hpcc
+from gupsim.model import hpcc
 from gupsim.config import load_machine
-from gupsim.errors import GupsimError
-from gupsim.reporting import MEASURED_KEYS, model_fields
-from gupsim.runner import RECORD_KEYS, make_run_config, simulate
+from gupsim.base.errors import GupsimError
+from gupsim.app.reporting import MEASURED_KEYS, model_fields
+from gupsim.engines.run import RECORD_KEYS, make_run_config, simulate
 
 #: Differ by construction: the engines schedule different bookkeeping events and run at different speeds.
 VOLATILE = MEASURED_KEYS | {"events", "engine", "config"}
@@ -118,7 +118,7 @@ def test_routed_kernel_counts_spun_polls_when_the_reference_does():
 def test_both_engines_report_a_deadlock_in_the_same_line(algorithm, shape, updates, seed, sets, options):
     """A torus without deadlock avoidance: the same instant, waiting ranks, packets stuck and updates applied
     (until 2026-11-26 the fast engine's line gave neither the ranks nor the packets)."""
-    from gupsim.errors import DeadlockError
+    from gupsim.base.errors import DeadlockError
 
     sets = {**sets, "network.topology": "torus", "network.flow_control": "none"}
     lines = []
@@ -191,7 +191,7 @@ def _engines_agree_on(what_if):
 @settings(max_examples=40, deadline=None)
 @given(st.integers(min_value=0, max_value=2**62))
 def test_compiled_jump_ahead_is_hpcc_starts(n):
-    from gupsim.fast.stream import starts_many
+    from gupsim.engines.fast.stream import starts_many
 
     assert int(starts_many(np.array([n], dtype=np.int64))[0]) == hpcc.starts(n)
 
@@ -200,7 +200,7 @@ def test_compiled_jump_ahead_is_hpcc_starts(n):
 @given(st.integers(min_value=1, max_value=40), st.integers(min_value=1, max_value=5000),
        st.integers(min_value=0, max_value=2**64 - 1))
 def test_compiled_owner_is_hpcc_which_pe(log2_size, procs, value):
-    from gupsim.fast.stream import owner_of
+    from gupsim.engines.fast.stream import owner_of
 
     if 2**log2_size < procs:
         return
@@ -211,7 +211,7 @@ def test_compiled_owner_is_hpcc_which_pe(log2_size, procs, value):
 
 
 def test_auto_picks_the_fast_engine_only_where_a_kernel_exists(bgl):
-    from gupsim.fast import choose_engine
+    from gupsim.engines.choose import choose_engine
 
     def cfg(algorithm, **kw):
         return make_run_config(machine=bgl, shape="2x2x2", algorithm=algorithm, updates_per_process=64, **kw)
@@ -230,7 +230,7 @@ def test_auto_picks_the_fast_engine_only_where_a_kernel_exists(bgl):
 
 
 def test_engine_flag_on_the_command_line(capsys):
-    from gupsim.cli import main
+    from gupsim.app.cli import main
 
     main(["run", "--shape", "2x2x1", "--algorithm", "routed", "--updates", "64", "--engine", "fast"])
     assert "fast engine" in capsys.readouterr().out
@@ -249,9 +249,9 @@ def test_a_run_too_big_for_memory_is_refused_in_one_line_before_anything_is_buil
 
 
 def test_fast_estimate_covers_measured_peaks():
-    """The per-rank figures in gupsim.fast are measured peaks (docs/performance.md); they must stay above
+    """The per-rank figures in gupsim.engines.fast are measured peaks (docs/performance.md); they must stay above
     what a 4096-rank run actually allocates in NumPy arrays."""
-    from gupsim.fast import FAST_NODE_BYTES, KERNELS, FastSimulation
+    from gupsim.engines.fast import FAST_NODE_BYTES, KERNELS, FastSimulation
 
     machine = load_machine("bgl")
     for algorithm in KERNELS:
@@ -274,7 +274,7 @@ def test_both_engines_refuse_more_than_1024_pending_updates(bgl, engine):
 @pytest.mark.parametrize("machine", ["bgp", "hypatia-dv"])
 def test_auto_uses_simpy_for_machines_the_kernels_do_not_model(machine):
     from gupsim.config import load_machine
-    from gupsim.fast import choose_engine
+    from gupsim.engines.choose import choose_engine
 
     m = load_machine(machine)
     algorithm = "dv" if machine == "hypatia-dv" else "one-packet"
@@ -287,7 +287,7 @@ def test_auto_uses_simpy_for_machines_the_kernels_do_not_model(machine):
 
 
 def test_line_aligned_tables_start_on_a_cache_line_and_keep_their_values_when_grown():
-    from gupsim.fast import tables as tb
+    from gupsim.engines.fast import tables as tb
 
     for shape, dtype, fill in (((1000, tb.PK_COLS), np.int32, 0), ((300, 8), np.int32, -1), ((77,), np.int64, 5)):
         a = tb.line_aligned(shape, dtype, fill)

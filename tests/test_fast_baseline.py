@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from gupsim.algorithms.baseline import Baseline
 from gupsim.config import load_machine
-from gupsim.runner import make_run_config, simulate
+from gupsim.engines.run import make_run_config, simulate
 from tests.test_fast import assert_engines_agree
 
 SLOW = {"network.link_bytes_per_s": 2e6}  # ~90x slower links: most send tests block
@@ -81,8 +81,8 @@ def test_kernel_buckets_pop_what_the_reference_buckets_pop(nr, limit, ops):
     """The indexed heap (entries carry their hash slot) against :class:`Buckets`: adds (while fewer than
     ``max_pending`` updates wait, as the kernel adds) and pops interleaved, the table sized as prepare()
     sizes it; with more destinations than slots, probe runs form and deletions shift entries back."""
-    from gupsim.bucketing import Buckets
-    from gupsim.fast import bucket_heap as bh
+    from gupsim.model.bucketing import Buckets
+    from gupsim.engines.fast import bucket_heap as bh
 
     t = bh.tables(nr, limit)  # sized as the baseline kernel sizes them for nr ranks; rank 0's rows
     hk, hkey, hpos, mask, shift = t["hk"][:1], t["hkey"][:1], t["hpos"][:1], t["mask"], t["shift"]

@@ -1,6 +1,6 @@
 """A fast run cut into batches, or stopped and resumed from a checkpoint, is the uncut run bit for bit.
 
-gupsim.fast.driver runs a kernel batch by batch and can keep its state in a
+gupsim.engines.fast.driver runs a kernel batch by batch and can keep its state in a
 file; these tests cut small runs of every kernel into many short batches, and
 stop a run after it saved its state (as a killed process would), then resume
 it from the file.
@@ -11,10 +11,10 @@ from __future__ import annotations
 import pytest
 
 from gupsim.config import load_machine
-from gupsim.errors import GupsimError
-from gupsim.fast import KERNELS, FastSimulation, driver
-from gupsim.reporting import model_fields
-from gupsim.runner import make_record, make_run_config
+from gupsim.base.errors import GupsimError
+from gupsim.engines.fast import KERNELS, FastSimulation, driver
+from gupsim.app.reporting import model_fields
+from gupsim.engines.run import make_record, make_run_config
 
 
 
@@ -171,7 +171,7 @@ def test_a_batch_must_hold_an_event():
 def test_gupsim_run_with_checkpoint_resumes_a_stopped_run_to_the_same_record(tmp_path, monkeypatch, capsys):
     import json
 
-    from gupsim.cli import main
+    from gupsim.app.cli import main
 
     argv = ["run", "--shape", "4x4x2", "--algorithm", "routed", "--updates", "200", "--json"]
     main(argv)

@@ -1,4 +1,4 @@
-"""Deferred credit returns in the fast engine (gupsim.fast.credits): kept beside the pool, the same events.
+"""Deferred credit returns in the fast engine (gupsim.engines.fast.credits): kept beside the pool, the same events.
 
 A credit return that nobody waits for is kept beside its pool and applied when
 the pool is next read; it goes back into the heap, at its own key, when a
@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 
 from gupsim.config import load_machine
-from gupsim.fast import credits as cr, events as ev, tables as tb
-from gupsim.reporting import model_fields
-from gupsim.runner import make_run_config, simulate
+from gupsim.engines.fast import credits as cr, events as ev, tables as tb
+from gupsim.app.reporting import model_fields
+from gupsim.engines.run import make_run_config, simulate
 from tests.test_fast import assert_engines_agree
 
 SLOW = {"network.link_bytes_per_s": 2e7}

@@ -1,4 +1,4 @@
-"""The fast engine's event heap and queue (gupsim.fast.events): SimPy's order, and renumbering that changes nothing.
+"""The fast engine's event heap and queue (gupsim.engines.fast.events): SimPy's order, and renumbering that changes nothing.
 
 The heap orders events by (time, priority, order of scheduling), as SimPy
 does; its entries pack the priority, a 30-bit sequence number and the payload
@@ -16,8 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gupsim.config import load_machine
-from gupsim.fast import credits as cr, events as ev, tables as tb
-from gupsim.runner import make_run_config, simulate
+from gupsim.engines.fast import credits as cr, events as ev, tables as tb
+from gupsim.engines.run import make_run_config, simulate
 
 #: A few distinct delays, as in the network (many events at equal times), and zero.
 DELAYS = [0.0, 0.0, 1e-9, 1.5e-9, 2.5e-9]

@@ -1,8 +1,8 @@
-"""The fast engine's memory estimate (gupsim.memory, gupsim.fast.KERNELS) against a measured peak.
+"""The fast engine's memory estimate (gupsim.base.memory, gupsim.engines.fast.KERNELS) against a measured peak.
 
 The estimate must be conservative: a run it accepts should fit.  Each case
 runs in a fresh interpreter and reads its own ``VmHWM``
-(:func:`gupsim.runner.peak_rss_mb`; ``ru_maxrss`` would carry pytest's own
+(:func:`gupsim.engines.run.peak_rss_mb`; ``ru_maxrss`` would carry pytest's own
 peak across ``exec``, which is how this test failed in CI); the fixed
 part (interpreter, libraries, loaded kernels) is measured before the run and
 compared with :data:`FAST_BASE_BYTES`, and what the run adds on top of it with
@@ -17,13 +17,14 @@ import sys
 
 import pytest
 
-from gupsim.memory import FAST_BASE_BYTES
+from gupsim.base.memory import FAST_BASE_BYTES
 
 CHILD = """
 import json, resource
 from gupsim.config import load_machine
-from gupsim.fast import compile_all, simulate_fast
-from gupsim.runner import make_run_config, peak_rss_mb
+from gupsim.engines.run import compile_all
+from gupsim.engines.fast import simulate_fast
+from gupsim.engines.run import make_run_config, peak_rss_mb
 compile_all()
 def rss():
     with open("/proc/self/statm") as fh:
@@ -42,7 +43,7 @@ print(json.dumps({{"before": before, "peak": peak_rss_mb() * 2**20,
     ("one-packet", "8x8x8", 512, {"cpu.processes_per_node": 2}),  # virtual-node mode, buffers filled
 ])
 def test_the_memory_estimate_covers_a_measured_peak(algorithm, shape, updates, sets):
-    from gupsim.fast import compile_all
+    from gupsim.engines.run import compile_all
 
     compile_all()  # here, so that the child loads the kernels from the cache instead of compiling them
     code = CHILD.format(algorithm=algorithm, shape=shape, updates=updates, sets=sets)
@@ -56,7 +57,7 @@ def test_the_memory_estimate_covers_a_measured_peak(algorithm, shape, updates, s
 
 def test_a_child_of_a_large_parent_reports_its_own_peak():
     """``ru_maxrss`` would report the parent's 300 MB here; the child itself holds a few tens of MB."""
-    grandchild = "from gupsim.runner import peak_rss_mb; print(peak_rss_mb())"
+    grandchild = "from gupsim.engines.run import peak_rss_mb; print(peak_rss_mb())"
     parent = (f"import subprocess, sys\nx = bytearray(300 * 2**20)\nx[::4096] = b'\\1' * len(x[::4096])\n"
               f"print(subprocess.run([sys.executable, '-c', {grandchild!r}], capture_output=True, text=True,"
               f" check=True).stdout)")

@@ -1,4 +1,4 @@
-"""Tests for gupsim.hpcc: the HPCC LFSR stream, jump-ahead, table layout and verification."""
+"""Tests for gupsim.model.hpcc: the HPCC LFSR stream, jump-ahead, table layout and verification."""
 
 from __future__ import annotations
 
@@ -7,20 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gupsim.errors import GupsimError
-from gupsim.hpcc import (
-    MAX_LANES,
-    PERIOD,
-    POLY,
-    TableLayout,
-    VerifyResult,
-    apply_updates,
-    initial_table,
-    next_ran,
-    starts,
-    stream,
-    verify,
-)
+from gupsim.base.errors import GupsimError
+from gupsim.model.hpcc import MAX_LANES, PERIOD, POLY, TableLayout, VerifyResult, apply_updates, initial_table, next_ran, starts, stream, verify
 
 MASK64 = (1 << 64) - 1
 

@@ -14,9 +14,9 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from gupsim.cli import cli
+from gupsim.app.cli import cli
 from gupsim.config import MACHINES_DIR
-from gupsim.errors import GupsimError
+from gupsim.base.errors import GupsimError
 
 
 def _invoke(*argv: str):
@@ -75,7 +75,7 @@ def test_a_topology_builds_its_tables_only_when_asked_and_counts_links_in_closed
 
 
 def test_per_node_tables_that_cannot_fit_are_refused_in_one_line(monkeypatch):
-    from gupsim import memory
+    from gupsim.base import memory
     from gupsim.topology import make_topology
 
     monkeypatch.setattr(memory, "available_bytes", lambda: 256 * 2**20)
@@ -123,7 +123,7 @@ def test_float_options_refuse_nan_and_inf(argv):
 
 @pytest.fixture()
 def store(tmp_path):
-    from gupsim.store import ResultsStore
+    from gupsim.studies.store import ResultsStore
 
     path = tmp_path / "st"
     ResultsStore(path).write({"key": "k1", "status": "ok", "error": "", "gups": 1.0})
@@ -193,7 +193,7 @@ def _old_shape_for_nodes(nodes: int) -> str:
 
 
 def test_shape_for_nodes_is_unchanged_fast_and_bounded():
-    from gupsim.sweep import MAX_NODES, shape_for_nodes
+    from gupsim.studies.sweep import MAX_NODES, shape_for_nodes
 
     for n in [*range(2, 400), 720720, 2**20, 3**10]:
         assert shape_for_nodes(n) == _old_shape_for_nodes(n), n
@@ -216,8 +216,8 @@ def test_a_seed_too_large_fails_the_validation(tmp_path):
 
 def test_a_failed_row_with_a_huge_seed_is_still_stored(tmp_path):
     from gupsim.config import load_machine
-    from gupsim.runner import make_run_config
-    from gupsim.store import ResultsStore, failed_row
+    from gupsim.engines.run import make_run_config
+    from gupsim.studies.store import ResultsStore, failed_row
 
     cfg = make_run_config(machine=load_machine("bgl"), shape="2x2x2", algorithm="baseline",
                           updates_per_process=64, seed=10**20)

@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gupsim.cli import main
+from gupsim.app.cli import main
 from gupsim.config import MACHINES_DIR, load_machine
-from gupsim.errors import GupsimError
-from gupsim.overrides import parse_key_value, parse_set_options
-from gupsim.yaml_files import StrictLoader, read_yaml_mapping
+from gupsim.base.errors import GupsimError
+from gupsim.config.overrides import parse_key_value, parse_set_options
+from gupsim.config.yaml_files import StrictLoader, read_yaml_mapping
 
 TABLE = yaml.safe_load((MACHINES_DIR / "bgl.yaml").read_text())["cpu"]["raw_device_cycle_table"]
 HEADER = "payload_bytes,send_mean_cycles,send_variance,recv_mean_cycles,recv_variance\n"

@@ -5,7 +5,7 @@ positions and update counts in int64 and took a huge ``--updates`` or
 ``--seed`` to an OverflowError the SimPy engine never reached; a table of
 2^62 or 2^63 words put the fast engine's stream positions past int64.  The
 runner now checks every rank's stretch of the HPCC stream before choosing an
-engine (:func:`gupsim.simulation.stream_layout`), so both give the reference's
+engine (:func:`gupsim.model.run_config.stream_layout`), so both give the reference's
 line, and the fast engine computes large tables' positions exactly.
 """
 
@@ -17,15 +17,16 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from gupsim import hpcc
+from gupsim.model import hpcc
 from gupsim.algorithms import algorithm_class, available_algorithms, validate_options
-from gupsim.cli import cli
+from gupsim.app.cli import cli
 from gupsim.config import load_machine
-from gupsim.errors import GupsimError
-from gupsim.fast import FastSimulation, choose_engine, unsupported
-from gupsim.reporting import model_fields
-from gupsim.runner import make_run_config, simulate
-from gupsim.simulation import Simulation
+from gupsim.base.errors import GupsimError
+from gupsim.engines.fast import FastSimulation
+from gupsim.engines.choose import choose_engine, unsupported
+from gupsim.app.reporting import model_fields
+from gupsim.engines.run import make_run_config, simulate
+from gupsim.engines.reference.simulation import Simulation
 
 #: updates x processes = 2^63 on a 2x2x2 partition (8 processes): past int64
 HUGE_UPDATES = 2**60
@@ -106,7 +107,7 @@ def test_the_fast_engine_finds_every_stream_start_of_a_huge_table_exactly(log2):
     firsts = sim.stream_starts()
     assert [int(f) % hpcc.PERIOD for f in firsts] == [
         Simulation.stream_start(sim, r) % hpcc.PERIOD for r in range(sim.num_ranks)]
-    from gupsim.fast import stream
+    from gupsim.engines.fast import stream
 
     assert [int(v) for v in stream.starts_many(firsts)] == [
         hpcc.starts(Simulation.stream_start(sim, r)) for r in range(sim.num_ranks)]
@@ -200,7 +201,7 @@ def test_fewer_wire_bytes_than_the_payload_are_refused():
 @pytest.mark.parametrize("interval", [math.nan, math.inf, 0.0, -1e-6])
 def test_a_sampling_interval_must_be_finite_and_positive(interval):
     """NaN timeouts reorder SimPy's queue: the run used to finish with a wrong rate."""
-    from gupsim.telemetry import Telemetry
+    from gupsim.engines.reference.telemetry import Telemetry
 
     with pytest.raises(GupsimError, match="^sample_interval_s=.*: must be a finite number"):
         simulate(_run("simpy"), Telemetry(sample_interval_s=interval))
@@ -212,7 +213,7 @@ def test_a_sampling_interval_nan_is_refused_on_the_command_line():
 
 
 def test_a_finite_sampling_interval_still_samples():
-    from gupsim.telemetry import Telemetry
+    from gupsim.engines.reference.telemetry import Telemetry
 
     _, record = simulate(_run("simpy"), Telemetry(sample_interval_s=1e-6))
     assert np.all(np.isfinite(record["timeseries"]["t_s"]))

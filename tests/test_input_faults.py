@@ -20,11 +20,11 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from gupsim import memory
-from gupsim.cli import cli
+from gupsim.base import memory
+from gupsim.app.cli import cli
 from gupsim.config import MACHINES_DIR
 
-GUPSIM = [sys.executable, "-m", "gupsim.cli"]
+GUPSIM = [sys.executable, "-m", "gupsim.app.cli"]
 LONG_NAME = "x" * 300  # over the 255 bytes a file name may have on Linux's file systems
 
 
@@ -100,7 +100,7 @@ def test_a_cgroup_limit_refuses_a_run_in_one_line(monkeypatch):
      "libllvmlite.so"),
 ])
 def test_an_allocation_that_fails_during_a_run_is_one_line_naming_the_estimate(monkeypatch, failure, fragment):
-    from gupsim import fast
+    from gupsim.engines import fast
 
     def fail(*args, **kwargs):
         raise failure
@@ -175,8 +175,8 @@ def test_results_to_a_full_stdout_is_one_line(tmp_path):
 
 
 def test_a_store_removed_during_a_sweep_is_one_line_naming_it(tmp_path):
-    from gupsim.store import ResultsStore
-    from gupsim.errors import ResourceFault
+    from gupsim.studies.store import ResultsStore
+    from gupsim.base.errors import ResourceFault
     import shutil
 
     store = ResultsStore(tmp_path / "s.store")

@@ -11,9 +11,9 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from gupsim.cli import cli
-from gupsim.errors import GupsimError
-from gupsim.runner import make_run_config
+from gupsim.app.cli import cli
+from gupsim.base.errors import GupsimError
+from gupsim.engines.run import make_run_config
 from gupsim.topology import MAX_RUN_NODES, parse_shape, run_shape
 
 
@@ -58,7 +58,7 @@ def test_the_largest_addressable_shape_is_a_run_shape_and_bounds_take_any():
 @pytest.fixture(autouse=True)
 def _warn_again(monkeypatch):
     """Each test sees its warnings: gupsim says each once per process."""
-    from gupsim import plausible
+    from gupsim.config import plausible
 
     monkeypatch.setattr(plausible, "_warned", set())
 
@@ -92,7 +92,7 @@ def test_a_value_whose_run_overflows_is_refused_in_one_line():
 
 def test_the_shipped_machines_are_plausible_and_the_ranges_are_documented():
     from gupsim.config import CpuConfig, load_machine
-    from gupsim.plausible import implausible
+    from gupsim.config.plausible import implausible
 
     for name in ("bgl", "bgp"):
         assert implausible(load_machine(name)) == []
@@ -102,8 +102,8 @@ def test_the_shipped_machines_are_plausible_and_the_ranges_are_documented():
 def test_a_partition_larger_than_any_built_is_named_a_what_if_in_the_summary():
     """65x33x33 on bgl (70,785 nodes, more than the 65,536 of the largest BG/L) had run without a word; the
     record of a run that size takes minutes, so its summary is checked on a small run's record."""
-    from gupsim.reporting import format_record
-    from gupsim.runner import simulate
+    from gupsim.app.reporting import format_record
+    from gupsim.engines.run import simulate
 
     _, record = simulate(make_run_config(machine="bgl", shape="2x2x2", algorithm="one-packet",
                                          updates_per_process=16))

@@ -18,10 +18,10 @@ import numpy as np
 import pytest
 
 from gupsim.config import load_machine
-from gupsim.errors import GupsimError
-from gupsim.fast import driver, simulate_fast
-from gupsim.reporting import model_fields
-from gupsim.runner import make_run_config
+from gupsim.base.errors import GupsimError
+from gupsim.engines.fast import driver, simulate_fast
+from gupsim.app.reporting import model_fields
+from gupsim.engines.run import make_run_config
 from tests.test_fast_checkpoint import Stopped, _config, _record, stop_after_saves
 
 
@@ -82,7 +82,7 @@ def _cache_copy(tmp_path, dispatcher):
     ``NUMBA_CACHE_DIR=tmp_path`` finds it, so that damaging it leaves the shared cache whole; returns its folder."""
     from numba.core import caching
 
-    from gupsim.fast import cache
+    from gupsim.engines.fast import kernel_cache as cache
 
     simulate_fast(make_run_config(machine=load_machine("bgl"), shape="2x2x1", algorithm="one-packet",
                                   updates_per_process=16, engine="fast"))
@@ -95,7 +95,7 @@ def _cache_copy(tmp_path, dispatcher):
 
 def _gupsim_subprocess(cache_dir):
     env = os.environ | {"NUMBA_CACHE_DIR": str(cache_dir)}
-    return subprocess.run([sys.executable, "-m", "gupsim.cli", "run", "--shape", "2x2x1", "--algorithm",
+    return subprocess.run([sys.executable, "-m", "gupsim.app.cli", "run", "--shape", "2x2x1", "--algorithm",
                            "one-packet", "--updates", "16", "--engine", "fast", "--json"],
                           env=env, capture_output=True, text=True, timeout=1200)
 
@@ -110,7 +110,7 @@ def _damage(path: Path, how: str) -> None:
     ("stream.starts_many", "nbi", "overwrite"),  # a helper's index, overwritten (UnicodeDecodeError)
 ])
 def test_a_damaged_kernel_cache_is_recompiled_with_one_line(tmp_path, func, suffix, how):
-    from gupsim.fast import one_packet, stream
+    from gupsim.engines.fast import one_packet, stream
 
     dispatcher = {"one_packet._loop": one_packet._loop, "stream.starts_many": stream.starts_many}[func]
     copy = _cache_copy(tmp_path, dispatcher)
@@ -132,7 +132,7 @@ def test_a_read_only_package_caches_in_the_users_cache_folder(tmp_path, monkeypa
     locators would keep helpers' stale code (they stamp each file alone); gupsim's user folder is used."""
     from numba.core import caching
 
-    from gupsim.fast import cache, core
+    from gupsim.engines.fast import kernel_cache as cache, core
 
     monkeypatch.setattr(caching.config, "CACHE_DIR", "")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))

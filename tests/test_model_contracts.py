@@ -14,12 +14,13 @@ from types import SimpleNamespace
 import pytest
 import simpy
 
-from gupsim import hpcc
+from gupsim.model import hpcc
+from gupsim.engines.reference.networks import make_network
 from gupsim.config import load_machine
-from gupsim.errors import GupsimError, SimulationError
-from gupsim.network import Credits, Network
-from gupsim.runner import make_run_config, simulate
-from gupsim.simulation import Simulation
+from gupsim.base.errors import GupsimError, SimulationError
+from gupsim.engines.reference.torus_network import Credits, Network
+from gupsim.engines.run import make_run_config, simulate
+from gupsim.engines.reference.simulation import Simulation
 from gupsim.topology import make_topology
 
 
@@ -167,7 +168,7 @@ def test_a_stretch_that_ends_exactly_at_its_slice_end_runs_and_one_more_update_i
     and its stretch starts int(0.618... x slice) in: ranks 2-5 have 20 - int(12.36) = 8 updates of room,
     ranks 0-1 have 24 - int(14.83) = 10.  8 updates fit exactly; 9 run past rank 2 first, which the runner
     (and so a sweep's validation) refuses before choosing an engine, naming rank 2 on either engine."""
-    from gupsim.runner import preflight
+    from gupsim.engines.run import preflight
 
     def cfg(updates, engine="auto"):
         return make_run_config(machine=bgl, shape="6x1x1", algorithm="one-packet", updates_per_process=updates,
@@ -238,7 +239,7 @@ def test_link_utilisation_mean_is_over_the_partitions_links_only(bgl):
 
 
 def test_the_record_refuses_a_run_that_lost_updates():
-    from gupsim.runner import _check_counts
+    from gupsim.engines.run import _check_counts
 
     _check_counts(SimpleNamespace(applied=10, generated=10, total_updates=10))
     for applied, generated in ((9, 10), (10, 9)):
@@ -249,7 +250,7 @@ def test_the_record_refuses_a_run_that_lost_updates():
 def test_deadlock_report_counts_only_the_packets_still_in_the_network():
     """Three 8-chunk packets to a rank that never reads, with an 8-chunk reception FIFO: one is delivered into
     the FIFO, two are stuck in the network."""
-    from gupsim.runner import _deadlock
+    from gupsim.engines.run import _deadlock
 
     machine = load_machine("bgl", {"network.reception_fifo_chunks": 8})
     sim = _sim(machine, "2x1x1", "one-packet", 4)
@@ -303,7 +304,7 @@ def test_send_blocking_factor_is_blocked_over_all(algorithm, updates, blocked, t
 def test_baseline_blocked_send_test_counts_the_spins_that_fit_in_the_wait(bgl):
     """While its one send is outstanding the real loop spins (a receive test and a send test per spin); the
     model waits instead and counts floor(wait / (2 t_test)) more blocked send tests, as seed 000 §6.1 counts."""
-    from gupsim.bucketing import Buckets
+    from gupsim.model.bucketing import Buckets
 
     sim = _sim(bgl, "2x1x1", "baseline", 4)
     env, alg, cpu = sim.env, sim.algorithm, sim.cpus[0]
@@ -436,7 +437,7 @@ def test_routed_sbfs_are_their_definitions(engine):
 
 
 def test_routed_split_router_hands_an_update_for_its_node_to_worker_owner_core_mod_w():
-    from gupsim import bgp
+    from gupsim.studies import bgp
 
     sim = _sim(bgp.machine(4), "2x1x1", "routed-split", 4)  # 4 cores: workers 0-2, router 3
     alg = sim.algorithm
@@ -451,7 +452,7 @@ def test_routed_split_router_hands_an_update_for_its_node_to_worker_owner_core_m
 def test_routed_split_worker_cycles_add_up_to_the_cost_of_every_step():
     """Workers generate every update (t_g), apply local ones (t_u), write remote ones into a hand-off queue
     (h) and later read them back from a router and apply them (h + t_u): U (t_g + t_u) + 2 H h in all."""
-    from gupsim import bgp
+    from gupsim.studies import bgp
 
     sim, rec = simulate(make_run_config(machine=bgp.machine(4), shape="2x2x1", algorithm="routed-split",
                                         updates_per_process=200))
@@ -510,7 +511,7 @@ def test_infiniband_packet_credits_count_headers_and_payload():
     machine = load_machine("hypatia-ib")
     env = simpy.Environment()
     topo = make_topology("fat-tree", (2, 1, 1), machine.network)
-    net = topo.make_network(env, machine, 1)
+    net = make_network(env, topo, machine, 1)
     pkt = net.make_packet(0, 1, 2048)
     assert (pkt.chunks, pkt.wire_bytes) == (33, 2074)
     small = net.make_packet(0, 1, 38)  # 38 + 26 = 64: one block exactly
@@ -521,12 +522,12 @@ def test_infiniband_packet_credits_count_headers_and_payload():
 
 
 def _dma_net(shape=(2, 1, 1)):
-    from gupsim import bgp
+    from gupsim.studies import bgp
 
     machine = bgp.machine()
     env = simpy.Environment()
     topo = make_topology("mesh", shape)
-    from gupsim.dma import make_network
+    from gupsim.engines.reference.networks import make_network
 
     return env, make_network(env, topo, machine, 1), machine
 
@@ -563,7 +564,7 @@ def test_dma_sender_backs_off_from_a_link_held_by_other_traffic_but_not_from_its
 
 
 def test_baseline_per_packet_histogram_spreads_each_message_over_its_packets():
-    from gupsim.telemetry import Telemetry
+    from gupsim.engines.reference.telemetry import Telemetry
 
     cfg = make_run_config(machine=load_machine("bgl"), shape="4x2x2", algorithm="baseline", updates_per_process=512)
     sim, record = simulate(cfg, Telemetry(histograms=True))
@@ -576,7 +577,7 @@ def test_baseline_per_packet_histogram_spreads_each_message_over_its_packets():
 
 def test_time_series_interval_sbf_is_the_intervals_own_ratio(bgl):
     """Scripted counters: 10 send tests per second, all blocked for 2 s, then none blocked."""
-    from gupsim.telemetry import Telemetry
+    from gupsim.engines.reference.telemetry import Telemetry
 
     sim = _sim(bgl, "2x1x1", "one-packet", 4)
     env = sim.env
@@ -600,7 +601,7 @@ def test_time_series_interval_sbf_is_the_intervals_own_ratio(bgl):
 def test_routed_sends_a_bucket_the_moment_it_holds_bucket_capacity_updates(bgl):
     """Figure 1: a bucket is full at bucket_capacity updates and is sent whole, so with a capacity below a
     packet's 30 updates no packet carries more than the capacity (drained partial buckets carry fewer)."""
-    from gupsim.telemetry import Telemetry
+    from gupsim.engines.reference.telemetry import Telemetry
 
     sim, record = simulate(make_run_config(machine=bgl, shape="2x2x2", algorithm="routed", updates_per_process=300,
                                            algorithm_options={"bucket_capacity": 5}), Telemetry(histograms=True))

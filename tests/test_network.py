@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gupsim.config import load_machine
-from gupsim.network import Network
+from gupsim.engines.reference.torus_network import Network
 from gupsim.topology import make_topology
 
 

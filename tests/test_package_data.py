@@ -66,7 +66,7 @@ def hook(event, args):
         touched.append(os.fsdecode(args[0]))
 sys.addaudithook(hook)
 from gupsim.config import available_machines, load_machine
-from gupsim.validation import available_experiments, load_experiment, reference_table
+from gupsim.studies.validation import available_experiments, load_experiment, reference_table
 for name in available_machines():
     machine = load_machine(name)
     if hasattr(machine.cpu, "raw_device_cycle_table"):
@@ -98,10 +98,10 @@ import sys
 import gupsim
 assert gupsim.__file__.startswith(sys.argv[1]), gupsim.__file__
 from gupsim.config import available_machines, load_machine
-from gupsim.validation import available_experiments, load_experiment
+from gupsim.studies.validation import available_experiments, load_experiment
 print(available_machines(), load_machine("bgl").costs.send_cycles[0], len(available_experiments()))
 print(load_experiment("bgl-table2").reproduce(quick=True).frame["rel_err_network_bound_gups"].abs().max())
-from gupsim.cli import main
+from gupsim.app.cli import main
 main(["run", "--shape", "2x2x2", "--updates", "16", "--engine", "simpy", "--json"])
 """
 

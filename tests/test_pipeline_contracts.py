@@ -21,8 +21,8 @@ import pytest
 import yaml
 
 from gupsim.config import MACHINES_DIR, load_machine
-from gupsim.errors import GupsimError
-from gupsim.runner import make_run_config, resolved_config
+from gupsim.base.errors import GupsimError
+from gupsim.engines.run import make_run_config, resolved_config
 from tests.test_cli import _call
 
 
@@ -35,7 +35,7 @@ def _cycle_table(path: Path, rows: list[tuple[int, float, float]]) -> Path:
 
 
 def _sweep(tmp_path: Path, grid: dict, name: str = "t", **top):
-    from gupsim.sweep import load_sweep
+    from gupsim.studies.sweep import load_sweep
 
     path = tmp_path / f"{name}.yaml"
     path.write_text(yaml.safe_dump({"name": name, "machine": "bgl", "grid": grid, **top}))
@@ -60,7 +60,7 @@ def test_a_cycle_table_in_any_row_order_interpolates_as_a_sorted_one(tmp_path):
 
 def test_a_bare_set_key_must_be_a_whole_field_name_not_the_tail_of_one():
     """'trailer_bytes' is no field; resolving it to packet_trailer_bytes would change a field nobody named."""
-    from gupsim.overrides import leaf_fields, resolve_override_key
+    from gupsim.config.overrides import leaf_fields, resolve_override_key
 
     names = {p.rsplit(".", 1)[-1] for p in leaf_fields()}
     tails = {n.split("_", 1)[1] for n in names if "_" in n} - names
@@ -95,7 +95,7 @@ def test_a_machine_files_relative_cycle_table_is_read_from_that_files_folder(tmp
 
 def test_set_values_yaml_leaves_as_text_still_become_numbers():
     """YAML 1.1 reads 09 as text (not octal, not decimal): a count must still arrive as the integer 9."""
-    from gupsim.overrides import parse_key_value
+    from gupsim.config.overrides import parse_key_value
 
     key, value = parse_key_value("chunk_bytes=09", "--set")
     assert (key, value) == ("chunk_bytes", 9) and type(value) is int
@@ -115,7 +115,7 @@ def test_a_larger_mpi_message_may_not_cost_even_a_fraction_of_a_cycle_less():
 def test_a_point_key_includes_the_record_extras(tmp_path):
     """The same run recorded with and without per-link counters is two rows: a store that has the plain
     one must not skip the point that asks for links."""
-    from gupsim.sweep import expand
+    from gupsim.studies.sweep import expand
 
     grid = {"shape": ["2x2x2"], "updates": [64]}
     plain = expand(_sweep(tmp_path, grid, name="plain"))
@@ -125,7 +125,7 @@ def test_a_point_key_includes_the_record_extras(tmp_path):
 
 
 def test_a_grid_option_overrides_the_sweep_files_options_for_its_algorithm(tmp_path):
-    from gupsim.sweep import expand
+    from gupsim.studies.sweep import expand
 
     spec = _sweep(tmp_path, {"shape": ["2x2x2"], "option.max_pending": [16, 32]},
                   options={"baseline": {"max_pending": 8, "receive_test_every": 3}})
@@ -135,7 +135,7 @@ def test_a_grid_option_overrides_the_sweep_files_options_for_its_algorithm(tmp_p
 
 
 def test_the_sweeps_own_set_holds_at_every_point_of_a_machine_grid(tmp_path):
-    from gupsim.sweep import expand
+    from gupsim.studies.sweep import expand
 
     bgl = load_machine("bgl")
     spec = _sweep(tmp_path, {"link_bytes_per_s": [100e6, 200e6]}, set={"router_delay_ns": 0.0, "clock_hz": 1e9})
@@ -150,7 +150,7 @@ def test_the_sweeps_own_set_holds_at_every_point_of_a_machine_grid(tmp_path):
 
 
 def test_a_failed_row_names_the_run_it_was():
-    from gupsim.store import failed_row
+    from gupsim.studies.store import failed_row
 
     cfg = make_run_config(machine=load_machine("bgl"), shape="4x2x2", algorithm="routed",
                           updates_per_process=96, seed=7)
@@ -168,7 +168,7 @@ def test_a_failed_row_names_the_run_it_was():
 def test_the_code_digest_covers_subpackages_and_leaves_out_only_the_presentation_modules(tmp_path, monkeypatch):
     """A kept run is reused only by the model code that made it: an edit in gupsim/algorithms/ or
     gupsim/fast/ must change the digest, an edit in cli.py must not."""
-    import gupsim.runpool as runpool
+    import gupsim.studies.runpool as runpool
 
     pkg = tmp_path / "pkg"
     (pkg / "algorithms").mkdir(parents=True)
@@ -191,7 +191,7 @@ def test_the_code_digest_ignores_comments_and_docstrings(tmp_path, monkeypatch):
     a string it computes with included, does not."""
     import os
 
-    import gupsim.runpool as runpool
+    import gupsim.studies.runpool as runpool
 
     pkg = tmp_path / "pkg"
     pkg.mkdir()
@@ -211,7 +211,7 @@ def test_the_code_digest_ignores_comments_and_docstrings(tmp_path, monkeypatch):
 
 def test_a_run_key_names_the_code_and_the_whole_configuration():
     """Checkpoints are found by run_key: two runs of one shape (another seed, another link rate) need two."""
-    from gupsim.runpool import run_key
+    from gupsim.studies.runpool import run_key
 
     bgl, fast_links = load_machine("bgl"), load_machine("bgl", {"network.link_bytes_per_s": 350e6})
 
@@ -243,7 +243,7 @@ class _InlineClient:
 
 
 def test_a_dask_pool_starts_the_costliest_queued_run_first(monkeypatch):
-    from gupsim.runpool import DaskPool
+    from gupsim.studies.runpool import DaskPool
 
     gate, order = threading.Event(), []
     pool = DaskPool(_InlineClient(), 1)
@@ -260,8 +260,8 @@ def test_a_dask_pool_starts_the_costliest_queued_run_first(monkeypatch):
 
 
 def test_a_dask_pool_runs_each_distinct_configuration_even_on_one_shape(monkeypatch):
-    import gupsim.runpool as runpool
-    from gupsim.runpool import DaskPool
+    import gupsim.studies.runpool as runpool
+    from gupsim.studies.runpool import DaskPool
 
     monkeypatch.setattr(runpool, "cached_run", lambda config, cache_dir, code: ("run", {"seed": config.seed}))
     bgl = load_machine("bgl")
@@ -279,8 +279,8 @@ def _fake_run(wall_s: float):
 
 
 def test_kept_runs_gives_each_runs_seed_and_lists_this_codes_runs_first_longest_first(tmp_path, monkeypatch):
-    import gupsim.runpool as runpool
-    from gupsim.runpool import SerialPool, kept_runs
+    import gupsim.studies.runpool as runpool
+    from gupsim.studies.runpool import SerialPool, kept_runs
 
     bgl = load_machine("bgl")
 
@@ -298,8 +298,8 @@ def test_kept_runs_gives_each_runs_seed_and_lists_this_codes_runs_first_longest_
 
 
 def test_unfinished_runs_marks_only_this_codes_checkpoints_as_resumed(tmp_path):
-    from gupsim.fast import tables
-    from gupsim.runpool import unfinished_runs
+    from gupsim.engines.fast import tables
+    from gupsim.studies.runpool import unfinished_runs
 
     folder = tmp_path / "checkpoints"
     folder.mkdir()
@@ -318,7 +318,7 @@ def test_unfinished_runs_marks_only_this_codes_checkpoints_as_resumed(tmp_path):
 
 def _comparison(published: list[float], simulated: list[float], target: float, **extra):
     """A table of rows n = 1, 2, ... with a published and (for the first len(simulated) rows) a simulated gups."""
-    from gupsim.validation import Comparison, compare
+    from gupsim.studies.validation import Comparison, compare
 
     ref = pd.DataFrame({"n": range(1, len(published) + 1), "gups": published})
     sim = pd.DataFrame({"n": range(1, len(simulated) + 1), "sim_gups": simulated})
@@ -347,7 +347,7 @@ def test_the_summary_gives_mean_and_worst_absolute_error_and_counts_the_target_i
 
 def test_a_fitted_row_is_marked_on_the_page_named_with_its_fit_and_left_out_of_the_counts():
     """A fitted row agrees by construction: counting it as a pass had made a table of fits read '3/3 within'."""
-    from gupsim.validation import comparison_markdown
+    from gupsim.studies.validation import comparison_markdown
 
     c = _comparison([10.0, 10.0, 4.0], [10.0, 7.0, 5.0], 0.25, fitted={(1, "gups"): "x fitted on it"})
     assert c.summary_lines() == ["t: gups: mean |err| 27.5%, worst 30.0% (n=2); target 25%: 1/2 judged rows "
@@ -362,7 +362,7 @@ def test_a_fitted_row_is_marked_on_the_page_named_with_its_fit_and_left_out_of_t
 
 
 def test_a_miss_is_explained_by_its_own_note_before_its_rows_and_its_columns():
-    from gupsim.validation import comparison_markdown
+    from gupsim.studies.validation import comparison_markdown
 
     c = _comparison([2.0, 4.0, 2.0], [3.0, 2.0, 3.0], 0.4,
                     notes={(1, "gups"): "cell note", (1, "*"): "row note", (3, "*"): "row note",
@@ -375,7 +375,7 @@ def test_a_miss_is_explained_by_its_own_note_before_its_rows_and_its_columns():
 
 def test_the_partition_shapes_read_from_table_2_have_the_node_count_they_are_keyed_by():
     from gupsim.topology import parse_shape
-    from gupsim.validation import bgl_partition_shapes
+    from gupsim.studies.validation import bgl_partition_shapes
 
     shapes = bgl_partition_shapes()
     assert len(shapes) >= 2
@@ -384,7 +384,7 @@ def test_the_partition_shapes_read_from_table_2_have_the_node_count_they_are_key
 
 
 def test_the_files_digest_follows_names_as_well_as_bytes_and_not_the_order_given(tmp_path):
-    from gupsim.validation import files_digest
+    from gupsim.studies.validation import files_digest
 
     a, b = tmp_path / "a.yaml", tmp_path / "b.yaml"
     a.write_text("x: 1\n")
@@ -398,7 +398,7 @@ def test_the_files_digest_follows_names_as_well_as_bytes_and_not_the_order_given
 def test_only_calibration_rows_are_marked_fitted():
     import time
 
-    from gupsim.bgp import comparison
+    from gupsim.studies.bgp import comparison
 
     reference = {"fitted": {"value": 1.0, "unit": "us", "source": "s", "role": "calibration"},
                  "judged": {"value": 2.0, "unit": "us", "source": "s"}}
@@ -416,7 +416,7 @@ def test_only_calibration_rows_are_marked_fitted():
 @pytest.fixture()
 def figures(monkeypatch):
     """The figures the plot functions draw, kept instead of written."""
-    from gupsim import plots
+    from gupsim.app import plots
 
     kept = []
     monkeypatch.setattr(plots, "save_figure", lambda fig, out_dir, stem, **_: kept.append(fig) or [])
@@ -428,8 +428,8 @@ def figures(monkeypatch):
 
 
 def test_scaling_draws_the_mean_over_seeds_with_their_range_and_each_bound_as_labelled(figures, tmp_path):
-    from gupsim.bounds import bounds
-    from gupsim.plots import plot_scaling
+    from gupsim.model.bounds import bounds
+    from gupsim.app.plots import plot_scaling
 
     machine = load_machine("bgl")
     rows = []
@@ -467,7 +467,7 @@ def _links_record():
 
 
 def test_the_link_map_puts_each_links_load_in_its_own_direction_and_node_and_ranks_the_busiest(figures, tmp_path):
-    from gupsim.plots import plot_links
+    from gupsim.app.plots import plot_links
 
     record = _links_record()
     plot_links(record, tmp_path, top=2)
@@ -482,7 +482,7 @@ def test_the_link_map_puts_each_links_load_in_its_own_direction_and_node_and_ran
 
 
 def test_the_histogram_means_are_weighted_by_the_counts(figures, tmp_path):
-    from gupsim.plots import plot_histograms
+    from gupsim.app.plots import plot_histograms
 
     record = {"gups": 1.0, "histograms": {"updates_per_packet": {"1": 3, "4": 1},
                                           "updates_per_message": {"2": 1, "6": 3}}}
@@ -513,7 +513,7 @@ def test_bounds_uses_the_bytes_per_update_it_is_given(capsys):
 
 
 def test_reproduce_keeps_runs_unless_fresh(capsys, tmp_path, monkeypatch):
-    from gupsim import validation
+    from gupsim.studies import validation
 
     seen = []
     monkeypatch.setattr(validation, "run_experiments", lambda *a, **kw: seen.append(kw["cache_dir"]) or [])
@@ -524,9 +524,9 @@ def test_reproduce_keeps_runs_unless_fresh(capsys, tmp_path, monkeypatch):
 
 
 def test_a_dry_run_counts_only_this_sweeps_points_as_done(capsys, tmp_path):
-    from gupsim.runpool import code_digest
-    from gupsim.store import ResultsStore
-    from gupsim.sweep import expand
+    from gupsim.studies.runpool import code_digest
+    from gupsim.studies.store import ResultsStore
+    from gupsim.studies.sweep import expand
 
     points = expand(_sweep(tmp_path, {"shape": ["2x2x2"], "seed": [0, 1]}, name="s"))
     path = tmp_path / "s.yaml"  # the file _sweep wrote
@@ -541,8 +541,8 @@ def test_a_dry_run_counts_only_this_sweeps_points_as_done(capsys, tmp_path):
 
 
 def test_runs_lists_other_codes_runs_only_with_all(capsys, tmp_path, monkeypatch):
-    import gupsim.runpool as runpool
-    from gupsim.runpool import SerialPool
+    import gupsim.studies.runpool as runpool
+    from gupsim.studies.runpool import SerialPool
 
     real = runpool.code_digest()
     cfg = make_run_config(machine=load_machine("bgl"), shape="4x2x2", algorithm="one-packet", updates_per_process=64)
@@ -561,7 +561,7 @@ def test_runs_lists_other_codes_runs_only_with_all(capsys, tmp_path, monkeypatch
 
 def test_the_field_reference_shows_strict_and_inclusive_bounds_apart_and_factory_defaults():
     from gupsim.config import NetworkConfig
-    from gupsim.reference_docs import fields_table, run_reference
+    from gupsim.app.reference_docs import fields_table, run_reference
 
     rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[1:-1]]
             for line in fields_table(NetworkConfig, prefix="network.").splitlines()[2:]}

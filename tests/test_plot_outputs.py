@@ -7,7 +7,7 @@ import shutil
 
 from click.testing import CliRunner
 
-from gupsim.cli import cli
+from gupsim.app.cli import cli
 
 
 def _record(tmp_path, name: str):

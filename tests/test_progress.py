@@ -12,13 +12,13 @@ import io
 
 import pytest
 
-from gupsim.cli import _progress_bar
+from gupsim.app.cli import _progress_bar
 from gupsim.config import load_machine
-from gupsim.errors import DeadlockError
-from gupsim.fast import driver
-from gupsim import runner
-from gupsim.reporting import model_fields
-from gupsim.runner import make_run_config, simulate
+from gupsim.base.errors import DeadlockError
+from gupsim.engines.fast import driver
+from gupsim.engines import run as runner
+from gupsim.app.reporting import model_fields
+from gupsim.engines.run import make_run_config, simulate
 
 
 @pytest.mark.parametrize("engine, algorithm", [("fast", "routed"), ("fast", "baseline"), ("simpy", "routed"),

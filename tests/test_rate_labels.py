@@ -1,4 +1,4 @@
-"""No summary, table or plot calls a rate a steady-state one unless its run is one (gupsim.rate_quality)."""
+"""No summary, table or plot calls a rate a steady-state one unless its run is one (gupsim.app.rate_quality)."""
 
 from __future__ import annotations
 
@@ -9,13 +9,13 @@ import pandas as pd
 import pytest
 
 from gupsim.config import load_machine
-from gupsim.runner import make_run_config, resolved_config, simulate
+from gupsim.engines.run import make_run_config, resolved_config, simulate
 
 
 @pytest.fixture()
 def figures(monkeypatch):
     """The figures the plot functions draw, kept instead of written."""
-    from gupsim import plots
+    from gupsim.app import plots
 
     kept = []
     monkeypatch.setattr(plots, "save_figure", lambda fig, out_dir, stem, **_: kept.append(fig) or [])
@@ -44,7 +44,7 @@ def _series_faces(ax) -> dict[str, str]:
 
 
 def test_a_scaling_plot_of_transient_runs_says_so_and_draws_them_hollow(figures, tmp_path):
-    from gupsim.plots import plot_scaling
+    from gupsim.app.plots import plot_scaling
 
     plot_scaling(_rows({"baseline": False, "routed": False}), tmp_path)
     ax = figures[0].axes[0]
@@ -55,7 +55,7 @@ def test_a_scaling_plot_of_transient_runs_says_so_and_draws_them_hollow(figures,
 
 
 def test_a_scaling_plot_calls_its_rates_steady_only_when_every_point_is(figures, tmp_path):
-    from gupsim.plots import plot_scaling
+    from gupsim.app.plots import plot_scaling
 
     plot_scaling(_rows({"baseline": True, "routed": False}), tmp_path)
     plot_scaling(_rows({"baseline": True, "routed": True}, updates=4096), tmp_path)
@@ -70,7 +70,7 @@ def test_a_scaling_plot_calls_its_rates_steady_only_when_every_point_is(figures,
 def test_the_one_update_per_packet_bound_names_the_algorithms_it_does_not_bind(figures, tmp_path):
     """Routed's points sat above the line drawn as 'the network bound': it packs 24 updates into a packet,
     so its wire bytes per update, and eq. (2) with them, are not the line's."""
-    from gupsim.plots import plot_scaling
+    from gupsim.app.plots import plot_scaling
 
     plot_scaling(_rows({"baseline": False, "routed": False}), tmp_path)
     legend = " ".join(t.get_text() for t in figures[0].axes[0].get_legend().get_texts())
@@ -79,7 +79,7 @@ def test_the_one_update_per_packet_bound_names_the_algorithms_it_does_not_bind(f
 
 
 def test_the_summary_of_a_short_run_does_not_call_its_rate_steady():
-    from gupsim.reporting import format_record
+    from gupsim.app.reporting import format_record
 
     machine = load_machine("bgl")
     short = simulate(make_run_config(machine=machine, shape="2x1x1", algorithm="baseline", updates_per_process=16,
@@ -95,7 +95,7 @@ def test_a_what_ifs_summary_and_record_name_every_set_and_option(tmp_path):
     summary of a what-if passed for the real machine's."""
     from click.testing import CliRunner
 
-    from gupsim.cli import cli
+    from gupsim.app.cli import cli
 
     args = ["run", "--shape", "2x1x1", "--updates", "16", "--algorithm", "baseline", "--engine", "simpy",
             "--set", "link_bytes_per_s=700e6", "--option", "max_pending=512"]
@@ -112,8 +112,8 @@ def test_a_what_ifs_summary_and_record_name_every_set_and_option(tmp_path):
 def test_gupsim_results_shows_whether_each_rate_is_steady(tmp_path):
     from click.testing import CliRunner
 
-    from gupsim.cli import cli
-    from gupsim.store import ResultsStore
+    from gupsim.app.cli import cli
+    from gupsim.studies.store import ResultsStore
 
     store = ResultsStore(tmp_path / "st")
     store.write({"key": "short", "status": "ok", "error": "", "gups": 1.0, "steady_state": False})
@@ -128,8 +128,8 @@ def test_gupsim_results_shows_whether_each_rate_is_steady(tmp_path):
 def test_the_link_figure_explains_white_cells_names_its_colours_and_takes_a_plane(figures, tmp_path):
     from click.testing import CliRunner
 
-    from gupsim.cli import cli
-    from gupsim.plots import plot_links
+    from gupsim.app.cli import cli
+    from gupsim.app.plots import plot_links
 
     src = [[x, y, z] for z in range(2) for y in range(2) for x in range(2)]
     links = {"src": src, "dst": [[1 - x, y, z] for x, y, z in src], "dim": [0] * 8,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from gupsim.cli import main
-from gupsim.validation import available_experiments, run_experiments, write_markdown
+from gupsim.app.cli import main
+from gupsim.studies.validation import available_experiments, run_experiments, write_markdown
 
 
 @pytest.fixture(scope="module")
@@ -112,7 +112,7 @@ def test_vnmode_co_processor_runs_are_table4s_rows():
     """bgl-vnmode asks the pool for Table 4's co-processor runs itself: the same configurations, so that
     kept runs and one pool serve both tables with one run each."""
     from gupsim.config import load_machine
-    from gupsim.validation import bgl_partition_shapes, load_experiment
+    from gupsim.studies.validation import bgl_partition_shapes, load_experiment
 
     table4, vnmode = load_experiment("bgl-table4"), load_experiment("bgl-vnmode")
     shapes = bgl_partition_shapes()
@@ -123,7 +123,7 @@ def test_vnmode_co_processor_runs_are_table4s_rows():
 
 
 def test_vnmode_explains_a_gain_above_a_network_bound_row_from_the_simulated_row():
-    from gupsim.validation import load_experiment
+    from gupsim.studies.validation import load_experiment
 
     note = load_experiment("bgl-vnmode").gain_note
     values = {"vn_over_co_gups": 1.1, "sim_vn_over_co_gups": 1.69, "published_sbf_vn": 0.42,
@@ -140,7 +140,7 @@ def test_vnmode_explains_a_gain_above_a_network_bound_row_from_the_simulated_row
 def test_experiments_run_in_parallel_give_the_same_tables(quick_results):
     """``gupsim reproduce --jobs 2`` runs rows (tables that take a pool) and whole tables (the others) on
     Dask workers, a dependent table after its input; the numbers do not change."""
-    from gupsim.validation import load_experiment, takes_pool
+    from gupsim.studies.validation import load_experiment, takes_pool
 
     names = ["bgl-figure3", "bgl-vnmode", "bgl-table2", "bgp-fig2"]  # figure 3 needs tables 3 and 4
     assert [takes_pool(load_experiment(n)) for n in ("bgl-table4", "bgl-vnmode", "bgl-table2")] == [True, True, False]
@@ -155,7 +155,7 @@ def test_experiments_run_in_parallel_give_the_same_tables(quick_results):
 def test_table3_explains_every_simulated_row_that_misses_from_the_row_alone():
     import pandas as pd
 
-    from gupsim.validation import load_experiment
+    from gupsim.studies.validation import load_experiment
 
     mod = load_experiment("bgl-table3")
     frame = pd.DataFrame([
@@ -176,7 +176,7 @@ def test_a_stopped_reproduce_keeps_the_tables_it_finished(tmp_path, monkeypatch)
     """Each table lands as soon as it is done: a run that dies later keeps the finished ones on the page."""
     import types
 
-    from gupsim import validation
+    from gupsim.studies import validation
 
     real = validation.load_experiment
 
@@ -204,7 +204,7 @@ def test_a_stopped_reproduce_keeps_the_tables_it_finished(tmp_path, monkeypatch)
 
 def test_sections_made_with_other_machine_files_are_marked(quick_results, tmp_path, monkeypatch):
     """A refresh keeps older sections, but the page names those made with other machine files."""
-    from gupsim import validation
+    from gupsim.studies import validation
 
     page = tmp_path / "validation.md"
     table2, fig2 = quick_results["bgl-table2"], quick_results["bgp-fig2"]
@@ -222,7 +222,7 @@ def test_figure3_explains_its_misses_with_the_tables_row_notes():
     """Figure 3 shows Tables 3 and 4's GUPS, so a row it misses carries that table's explanation."""
     import types
 
-    from gupsim.validation import load_experiment
+    from gupsim.studies.validation import load_experiment
 
     carried = load_experiment("bgl-figure3").carried_notes
     t3 = types.SimpleNamespace(notes={(16384, "gups"): "baseline reason", (16384, "cycles_per_update"): "other",
@@ -236,7 +236,7 @@ def test_figure3_explains_its_misses_with_the_tables_row_notes():
 
 def test_table4_compares_the_whole_machine_with_the_upc_run_on_the_same_torus_from_the_published_tables():
     from gupsim.config import load_machine
-    from gupsim.validation import load_experiment, reference_table
+    from gupsim.studies.validation import load_experiment, reference_table
 
     table4 = load_experiment("bgl-table4")
     ref = reference_table("bgl_table4_routed.csv")
@@ -254,12 +254,12 @@ def test_an_installed_gupsim_reproduces_into_out_only(tmp_path, monkeypatch, cap
     """From an installed package (no checkout with docs/ around it) reproduce writes its CSVs into --out and
     touches no page: it had written docs/validation.md and docs/model.md beside site-packages."""
     import gupsim.config
-    import gupsim.reporting
-    from gupsim import validation
+    import gupsim.app.reporting
+    from gupsim.studies import validation
 
     monkeypatch.setattr(gupsim.config, "source_checkout", lambda: None)
     monkeypatch.setattr(validation, "write_markdown", lambda *a, **kw: pytest.fail(f"wrote a page: {a[1]}"))
-    monkeypatch.setattr(gupsim.reporting, "refresh_parameter_tables", lambda *a: pytest.fail(f"refreshed {a[0]}"))
+    monkeypatch.setattr(gupsim.app.reporting, "refresh_parameter_tables", lambda *a: pytest.fail(f"refreshed {a[0]}"))
     main(["reproduce", "bgl-table2", "--out", str(tmp_path / "r")])
     out = capsys.readouterr().out
     assert (tmp_path / "r" / "bgl-table2.csv").is_file()

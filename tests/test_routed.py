@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gupsim.config import load_machine
-from gupsim.runner import make_run_config, simulate
+from gupsim.engines.run import make_run_config, simulate
 
 
 def _run(machine, shape, updates, **kw):
@@ -54,7 +54,7 @@ def test_routed_is_deterministic(bgl):
 
 
 def test_pending_updates_stay_within_1024(bgl, monkeypatch):
-    from gupsim.simulation import Simulation
+    from gupsim.engines.reference.simulation import Simulation
 
     seen = []
     original = Simulation.check_pending
@@ -84,9 +84,9 @@ def test_one_shared_receive_bucket_deadlocks_and_is_reported_naming_the_waiting_
     updates per bucket locks up at any per-hop cost from 100 to 130 cycles, 60 only at some."""
     import pytest
 
-    from gupsim.cli import main
+    from gupsim.app.cli import main
     from gupsim.config import load_machine
-    from gupsim.runner import make_run_config, simulate
+    from gupsim.engines.run import make_run_config, simulate
 
     tiny = {"network.injection_fifo_chunks": 8, "network.reception_fifo_chunks": 8,
             "network.link_buffer_chunks": 8, "network.topology": "mesh", "network.fifos": "per-dimension"}
@@ -107,8 +107,8 @@ def test_one_shared_receive_bucket_deadlocks_and_is_reported_naming_the_waiting_
 def test_a_bucket_capacity_that_breaks_the_1024_pending_rule_is_refused(bgl):
     import pytest
 
-    from gupsim.errors import GupsimError
-    from gupsim.runner import make_run_config, simulate
+    from gupsim.base.errors import GupsimError
+    from gupsim.engines.run import make_run_config, simulate
 
     with pytest.raises(GupsimError, match="exceeds the 1024 pending updates"):
         simulate(make_run_config(machine=bgl, shape="4x4x1", algorithm="routed", updates_per_process=64,
@@ -123,8 +123,8 @@ def test_shared_fifos_deadlock_routed_once_the_network_binds_and_fifos_per_dimen
     import pytest
 
     from gupsim.config import load_machine
-    from gupsim.errors import DeadlockError
-    from gupsim.runner import make_run_config, simulate
+    from gupsim.base.errors import DeadlockError
+    from gupsim.engines.run import make_run_config, simulate
 
     def run(fifos):
         machine = load_machine("bgl", {"network.link_bytes_per_s": 175e6 / 16, "network.fifos": fifos})
@@ -140,7 +140,7 @@ def test_shared_fifos_deadlock_routed_once_the_network_binds_and_fifos_per_dimen
 
 def test_machine_file_holds_the_fitted_route_hop_cycles(bgl):
     """bgl.yaml's cpu.route_hop_cycles is what the documented fit on Table 4's N = 32 row gives."""
-    from gupsim.validation import load_experiment
+    from gupsim.studies.validation import load_experiment
 
     table4 = load_experiment("bgl-table4")
     assert table4.fit_route_hop_cycles(360.0) == pytest.approx(bgl.cpu.route_hop_cycles, abs=0.1)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from gupsim import bgp
+from gupsim.studies import bgp
 from gupsim.config import load_machine
-from gupsim.errors import GupsimError
-from gupsim.runner import make_run_config, simulate
+from gupsim.base.errors import GupsimError
+from gupsim.engines.run import make_run_config, simulate
 
 
 def _run(machine, shape, updates, **kw):

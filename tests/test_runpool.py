@@ -1,4 +1,4 @@
-"""The run pools of gupsim.runpool: the same records whether runs go one by one or to Dask workers."""
+"""The run pools of gupsim.studies.runpool: the same records whether runs go one by one or to Dask workers."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ import pandas as pd
 import pytest
 
 from gupsim.config import load_machine
-from gupsim.runner import make_run_config
-from gupsim.runpool import DaskPool, SerialPool, reset_peak_rss, run_cost
+from gupsim.engines.run import make_run_config
+from gupsim.studies.runpool import DaskPool, SerialPool, reset_peak_rss, run_cost
 
 #: What differs between two runs of one configuration: how long it took (and so its speed) and its memory.
-from gupsim.reporting import MEASURED_KEYS as MEASURED  # noqa: E402
+from gupsim.app.reporting import MEASURED_KEYS as MEASURED  # noqa: E402
 
 
 def _configs():
@@ -32,7 +32,7 @@ def _model(records: list[dict]) -> pd.DataFrame:
 
 
 def test_dask_pool_returns_the_serial_records_in_order_and_hands_errors_back():
-    from gupsim.cluster import open_client
+    from gupsim.studies.cluster import open_client
 
     configs = _configs()
     serial = SerialPool().records(configs)
@@ -58,8 +58,8 @@ def _counted_run(config, cache_dir, code):
 def test_dask_pool_runs_a_configuration_asked_for_by_two_tables_once(monkeypatch, tmp_path):
     from concurrent.futures import ThreadPoolExecutor
 
-    import gupsim.runpool as runpool
-    from gupsim.cluster import open_client
+    import gupsim.studies.runpool as runpool
+    from gupsim.studies.cluster import open_client
 
     monkeypatch.setattr(runpool, "cached_run", _counted_run)
     config = _configs()[0]
@@ -89,7 +89,7 @@ def test_run_cost_orders_by_processes_updates_and_distance():
 
 
 def test_kept_runs_are_reused_only_for_the_same_configuration_and_code(tmp_path, monkeypatch):
-    import gupsim.runpool as runpool
+    import gupsim.studies.runpool as runpool
 
     bgl = load_machine("bgl")
     config = make_run_config(machine=bgl, shape="2x2x2", algorithm="baseline", updates_per_process=64)
@@ -106,7 +106,7 @@ def test_kept_runs_are_reused_only_for_the_same_configuration_and_code(tmp_path,
 
 
 def test_code_digest_follows_the_source():
-    from gupsim.runpool import code_digest
+    from gupsim.studies.runpool import code_digest
 
     assert code_digest() == code_digest() and len(code_digest()) == 16
 
@@ -116,12 +116,12 @@ def test_a_run_imports_no_module_left_out_of_the_code_digest():
     import subprocess
     import sys
 
-    from gupsim.runpool import PACKAGE_DIR, PRESENTATION_MODULES, PRESENTATION_PACKAGES
+    from gupsim.studies.runpool import PACKAGE_DIR, PRESENTATION_MODULES, PRESENTATION_PACKAGES
 
     script = """
 import sys
 from gupsim.config import load_machine
-from gupsim.runner import make_run_config, run
+from gupsim.engines.run import make_run_config, run
 from gupsim.algorithms import available_algorithms
 from gupsim.config import available_machines
 ran = 0
@@ -142,15 +142,15 @@ print(" ".join(sorted(k for k in sys.modules if k.startswith("gupsim"))))
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
                          cwd=PACKAGE_DIR.parent).stdout.split()
     ran, out = int(out[0]), out[1:]
-    assert ran >= 20 and "gupsim.fast.core" in out and "gupsim.fabric_network" in out
+    assert ran >= 20 and "gupsim.engines.fast.core" in out and "gupsim.engines.reference.switched_network" in out
     left_out = {"gupsim." + name.removesuffix(".py") for name in PRESENTATION_MODULES}
     assert left_out.isdisjoint(out)
     assert not [m for m in out if m.startswith(tuple("gupsim." + p.strip("/") for p in PRESENTATION_PACKAGES))]
 
 
 def test_a_pool_resumes_the_checkpoint_of_a_stopped_run_and_drops_other_codes(tmp_path, monkeypatch, caplog):
-    import gupsim.runpool as runpool
-    from gupsim.fast import driver
+    import gupsim.studies.runpool as runpool
+    from gupsim.engines.fast import driver
     from tests.test_fast_checkpoint import Stopped, count_loads, stop_after_saves
 
     stale = tmp_path / "checkpoints" / "0123456789abcdef-0123.npz"  # left by other code
@@ -165,9 +165,9 @@ def test_a_pool_resumes_the_checkpoint_of_a_stopped_run_and_drops_other_codes(tm
     monkeypatch.setattr(driver, "CHECKPOINT_EVERY_S", 0.0)
     monkeypatch.setattr(driver, "BATCH_EVENTS", 2000)
     stop_after_saves(monkeypatch, 3)
-    with pytest.raises(Stopped), caplog.at_level("INFO", logger="gupsim.fast.driver"):
+    with pytest.raises(Stopped), caplog.at_level("INFO", logger="gupsim.engines.fast.driver"):
         SerialPool(tmp_path).records([config])
-    progress = [r.getMessage() for r in caplog.records if r.name == "gupsim.fast.driver"]
+    progress = [r.getMessage() for r in caplog.records if r.name == "gupsim.engines.fast.driver"]
     # one line per save but the stopped one (its process died in the save)
     assert len(progress) == 2 and all(" of 8,192 updates applied (" in line for line in progress)
     checkpoint = runpool.checkpoint_for(config, str(tmp_path), runpool.code_digest())
@@ -181,10 +181,10 @@ def test_a_pool_resumes_the_checkpoint_of_a_stopped_run_and_drops_other_codes(tm
 def test_every_finished_run_is_one_log_line_saying_where_its_record_came_from(tmp_path, caplog):
     config = make_run_config(machine=load_machine("bgl", {"cpu.processes_per_node": 2}), shape="2x2x2",
                              algorithm="routed", updates_per_process=64)
-    with caplog.at_level("INFO", logger="gupsim.runpool"):
+    with caplog.at_level("INFO", logger="gupsim.studies.runpool"):
         SerialPool(tmp_path).records([config])
         SerialPool(tmp_path).records([config])
-    lines = [r.getMessage() for r in caplog.records if r.name == "gupsim.runpool"]
+    lines = [r.getMessage() for r in caplog.records if r.name == "gupsim.studies.runpool"]
     assert len(lines) == 2
     assert lines[0].startswith("run done: routed on 2x2x2 (2 per node), 64 updates per process: ")
     assert lines[0].endswith("s of wall time (run)") and lines[1].endswith("(kept, reused)")
@@ -193,7 +193,7 @@ def test_every_finished_run_is_one_log_line_saying_where_its_record_came_from(tm
 @pytest.mark.skipif(not Path("/proc/self/clear_refs").exists(), reason="VmHWM is reset through Linux's clear_refs")
 def test_reset_peak_rss_restarts_the_peak_from_the_current_memory():
     """What the pools call before each run, so that a worker's record is not its largest run so far."""
-    from gupsim.runner import peak_rss_mb
+    from gupsim.engines.run import peak_rss_mb
 
     big = np.ones(300 * 2**20 // 8)  # 300 MB touched, then freed: an earlier, larger run of the same worker
     del big
@@ -206,7 +206,7 @@ def test_reset_peak_rss_does_not_count_an_earlier_run_left_as_garbage_in_referen
     """A finished SimPy model is unreachable but cyclic: it holds its memory until a full collection."""
     import gc
 
-    from gupsim.runner import peak_rss_mb
+    from gupsim.engines.run import peak_rss_mb
 
     class Node:  # a model's objects that refer to each other, as SimPy's environment and processes do
         pass
@@ -227,7 +227,7 @@ def test_reset_peak_rss_does_not_count_an_earlier_run_left_as_garbage_in_referen
 def _fragment_then_reset() -> tuple[float, float]:
     """In a worker: the peak after freeing 2 M small objects of which every 1,000th lives on, as a SimPy
     run's events do beside the worker's own objects; and the peak before them."""
-    from gupsim.runner import peak_rss_mb
+    from gupsim.engines.run import peak_rss_mb
 
     reset_peak_rss()
     before = peak_rss_mb()
@@ -244,7 +244,7 @@ def _fragment_then_reset() -> tuple[float, float]:
 @pytest.mark.skipif(not Path("/proc/self/clear_refs").exists(), reason="the peak restarts on Linux only")
 def test_a_dask_worker_gives_back_small_objects_freed_around_ones_that_live_on():
     """pymalloc would keep every arena one live object pins: the worker's next record would count them."""
-    from gupsim.cluster import close_client, open_client
+    from gupsim.studies.cluster import close_client, open_client
 
     client = open_client(None, 1, processes=True)
     try:
@@ -255,8 +255,8 @@ def test_a_dask_worker_gives_back_small_objects_freed_around_ones_that_live_on()
 
 
 def test_kept_runs_lists_each_kept_record_with_its_cost_and_whether_this_code_reuses_it(tmp_path, monkeypatch):
-    import gupsim.runpool as runpool
-    from gupsim.runpool import kept_runs, unfinished_runs
+    import gupsim.studies.runpool as runpool
+    from gupsim.studies.runpool import kept_runs, unfinished_runs
 
     config = _configs()[1]
     record = SerialPool(tmp_path).records([config])[0]
@@ -278,7 +278,7 @@ def test_progress_lines_go_to_the_stderr_of_the_moment(monkeypatch):
     import logging
     import sys
 
-    from gupsim.runpool import log_to_stderr
+    from gupsim.studies.runpool import log_to_stderr
 
     logger = logging.getLogger("gupsim")
     monkeypatch.setattr(logger, "handlers", [])  # this test's handler goes with it
@@ -298,7 +298,7 @@ def test_a_kept_run_is_not_reused_once_its_machines_cycle_table_is_edited(tmp_pa
 
     import yaml
 
-    import gupsim.runpool as runpool
+    import gupsim.studies.runpool as runpool
     from gupsim.config import MACHINES_DIR
 
     data = yaml.safe_load((MACHINES_DIR / "bgl.yaml").read_text())
@@ -328,19 +328,19 @@ def test_an_unreadable_kept_run_is_run_again_with_one_line_not_a_traceback(tmp_p
     (pickle,) = tmp_path.rglob("output.pkl")
     pickle.write_bytes(pickle.read_bytes()[:40])  # a disk filled while it was written
     caplog.clear()
-    with caplog.at_level("INFO", logger="gupsim.runpool"):
+    with caplog.at_level("INFO", logger="gupsim.studies.runpool"):
         again = SerialPool(tmp_path).records([config])[0]
     assert _model([again]).equals(_model([first]))
     assert not [w for w in recwarn if "Exception while loading" in str(w.message)]  # joblib's traceback
-    lines = [r.getMessage() for r in caplog.records if r.name == "gupsim.runpool"]
+    lines = [r.getMessage() for r in caplog.records if r.name == "gupsim.studies.runpool"]
     assert lines[0].startswith("kept run unreadable, dropped and run again: baseline on 2x2x2")
     assert str(pickle.parent) in lines[0]
     assert lines[1].endswith("(run again: its kept record was unreadable)")
-    with caplog.at_level("INFO", logger="gupsim.runpool"):
+    with caplog.at_level("INFO", logger="gupsim.studies.runpool"):
         SerialPool(tmp_path).records([config])
     assert caplog.records[-1].getMessage().endswith("(kept, reused)")  # the new record was kept
     pickle.write_bytes(b"")
-    from gupsim.runpool import kept_runs
+    from gupsim.studies.runpool import kept_runs
 
     table = kept_runs(tmp_path)
     assert len(table) == 0 and table.attrs["unreadable"] == 1  # counted, not listed as a run
@@ -351,7 +351,7 @@ def test_kept_runs_skips_a_folder_whose_call_record_is_not_a_runs(tmp_path):
     been a TypeError traceback in gupsim runs."""
     import json
 
-    from gupsim.runpool import kept_runs
+    from gupsim.studies.runpool import kept_runs
 
     SerialPool(tmp_path).records([_configs()[1]])
     (meta,) = tmp_path.rglob("metadata.json")
@@ -364,8 +364,8 @@ def test_kept_runs_skips_a_folder_whose_call_record_is_not_a_runs(tmp_path):
 
 def test_a_kept_run_is_reused_from_another_checkout_of_the_same_code(tmp_path, monkeypatch):
     """The key had held the machine file's absolute path, so a clone or a worktree re-ran every kept run."""
-    import gupsim.runpool as runpool
-    from gupsim.runpool import checkpoint_for, code_digest, run_key
+    import gupsim.studies.runpool as runpool
+    from gupsim.studies.runpool import checkpoint_for, code_digest, run_key
 
     import shutil
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gupsim import hpcc
-from gupsim.errors import GupsimError, SimulationError
-from gupsim.reporting import MEASURED_KEYS, model_fields
-from gupsim.runner import MIN_STEADY_UPDATES, make_run_config, simulate
-from gupsim.simulation import SLICE_START_FRACTION, Simulation
+from gupsim.model import hpcc
+from gupsim.base.errors import GupsimError, SimulationError
+from gupsim.app.reporting import MEASURED_KEYS, model_fields
+from gupsim.engines.run import MIN_STEADY_UPDATES, make_run_config, simulate
+from gupsim.model.run_config import SLICE_START_FRACTION
+from gupsim.engines.reference.simulation import Simulation
 
 ALGORITHMS = ["baseline", "one-packet"]
 
@@ -178,7 +179,7 @@ def ring_flood():
 
 def test_a_deadlocked_machine_is_reported_in_one_line_naming_the_waiting_ranks(capsys, ring_flood):
     # What if the torus had no deadlock avoidance? Traffic that all goes one way round a ring locks up.
-    from gupsim.cli import main
+    from gupsim.app.cli import main
     base = ["run", "--shape", "6x1x1", "--algorithm", "test-ring-flood", "--updates", "60",
             "--set", "network.topology=torus", "--set", "link_buffer_chunks=16", "--set", "injection_fifo_chunks=8", "--set", "reception_fifo_chunks=8"]
     with pytest.raises(SystemExit) as exc:
@@ -203,7 +204,7 @@ def test_adaptive_routing_loses_nothing_and_verifies(algorithm):
 
 
 def test_update_stream_matches_the_vectorised_hpcc_stream():
-    from gupsim.simulation import UpdateStream
+    from gupsim.model.run_config import UpdateStream
 
     for procs in (8, 12):
         layout = hpcc.TableLayout(20, procs)
@@ -229,7 +230,7 @@ def test_a_run_that_cannot_fit_in_memory_is_refused_before_it_starts(bgl, monkey
 
 
 def test_memory_estimate_refuses_when_little_is_available(bgl, monkeypatch):
-    from gupsim import memory
+    from gupsim.base import memory
 
     monkeypatch.setattr(memory, "available_bytes", lambda: 200 * 2**20)
     with pytest.raises(GupsimError, match="needs about"):

@@ -14,12 +14,12 @@ import pytest
 import yaml
 
 from gupsim.config import REPO_ROOT, load_machine
-from gupsim.errors import GupsimError
-from gupsim.runner import simulate
-from gupsim.store import ResultsStore
-from gupsim.sweep import EXPERIMENTS_DIR, expand, load_sweep, run_sweep, shape_for_nodes
+from gupsim.base.errors import GupsimError
+from gupsim.engines.run import simulate
+from gupsim.studies.store import ResultsStore
+from gupsim.studies.sweep import EXPERIMENTS_DIR, expand, load_sweep, run_sweep, shape_for_nodes
 
-GUPSIM = [sys.executable, "-m", "gupsim.cli"]
+GUPSIM = [sys.executable, "-m", "gupsim.app.cli"]
 
 
 def _sweep_file(tmp_path: Path, grid: dict, name: str = "t", **top) -> Path:
@@ -185,7 +185,7 @@ def test_a_corrupt_store_is_one_line(tmp_path):
 
 
 def test_sweep_and_results_and_plot_from_the_command_line(tmp_path, capsys):
-    from gupsim.cli import main
+    from gupsim.app.cli import main
 
     path = _sweep_file(tmp_path, {"shape": ["2x2x2", "4x2x2"], "updates": [64], "algorithm": ["routed"]},
                        record={"links": True, "histograms": True, "sample_interval_s": 2e-6})
@@ -213,7 +213,7 @@ def test_sweep_and_results_and_plot_from_the_command_line(tmp_path, capsys):
 def test_scheduler_option_sends_points_to_an_existing_cluster(tmp_path, capsys):
     from dask.distributed import LocalCluster
 
-    from gupsim.cli import main
+    from gupsim.app.cli import main
 
     path = _sweep_file(tmp_path, {"shape": ["2x2x2"], "updates": [64], "seed": [0, 1]})
     with LocalCluster(n_workers=1, processes=False, dashboard_address=":0") as cluster:
@@ -229,7 +229,7 @@ def test_scheduler_option_sends_points_to_an_existing_cluster(tmp_path, capsys):
 def test_reading_a_store_leaves_a_write_in_flight_and_removes_a_stale_one(tmp_path):
     """A read (gupsim results, a plot, a dry run) had deleted every temporary part, so a sweep writing one at
     that moment failed on its rename and lost the point."""
-    from gupsim import store as store_module
+    from gupsim.studies import store as store_module
 
     store = ResultsStore(tmp_path / "st")
     store.write({"key": "k1", "status": "ok", "error": "", "gups": 1.0})
@@ -244,8 +244,8 @@ def test_reading_a_store_leaves_a_write_in_flight_and_removes_a_stale_one(tmp_pa
 
 def test_a_store_reuses_only_the_rows_its_own_model_code_made(tmp_path):
     """A sweep had skipped points that older model code computed: the store then held that code's numbers."""
-    from gupsim.runpool import code_digest
-    from gupsim.sweep import RecordExtras, run_point
+    from gupsim.studies.runpool import code_digest
+    from gupsim.studies.sweep import RecordExtras, run_point
 
     store = ResultsStore(tmp_path / "st")
     for key, code in (("made-here", code_digest()), ("made-elsewhere", "0123456789abcdef")):
@@ -264,8 +264,8 @@ def test_a_points_key_holds_its_cycle_tables_bytes(tmp_path):
     import shutil
 
     from gupsim.config import MACHINES_DIR
-    from gupsim.runpool import run_key
-    from gupsim.sweep import RecordExtras, point_key
+    from gupsim.studies.runpool import run_key
+    from gupsim.studies.sweep import RecordExtras, point_key
 
     machine = yaml.safe_load((MACHINES_DIR / "bgl.yaml").read_text())
     table = tmp_path / "cycles.csv"
@@ -274,7 +274,7 @@ def test_a_points_key_holds_its_cycle_tables_bytes(tmp_path):
     (tmp_path / "mine.yaml").write_text(yaml.safe_dump(machine))
 
     def keys():
-        from gupsim.runner import make_run_config
+        from gupsim.engines.run import make_run_config
 
         run = make_run_config(machine=str(tmp_path / "mine.yaml"), shape="2x2x2", algorithm="routed",
                               updates_per_process=8)
@@ -292,8 +292,8 @@ def test_a_scaling_plot_of_two_sweep_files_in_one_store_draws_every_run(tmp_path
     with an engine varied in one file it had failed in sorted() (str < float), a traceback."""
     from click.testing import CliRunner
 
-    from gupsim import plots
-    from gupsim.cli import cli
+    from gupsim.app import plots
+    from gupsim.app.cli import cli
 
     store = tmp_path / "store"
     for name, grid in (("a", {"shape": ["2x2x2"], "engine": ["auto", "simpy"], "updates": [64]}),
@@ -314,7 +314,7 @@ def test_a_store_that_may_be_read_but_not_written(tmp_path, monkeypatch):
     unreadable one read as an empty store ('0 runs'); a sweep into it failed at its first point."""
     from click.testing import CliRunner
 
-    from gupsim.cli import cli
+    from gupsim.app.cli import cli
 
     store = ResultsStore(tmp_path / "st")
     store.write({"key": "k1", "status": "ok", "error": "", "gups": 1.0})

@@ -15,13 +15,14 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from gupsim import estimate, fast
-from gupsim.cli import cli
+from gupsim.studies import estimate
+from gupsim.engines import fast
+from gupsim.app.cli import cli
 from gupsim.config import REPO_ROOT
-from gupsim.store import ResultsStore
-from gupsim.sweep import MAX_POINTS, expand, load_sweep, run_sweep
+from gupsim.studies.store import ResultsStore
+from gupsim.studies.sweep import MAX_POINTS, expand, load_sweep, run_sweep
 
-GUPSIM = [sys.executable, "-m", "gupsim.cli"]
+GUPSIM = [sys.executable, "-m", "gupsim.app.cli"]
 
 
 def _sweep_file(tmp_path: Path, grid: dict, name: str = "t") -> Path:
@@ -41,12 +42,12 @@ def _points(tmp_path: Path, grid: dict):
 def _no_point_may_be_made(monkeypatch) -> None:
     """Making a point fails the test: the grid must be refused from its lists' lengths, before any point exists
     (expanding 64 million points would sit for hours)."""
-    import gupsim.runner
+    import gupsim.engines.run
 
     def refuse(**_fields):
         raise AssertionError("a point was made before the grid's size was checked")
 
-    monkeypatch.setattr(gupsim.runner, "make_run_config", refuse)
+    monkeypatch.setattr(gupsim.engines.run, "make_run_config", refuse)
 
 
 def test_a_grid_of_64_million_points_is_refused_in_one_line_before_any_point_is_made(tmp_path, monkeypatch):
@@ -200,7 +201,7 @@ class _Kept(logging.Handler):
 def test_quiet_silences_the_loggers_dask_configures_below_the_named_ones():
     import distributed  # noqa: F401 - its configuration gives tornado.application a level and handler of its own
 
-    from gupsim.cluster import DASK_LOGGERS, _quiet
+    from gupsim.studies.cluster import DASK_LOGGERS, _quiet
 
     kept = _Kept()
     names = ("tornado.application", "distributed.client")
@@ -220,7 +221,7 @@ def test_quiet_silences_the_loggers_dask_configures_below_the_named_ones():
 def test_a_signal_silences_dask_before_the_interrupt_is_raised():
     import distributed  # noqa: F401
 
-    from gupsim.cluster import Interrupted, interruptible
+    from gupsim.studies.cluster import Interrupted, interruptible
 
     tornado_app = logging.getLogger("tornado.application")
     for signum in (signal.SIGINT, signal.SIGTERM):

@@ -10,10 +10,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gupsim.config import load_machine
-from gupsim.errors import DeadlockError
-from gupsim.runner import make_run_config, simulate
-from gupsim.store import ResultsStore
-from gupsim.telemetry import Telemetry
+from gupsim.base.errors import DeadlockError
+from gupsim.engines.run import make_run_config, simulate
+from gupsim.studies.store import ResultsStore
+from gupsim.engines.reference.telemetry import Telemetry
 
 
 @pytest.fixture(scope="module")

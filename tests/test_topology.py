@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gupsim.errors import GupsimError, UnknownNameError
+from gupsim.base.errors import GupsimError, UnknownNameError
 from tests.conftest import reference
 from gupsim.topology import TOPOLOGIES, Mesh3D, Torus3D, make_topology, parse_shape
 

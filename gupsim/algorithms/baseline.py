@@ -33,9 +33,10 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from gupsim.algorithms import OPTIONS_CONFIG, Algorithm, register_algorithm
-from gupsim.bucketing import Buckets, mean_bucket_size
-from gupsim.cache import baseline_cache_costs
+from gupsim.algorithms.base import OPTIONS_CONFIG, Algorithm, register_algorithm
+from gupsim.model.bucketing import Buckets, mean_bucket_size
+from gupsim.model.cpu_cache import baseline_cache_costs
+from gupsim.model.costs import CostModel
 
 UPDATE_BYTES = 8
 
@@ -79,7 +80,7 @@ class Baseline(Algorithm):
         self.data_sent_to = [0] * sim.num_ranks
         self.data_received = [0] * sim.num_ranks
         # Cache misses on per-destination data (seed 000 §6.1's fourth cause): expected
-        # cycles per insert and per message side at this N, from gupsim.cache.
+        # cycles per insert and per message side at this N, from gupsim.model.cpu_cache.
         ranks = sim.num_ranks
         cache = getattr(sim.machine, "cache", None)  # switched machines have no cache section
         self.cache = baseline_cache_costs(
@@ -95,8 +96,6 @@ class Baseline(Algorithm):
         cannot run, labelled as a model wherever it is shown.  The full
         simulation agrees with it while the SBF is near zero (tests/test_cache.py).
         """
-        from gupsim.node import CostModel
-
         cost = CostModel.from_machine(machine)
         cache = baseline_cache_costs(getattr(machine, "cache", None), machine.mpi.peer_state_bytes, ranks,
                                      updates_per_message)
@@ -113,7 +112,7 @@ class Baseline(Algorithm):
 
     def _packet_payloads(self, nbytes: int) -> list[int]:
         """A message's packets: its bytes cut at what a packet carries, each with the network's own header
-        (BG/P's DMA header, gupsim.dma; none on BG/L) in its chunks."""
+        (BG/P's DMA header, gupsim.engines.reference.dma; none on BG/L) in its chunks."""
         net = self.sim.net
         size, hdr = net.max_data_bytes, net.data_header_bytes
         full, rest = divmod(nbytes, size)

@@ -15,7 +15,7 @@ cores, side by side:
   DMA (the group counter tells how many; the VIC gathers the payloads into
   cache lines) and XOR each into the table.  Two reads are kept in flight,
   so reading overlaps updating.  The updates' timing is the processor's
-  memory system (:mod:`gupsim.dram`): ``update_threads`` threads, each
+  memory system (:mod:`gupsim.model.dram`): ``update_threads`` threads, each
   core's fill buffers, and the processor's cap on misses in flight.
 
 Costs: ``cpu.generate_cycles`` and ``cpu.header_cycles`` per update on the
@@ -31,9 +31,9 @@ from collections import deque
 
 from pydantic import BaseModel, Field
 
-from gupsim.algorithms import OPTIONS_CONFIG, Algorithm, register_algorithm
-from gupsim.dram import ProcessorMemory
-from gupsim.errors import GupsimError
+from gupsim.algorithms.base import OPTIONS_CONFIG, Algorithm, register_algorithm
+from gupsim.model.dram import ProcessorMemory
+from gupsim.base.errors import GupsimError
 
 READS_IN_FLIGHT = 2  # the receive side double-buffers too: one DMA lands while the last batch is applied
 LOOK_AHEAD = 1024  # HPCC: at most 1024 updates held before they are sent (seed 003 rule a)

@@ -28,8 +28,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field, ValidationInfo, field_validator
 
-from gupsim.algorithms import OPTIONS_CONFIG, Algorithm, register_algorithm
-from gupsim.errors import GupsimError
+from gupsim.algorithms.base import OPTIONS_CONFIG, Algorithm, register_algorithm
+from gupsim.base.errors import GupsimError
 
 
 @register_algorithm("one-packet")

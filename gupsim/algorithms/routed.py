@@ -59,7 +59,7 @@ copy out of the receive buffer; seed 000 §6.2 estimates about 128 cycles per
 hop in all, packet costs included), plus the raw-device send and receive
 cycles of each packet and ``t_u`` per local update.  On a machine with a
 ``cache`` section each hop also pays the expected L1 misses on the next-hop
-lookup table (:func:`gupsim.cache.routed_lookup_miss_cycles`): nothing up to
+lookup table (:func:`gupsim.model.cpu_cache.routed_lookup_miss_cycles`): nothing up to
 a few thousand processes, about 7 cycles per hop at 16,384 and 21 at 65,536,
 where the N-byte table outgrows the 32 KB L1 (seed 000 §4.3).
 """
@@ -73,9 +73,9 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from gupsim.algorithms import OPTIONS_CONFIG, Algorithm, register_algorithm
-from gupsim.cache import routed_lookup_miss_cycles
-from gupsim.errors import GupsimError
+from gupsim.algorithms.base import OPTIONS_CONFIG, Algorithm, register_algorithm
+from gupsim.model.cpu_cache import routed_lookup_miss_cycles
+from gupsim.base.errors import GupsimError
 
 UPDATE_BYTES = 8
 
@@ -212,7 +212,7 @@ class Routed(Algorithm):
         if st.sending[d] is None:
             st.sending[d] = self._packets_of(st.buckets.pop(router))
         pending = st.sending[d]
-        # A BG/P packet's chunks also hold the DMA header (gupsim.dma), before the software header.
+        # A BG/P packet's chunks also hold the DMA header (gupsim.engines.reference.dma), before the software header.
         hdr = net.data_header_bytes + self.options.software_header_bytes
         while pending:
             updates = pending[0]

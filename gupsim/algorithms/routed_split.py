@@ -46,9 +46,9 @@ from collections import deque
 
 from pydantic import Field
 
-from gupsim.algorithms import register_algorithm
+from gupsim.algorithms.base import register_algorithm
 from gupsim.algorithms.routed import Routed, _Rank
-from gupsim.errors import GupsimError
+from gupsim.base.errors import GupsimError
 
 
 class _Router(_Rank):

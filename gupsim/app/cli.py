@@ -16,22 +16,46 @@ from typing import Any, Callable, Iterator
 
 import click
 
-from gupsim.errors import GupsimError, cannot_write
+from gupsim.base.errors import GupsimError, cannot_write
+from gupsim.config.loading import load_machine
+from gupsim.config.overrides import parse_set_options
+from gupsim.config.overrides import parse_key_value
+from gupsim.base.errors import clip
+from gupsim.app.reporting import format_record, to_json, what_if
+from gupsim.engines.run import make_run_config, simulate
+from gupsim.engines.reference.telemetry import Telemetry
+from gupsim.base.errors import ResourceFault
+from gupsim.studies.runpool import code_digest, run_key
+from gupsim.engines.choose import choose_engine, unsupported
+from gupsim.engines.fast import driver
+from gupsim.studies.runpool import log_to_stderr
+from gupsim.model.bounds import bounds as compute
+from gupsim.app.reporting import format_bounds
+from gupsim.config import source_checkout
+from gupsim.studies.validation import available_experiments, run_experiments, write_markdown
+from gupsim.config import MACHINES_DIR
+from gupsim.app.reporting import refresh_parameter_tables
+from gupsim.studies.runpool import kept_runs, unfinished_runs
+from gupsim.algorithms.base import algorithm_class, available_algorithms
+from gupsim.config.loading import available_machines
+from gupsim.topology.base import TOPOLOGIES
+from gupsim.studies.store import ResultsStore
+from gupsim.studies.sweep import expand, load_sweep, run_sweep
+from gupsim.studies.estimate import describe, estimate_points
+from gupsim.studies.sweep import KEPT_RUNS_DIR
+from gupsim.studies.store import store_table
+from gupsim.app import rate_quality
+from gupsim.app import plots
 
 DEFAULTS = {"machine": "bgl", "shape": "4x4x4", "algorithm": "baseline", "updates": 4096, "seed": 0}
 
 
 def _load_machine(machine: str, sets: tuple[str, ...]) -> Any:
     """``--machine`` and ``--set``: the validated machine."""
-    from gupsim.config import load_machine
-    from gupsim.overrides import parse_set_options
-
     return load_machine(machine, parse_set_options(sets))
 
 
 def _key_values(items: tuple[str, ...], what: str) -> dict[str, Any]:
-    from gupsim.overrides import parse_key_value
-
     out: dict[str, Any] = {}
     for item in items:
         key, value = parse_key_value(item, what)
@@ -91,7 +115,7 @@ def _fail(message: str, code: int = 2) -> None:
     sys.exit(code)
 
 
-#: The longest error line printed: every echoed value is clipped (gupsim.errors.clip), this is the backstop.
+#: The longest error line printed: every echoed value is clipped (gupsim.base.errors.clip), this is the backstop.
 MAX_ERROR_CHARS = 600
 #: errno values that mean the path given was wrong (exit 2, bad input); any other OSError is a fault of the
 #: environment (a full disk, an I/O error: exit 1).
@@ -101,8 +125,6 @@ BAD_PATH_ERRNOS = frozenset({errno.ENAMETOOLONG, errno.ENOENT, errno.ENOTDIR, er
 
 def os_error_line(exc: OSError) -> str:
     """``<path>: <the OS's reason>`` (the path clipped: a name over the file system's limit is long)."""
-    from gupsim.errors import clip
-
     why = exc.strerror or str(exc)
     return f"{clip(str(exc.filename))}: {why}" if exc.filename is not None else why
 
@@ -168,7 +190,7 @@ def cli() -> None:
 @click.option("--log2-table-size", type=click.IntRange(1, 63), default=None, help="global table size, log2 words")
 @click.option("--verify", is_flag=True, help="carry real values and run HPCC's verification")
 @click.option("--engine", type=click.Choice(["auto", "fast", "simpy"]), default="auto", show_default=True,
-              help="fast: compiled kernels (gupsim.fast); simpy: the reference; auto: fast where a kernel exists")
+              help="fast: compiled kernels (gupsim.engines.fast); simpy: the reference; auto: fast where a kernel exists")
 @click.option("--json", "as_json", is_flag=True, help="print one JSON object")
 @click.option("--links", is_flag=True, help="add per-link counters to the record (for gupsim plot links)")
 @click.option("--histograms", is_flag=True, help="add updates-per-packet/-message histograms to the record")
@@ -182,11 +204,6 @@ def cli() -> None:
 def run(machine, shape, algorithm, updates, seed, sets, options, log2_table_size, verify, engine, as_json,
         links, histograms, sample_interval_s, checkpoint_path, checkpoint_every_s, no_progress) -> None:
     """Simulate one run and print its record."""
-    from gupsim.overrides import parse_set_options
-    from gupsim.reporting import format_record, to_json, what_if
-    from gupsim.runner import make_run_config, simulate
-    from gupsim.telemetry import Telemetry
-
     m = _load_machine(machine, sets)
     algorithm_options = _key_values(options, "--option")
     cfg = make_run_config(machine=m, shape=shape, algorithm=algorithm, updates_per_process=updates, seed=seed,
@@ -214,7 +231,6 @@ def _print(text: str) -> None:
         sys.stdout.flush()
     except OSError as exc:
         sys.stdout = open(os.devnull, "w")  # what is buffered would fail again, with a traceback, at exit
-        from gupsim.errors import ResourceFault
 
         raise ResourceFault(f"cannot write to standard output: {exc.strerror or exc}") from None
 
@@ -226,14 +242,9 @@ KEPT_RECORDS_DIR = Path("results") / "records"
 def _print_or_keep(text: str, record: dict, cfg: Any) -> None:
     """Print a finished run's record; if stdout cannot take it, keep the record (as JSON) under
     :data:`KEPT_RECORDS_DIR`, named by the run's key, and say where: a run's result is never lost."""
-    from gupsim.errors import ResourceFault
-
     try:
         _print(text)
     except ResourceFault as exc:
-        from gupsim.reporting import to_json
-        from gupsim.runpool import code_digest, run_key
-
         path = KEPT_RECORDS_DIR / f"{run_key(cfg, code_digest())}.json"
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -273,8 +284,6 @@ def _checkpoint(cfg: Any, path: str | None, every_s: float | None, telemetry: bo
     """``gupsim run --checkpoint``: where and how often the fast engine keeps the run's state."""
     if path is None:
         return None
-    from gupsim.fast import choose_engine, driver, unsupported
-    from gupsim.runpool import code_digest, log_to_stderr, run_key
 
     if telemetry:
         raise GupsimError("--checkpoint needs the fast engine, and --links, --histograms and --sample-interval-s "
@@ -296,14 +305,8 @@ def _checkpoint(cfg: Any, path: str | None, every_s: float | None, telemetry: bo
 @click.option("--json", "as_json", is_flag=True, help="print one JSON object")
 def bounds(machine, shape, bytes_per_update, sets, as_json) -> None:
     """CPU bound (eq. 1) and network bound (eq. 2) of seed 000."""
-    from gupsim.bounds import bounds as compute
-    from gupsim.reporting import format_bounds, to_json
-
     b = compute(_load_machine(machine, sets), shape, bytes_per_update).as_dict()
     if sets:
-        from gupsim.overrides import parse_set_options
-        from gupsim.reporting import what_if
-
         b["what_if"] = what_if(parse_set_options(sets), {})
     click.echo(to_json(b) if as_json else format_bounds(b))
 
@@ -322,10 +325,6 @@ def bounds(machine, shape, bytes_per_update, sets, as_json) -> None:
               help="keep each finished run in OUT/runs and reuse those this code already made (resume a stopped run)")
 def reproduce(names, out_dir, quick, docs_path, jobs, keep_runs) -> None:
     """Reproduce published tables: bgl-table2, bgl-table3, ... or all."""
-    from gupsim.config import source_checkout
-    from gupsim.runpool import log_to_stderr
-    from gupsim.validation import available_experiments, run_experiments, write_markdown
-
     wanted = available_experiments() if "all" in names else list(dict.fromkeys(names))
     checkout = source_checkout()
     if docs_path is None and not quick:
@@ -365,9 +364,6 @@ def reproduce(names, out_dir, quick, docs_path, jobs, keep_runs) -> None:
             write_markdown(comparisons, Path(docs_path), command, refresh="all" not in names)
         click.echo(f"wrote {docs_path}")
     if not quick and checkout is not None:
-        from gupsim.config import MACHINES_DIR
-        from gupsim.reporting import refresh_parameter_tables
-
         refresh_parameter_tables(checkout / "docs" / "model.md", MACHINES_DIR)
 
 
@@ -381,7 +377,6 @@ def runs(out_dir, show_all, csv_path) -> None:
 
     import pandas as pd
 
-    from gupsim.runpool import code_digest, kept_runs, unfinished_runs
 
     cache_dir = Path(out_dir) / "runs"
     if not cache_dir.is_dir():
@@ -414,10 +409,6 @@ def runs(out_dir, show_all, csv_path) -> None:
 @cli.command(name="list")
 def list_() -> None:
     """List the machines, algorithms (with their options), topologies and experiments gupsim knows."""
-    from gupsim.algorithms import algorithm_class, available_algorithms
-    from gupsim.config import available_machines
-    from gupsim.topology import TOPOLOGIES
-
     click.echo(f"machines:   {', '.join(available_machines())}")
     click.echo(f"algorithms: {', '.join(available_algorithms())}")
     click.echo("  their --option KEY=VALUE, with the defaults (meanings: docs/reference/algorithms.md):")
@@ -426,7 +417,6 @@ def list_() -> None:
         defaults = "  ".join(f"{k}={'auto' if f.default is None else f.default}" for k, f in fields.items())
         click.echo(f"  {name:<13} {defaults or '(no options)'}")
     click.echo(f"topologies: {', '.join(sorted(TOPOLOGIES))}")
-    from gupsim.validation import available_experiments
 
     click.echo(f"experiments: {', '.join(available_experiments())}")
 
@@ -442,10 +432,6 @@ def list_() -> None:
 @click.option("--no-progress", is_flag=True, help="no progress bar")
 def sweep(sweep_file, store_path, scheduler, workers, threads, dry_run, no_progress) -> None:
     """Run every point of a sweep file not yet in its results store."""
-    from gupsim.runpool import code_digest
-    from gupsim.store import ResultsStore
-    from gupsim.sweep import expand, load_sweep, run_sweep
-
     spec = load_sweep(sweep_file)
     points = expand(spec, sweep_file)
     store = Path(store_path or Path("results") / f"{spec.name}.store")
@@ -458,7 +444,7 @@ def sweep(sweep_file, store_path, scheduler, workers, threads, dry_run, no_progr
     try:
         summary = run_sweep(spec, points, store, scheduler=scheduler, workers=workers, processes=not threads,
                             progress=not no_progress)
-    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (gupsim.cluster.Interrupted)
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (gupsim.studies.cluster.Interrupted)
         rows = ResultsStore(store).done_keys(code_digest()) & {p.key for p in points}
         click.echo(f"gupsim: interrupted: {len(rows)} of {len(points)} points are in {store}; "
                    f"run the same command again to resume", err=True)
@@ -471,10 +457,6 @@ def sweep(sweep_file, store_path, scheduler, workers, threads, dry_run, no_progr
 
 def _dry_run(spec: Any, points: list[Any], store: Path, done: set[str], workers: int | None) -> None:
     """``gupsim sweep --dry-run``: every point, done or to run, with its estimate, then the sweep's."""
-    from gupsim.estimate import describe, estimate_points
-    from gupsim.store import ResultsStore
-    from gupsim.sweep import KEPT_RUNS_DIR
-
     estimates = estimate_points(points, ResultsStore(store, create=False) if store.exists() else None, KEPT_RUNS_DIR)
     for p, e in zip(points, estimates):
         click.echo(f"{p.key}  {'done' if p.key in done else 'todo'}  ~{e.wall_s:.2g} s  {e.memory_bytes / 2**20:,.0f} MB  "
@@ -493,7 +475,6 @@ def results(store_path, csv_path, parquet_path, all_columns) -> None:
     """Print (or export) a results store: one row per run."""
     import pandas as pd
 
-    from gupsim.store import store_table
 
     if csv_path and parquet_path and os.path.realpath(csv_path) == os.path.realpath(parquet_path):
         raise GupsimError(f"--csv and --parquet both name {csv_path}: the second export would overwrite the first")
@@ -504,7 +485,6 @@ def results(store_path, csv_path, parquet_path, all_columns) -> None:
     if parquet_path:
         with _writing("--parquet", parquet_path):
             table.to_parquet(parquet_path, index=False)
-    from gupsim import rate_quality
 
     if len(table):  # whether each row's gups is a steady-state rate, beside it
         table.insert(table.columns.get_loc("gups") + 1 if "gups" in table else len(table.columns),
@@ -535,8 +515,6 @@ def plot(kind, source, out_dir, key, z_slice) -> None:
     links / histograms / timeseries: from a record made with --links /
     --histograms / --sample-interval-s (or a store row with --key).
     """
-    from gupsim import plots
-
     folder = plots.output_place(kind, source, Path(out_dir), key)[0]
     with _writing("--out", out_dir):
         folder.mkdir(parents=True, exist_ok=True)

@@ -3,7 +3,7 @@
 * :func:`plot_scaling`: GUPS against machine size, log-log, one line per
   algorithm (and per anything else the sweep varied), with the CPU bound
   (eq. 1) and the network bound (eq. 2) of seed 000 §3 drawn from
-  :mod:`gupsim.bounds` for the same machine configurations;
+  :mod:`gupsim.model.bounds` for the same machine configurations;
 * :func:`plot_links`: the load on the torus links (seed 000 §5.1) -- for one
   z-slice, a heat map of each dimension's +/- links leaving every node, and
   the busiest links of the whole machine;
@@ -13,7 +13,7 @@
   (seed 000 §6.1) over simulated time.
 
 The last three need a record made with the matching extra
-(:mod:`gupsim.telemetry`); a record without it is one line of error saying
+(:mod:`gupsim.engines.reference.telemetry`); a record without it is one line of error saying
 which option to turn on.  Nothing here computes a model number of its own.
 """
 
@@ -28,43 +28,19 @@ import pandas as pd
 from pydantic import (BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, ValidationError,
                       field_validator, model_validator)
 
-from gupsim.errors import GupsimError
-from gupsim.rate_quality import axis_label, face_colour, is_steady, transient_legend
+from gupsim.base.errors import GupsimError
+from gupsim.studies.figures import pyplot, save_figure
+from gupsim.app.rate_quality import axis_label, face_colour, is_steady, transient_legend
+from gupsim.studies.store import store_table
+from gupsim.model.bounds import bounds
+from gupsim.config.kinds import validate_machine
+from gupsim.base.errors import UnknownNameError
 
 DIM_NAMES = "xyz"
 
 
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
 
 
-def save_figure(fig, out_dir: Path, stem: str, dpi: int = 120, source: str | None = None) -> list[Path]:
-    """Write ``fig`` as ``out_dir/stem.png`` and ``.svg`` and close it; return the two paths.
-
-    The files are a function of the figure alone, byte for byte: the SVG gets no creation date and fixed
-    element ids (``svg.hashsalt``; matplotlib draws them at random otherwise), so regenerating an
-    unchanged result leaves the committed figures unchanged.  ``source``, if given, is kept in both files'
-    metadata (``Source``), so that a later plot can tell whether it would replace another source's."""
-    import matplotlib
-
-    paths = [out_dir / f"{stem}.png", out_dir / f"{stem}.svg"]
-    extra = {"Source": source} if source is not None else {}
-    try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        with matplotlib.rc_context({"svg.hashsalt": "gupsim"}):
-            for path in paths:
-                fig.savefig(path, dpi=dpi, bbox_inches="tight",
-                            metadata=({"Date": None} if path.suffix == ".svg" else {}) | extra or None)
-    except OSError as exc:  # a folder that cannot be made or written: the user's path, in one line
-        raise GupsimError(f"cannot write {exc.filename or out_dir}: {exc.strerror or exc}") from None
-    finally:
-        _plt().close(fig)
-    return paths
 
 
 # --------------------------------------------------------------------------- record sections
@@ -75,7 +51,7 @@ _Coords = tuple[NonNegativeInt, NonNegativeInt, NonNegativeInt]
 
 
 class _Columns(BaseModel):
-    """A record section stored as equal-length columns (gupsim.telemetry); other columns pass unchecked."""
+    """A record section stored as equal-length columns (gupsim.engines.reference.telemetry); other columns pass unchecked."""
 
     model_config = ConfigDict(extra="allow")
 
@@ -90,7 +66,7 @@ class _Columns(BaseModel):
 
 
 class LinkColumns(_Columns):
-    """``links``: one entry per directed link, as :func:`gupsim.telemetry.link_table` writes them."""
+    """``links``: one entry per directed link, as :func:`gupsim.engines.reference.telemetry.link_table` writes them."""
 
     src: list[_Coords]
     dst: list[_Coords]
@@ -116,7 +92,7 @@ class Histograms(BaseModel):
 
 
 class TimeSeries(_Columns):
-    """``timeseries``: one entry per sample of :class:`gupsim.telemetry.Telemetry`."""
+    """``timeseries``: one entry per sample of :class:`gupsim.engines.reference.telemetry.Telemetry`."""
 
     t_s: list[_Finite]
     sbf_interval: list[_Finite]
@@ -153,8 +129,6 @@ def load_record(source: str | Path, key: str | None = None) -> dict[str, Any]:
     if key and not path.is_dir():
         raise GupsimError(f"--key {key}: picks a run of a results store; {path} is not a store folder")
     if path.is_dir():
-        from gupsim.store import store_table
-
         table = store_table(path)
         ok = table[table["status"].eq("ok")] if "status" in table else table
         if key:
@@ -198,9 +172,6 @@ def _short(text: str) -> str:
 def plot_scaling(table: pd.DataFrame, out_dir: Path, stem: str = "gups-scaling", source: str | None = None,
                  **_: Any) -> list[Path]:
     """GUPS vs nodes, log-log, with eq. (1) and eq. (2) for every machine configuration in the table."""
-    from gupsim.bounds import bounds
-    from gupsim.config import validate_machine
-
     ok = table[table["status"].eq("ok")].copy() if "status" in table else table.copy()
     if ok.empty or "gups" not in ok:
         raise GupsimError("no finished runs to plot (the store has no row with status ok)")
@@ -211,7 +182,7 @@ def plot_scaling(table: pd.DataFrame, out_dir: Path, stem: str = "gups-scaling",
               and ok[c].astype(str).nunique() > 1]
     ok[others] = ok[others].astype(str).replace({"nan": "-", "None": "-"})  # text: rows may mix numbers and text
     series = ["algorithm"] + others
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(8, 5.5))
     # Colour: what else varied (e.g. the link rate); marker and line style: the algorithm.
     colour_of = {v: f"C{i}" for i, v in enumerate(sorted({tuple(r) for r in ok[others].itertuples(index=False)}))}
@@ -242,7 +213,7 @@ def plot_scaling(table: pd.DataFrame, out_dir: Path, stem: str = "gups-scaling",
             ax.plot(nodes, [x.cpu_bound_gups for x in b], ls=":", color="k", lw=2, label="CPU bound, eq. (1)")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
-    ax.xaxis.set_major_formatter(_plt().matplotlib.ticker.ScalarFormatter())
+    ax.xaxis.set_major_formatter(pyplot().matplotlib.ticker.ScalarFormatter())
     ax.set_xlabel("machine size (nodes)")
     ax.set_ylabel(axis_label(row for _, row in ok.iterrows()))
     ax.set_title("GUPS against machine size")
@@ -296,7 +267,7 @@ def plot_links(record: dict[str, Any], out_dir: Path, z_slice: int = 0, top: int
     if not 0 <= z_slice < dims[2]:
         raise GupsimError(f"--z {z_slice}: the machine has z = 0..{dims[2] - 1}")
     links["util_pct"] = 100 * links["utilisation"]
-    plt = _plt()
+    plt = pyplot()
     fig, axes = plt.subplots(2, 4, figsize=(15, 6.5), gridspec_kw={"width_ratios": [1, 1, 1, 1.4]})
     vmax = max(float(links["util_pct"].max()), 1e-9)
     in_slice = src[:, 2] == z_slice
@@ -344,7 +315,7 @@ def plot_histograms(record: dict[str, Any], out_dir: Path, stem: str = "bucket-s
                     source: str | None = None, **_: Any) -> list[Path]:
     hist = _section(record, "histograms", "--histograms (gupsim run) or record: {histograms: true} (sweep)",
                     Histograms, where)
-    plt = _plt()
+    plt = pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
     for ax, name, xlabel in ((axes[0], "updates_per_message", "updates per message (bucket size when sent)"),
                              (axes[1], "updates_per_packet", "updates per packet")):
@@ -370,7 +341,7 @@ def plot_timeseries(record: dict[str, Any], out_dir: Path, stem: str = "throttli
     ts = pd.DataFrame(_section(record, "timeseries", "--sample-interval-s (gupsim run) or record: "
                                "{sample_interval_s: ...} (sweep)", TimeSeries, where))
     t_us = ts["t_s"] * 1e6
-    plt = _plt()
+    plt = pyplot()
     fig, axes = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
     axes[0].plot(t_us, ts["sbf_interval"], label="SBF in each interval")
     axes[0].plot(t_us, ts["sbf_cumulative"], ls="--", label="SBF since start")
@@ -388,8 +359,6 @@ def plot_timeseries(record: dict[str, Any], out_dir: Path, stem: str = "throttli
 
 def _store_rows(source: str | Path, key: str | None) -> pd.DataFrame:
     """The store's rows; with ``key``, those whose key starts with it (never the whole store silently)."""
-    from gupsim.store import store_table
-
     table = store_table(source)
     if key:
         table = table[table["key"].astype(str).str.startswith(key)]
@@ -452,8 +421,6 @@ def _refuse_another_sources(out_dir: Path, stem: str, source: str) -> None:
 def draw(kind: str, source: str | Path, out: Path, key: str | None = None, **options: Any) -> list[Path]:
     """Draw figure ``kind`` from ``source`` (a store folder or a JSON record) at :func:`output_place`;
     return the files.  A figure there from another source is refused in one line, not overwritten."""
-    from gupsim.errors import UnknownNameError
-
     if kind not in PLOTS:
         raise UnknownNameError("plot", kind, list(PLOTS))
     load, make, _ = PLOTS[kind]

@@ -1,6 +1,6 @@
 """Whether a run's rate may be called a steady-state rate, and how summaries, tables and plots say so.
 
-A record's ``gups`` is the rate between 25% and 75% of the updates applied (:mod:`gupsim.runner`); only a
+A record's ``gups`` is the rate between 25% and 75% of the updates applied (:mod:`gupsim.engines.run`); only a
 run of at least ``MIN_STEADY_UPDATES`` updates per process is long enough for that window to have left the
 warm-up and the drain, and its record says so in ``steady_state``.  A short run's rate can be far off (on
 4x4x4, 256 updates per process gave routed 0.228 GUPS where 4,096 give 0.115), so nothing may call it a

@@ -4,8 +4,8 @@ The documentation site (``mkdocs.yml``, ``docs/``) describes every machine
 field, every algorithm option, every command and the run record.  All of them
 already exist in the code: the frozen pydantic models of :mod:`gupsim.config`
 (with their ``Field`` descriptions and bounds), each registered algorithm's
-``Options`` model, the click commands of :mod:`gupsim.cli`, and the summary
-rows of :mod:`gupsim.reporting`.  This module turns them into Markdown.
+``Options`` model, the click commands of :mod:`gupsim.app.cli`, and the summary
+rows of :mod:`gupsim.app.reporting`.  This module turns them into Markdown.
 
 A page asks for a block with a marker comment, e.g.
 ``<!-- gupsim:config-reference -->``; the mkdocs hook in
@@ -30,7 +30,22 @@ from pathlib import Path
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
-from gupsim.errors import GupsimError
+from gupsim.base.errors import GupsimError
+from gupsim.config.kinds import machine_kinds
+from gupsim.model.run_config import RunConfig
+from gupsim.algorithms.base import algorithm_class, available_algorithms
+from gupsim.app.cli import cli
+from gupsim.app.reporting import SUMMARY_ROWS
+from gupsim.config import MACHINES_DIR
+from gupsim.config.loading import available_machines
+from gupsim.app.reporting import machine_parameter_table
+from gupsim.model.bounds import bounds
+from gupsim.config.loading import load_machine
+from gupsim.config.overrides import parse_set_options
+from gupsim.app.reporting import format_bounds
+from gupsim.studies.validation import run_experiments
+from gupsim.engines.run import MIN_STEADY_UPDATES, make_run_config, simulate
+from gupsim.config import REPO_ROOT
 
 #: Unit suffixes of field names (the project's naming rule: units live in the name).
 UNIT_SUFFIXES = (
@@ -129,8 +144,6 @@ def _doc_summary(obj: object) -> str:
 
 def config_reference() -> str:
     """Every machine field of every machine kind (``kind:`` in the YAML), section by section."""
-    from gupsim.config import machine_kinds
-
     out: list[str] = []
     for kind, model in machine_kinds().items():
         out += ["" if out else "", f"## Machine kind `{kind}`", "", f"**`{model.__name__}`**: {_doc_summary(model)}",
@@ -144,16 +157,12 @@ def config_reference() -> str:
 
 
 def run_reference() -> str:
-    """The fields of one run (:class:`gupsim.simulation.RunConfig`) besides the machine."""
-    from gupsim.simulation import RunConfig
-
+    """The fields of one run (:class:`gupsim.model.run_config.RunConfig`) besides the machine."""
     return f"**`RunConfig`**: {_doc_summary(RunConfig)}\n\n" + fields_table(RunConfig, skip=("machine",))
 
 
 def algorithm_options_reference() -> str:
     """Each registered algorithm: its summary and the fields of its ``Options`` model."""
-    from gupsim.algorithms import algorithm_class, available_algorithms
-
     out = []
     for name in available_algorithms():
         cls = algorithm_class(name)
@@ -171,7 +180,6 @@ def cli_reference() -> str:
     """``--help`` of every ``gupsim`` command, as click prints it."""
     import click
 
-    from gupsim.cli import cli
 
     out = []
     for name in sorted(cli.commands):
@@ -184,8 +192,6 @@ def cli_reference() -> str:
 
 def record_reference() -> str:
     """The summary rows of a run record, with the labels ``gupsim run`` prints."""
-    from gupsim.reporting import SUMMARY_ROWS
-
     rows = ["| record key | printed as |", "|---|---|"]
     rows += [f"| `{key}` | {_cell(label)} |" for key, label, _ in SUMMARY_ROWS]
     return "\n".join(rows)
@@ -193,9 +199,6 @@ def record_reference() -> str:
 
 def machines_reference() -> str:
     """Every machine file's values and source comments (one table per machine)."""
-    from gupsim.config import MACHINES_DIR, available_machines
-    from gupsim.reporting import machine_parameter_table
-
     out = []
     for name in available_machines():
         out += [f"### `{name}`", "", f"`gupsim/data/machines/{name}.yaml`", "",
@@ -205,11 +208,6 @@ def machines_reference() -> str:
 
 def bounds_example(shape: str, machine: str = "bgl", override: str = "") -> str:
     """``gupsim bounds`` output for one shape (and an optional ``--set``), computed now."""
-    from gupsim.bounds import bounds
-    from gupsim.config import load_machine
-    from gupsim.overrides import parse_set_options
-    from gupsim.reporting import format_bounds
-
     sets = [override] if override else []
     text = format_bounds(bounds(load_machine(machine, parse_set_options(sets)), shape).as_dict())
     flag = f" --set {override}" if override else ""
@@ -221,7 +219,6 @@ def reproduce_example(name: str) -> str:
     (into a scratch folder, shown as the default ``results/``; its wall time varies) and each column's line."""
     import tempfile
 
-    from gupsim.validation import run_experiments
 
     lines = [f"$ gupsim reproduce {name} --quick"]
     with tempfile.TemporaryDirectory() as scratch:
@@ -242,7 +239,7 @@ def run_example() -> str:
     import subprocess
 
     # stderr is a pipe here, not a terminal, so the command draws no progress bar and needs no option.
-    proc = subprocess.run([sys.executable, "-c", "from gupsim.cli import main; main()", "run"],
+    proc = subprocess.run([sys.executable, "-c", "from gupsim.app.cli import main; main()", "run"],
                           capture_output=True, text=True)
     if proc.returncode != 0:
         raise GupsimError(f"run-example: `gupsim run` failed (exit {proc.returncode}): {proc.stderr.strip()[-500:]}")
@@ -256,11 +253,6 @@ def whatif_example(shape: str, algorithm: str, updates: str, rates: str, machine
     lower bound and the busiest link's utilisation.  Runs use ``gupsim run``'s defaults otherwise (seed 0,
     engine ``auto``), so the loop shown above the table reproduces every number in it.
     """
-    from gupsim.bounds import bounds
-    from gupsim.config import load_machine
-    from gupsim.overrides import parse_set_options
-    from gupsim.runner import MIN_STEADY_UPDATES, make_run_config, simulate
-
     values = rates.split(",")
     loop = [f"for rate in {' '.join(values)}; do",
             f"  gupsim bounds --machine {machine} --shape {shape} --set link_bytes_per_s=$rate",
@@ -291,8 +283,6 @@ def whatif_example(shape: str, algorithm: str, updates: str, rates: str, machine
 
 def optional_link(path: str, up: str = "0") -> str:
     """A link to ``docs/<path>`` once a page exists there, else its name (pages other branches add)."""
-    from gupsim.config import REPO_ROOT
-
     if (REPO_ROOT / "docs" / path).exists():
         return f"[`docs/{path}`]({'../' * int(up)}{path})"
     return f"`docs/{path}` (not in this tree yet)"

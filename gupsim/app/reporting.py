@@ -4,7 +4,7 @@ measure the simulator rather than the model (:data:`MEASURED_KEYS`).
 A run is a pure function of (config, seed): every field of its record but the measured ones is equal, bit
 for bit, between two runs of one configuration (``tests/test_simulation.py``), on one engine or after a
 checkpoint's resume.  The measured fields live here, in a presentation module, so that naming them is not a
-change of model code (``gupsim.runpool.code_digest``) that would make every kept run stale.
+change of model code (``gupsim.studies.runpool.code_digest``) that would make every kept run stale.
 """
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ import json
 import math
 from typing import Any
 
-from gupsim.plausible import larger_than_built
-from gupsim.rate_quality import gups_label, is_steady
+from gupsim.config.plausible import larger_than_built
+from gupsim.app.rate_quality import gups_label, is_steady
+from gupsim.engines.run import MIN_STEADY_UPDATES
 
 SUMMARY_ROWS = (
     ("gups", "GUPS (steady state)", "{:.4f}"),
@@ -65,8 +66,6 @@ def format_record(record: dict[str, Any]) -> str:
         f"  {labels.get(key, label):<{width}}  {_fmt(fmt, record.get(key, math.nan))}"
         for key, label, fmt in SUMMARY_ROWS]
     if not is_steady(record):
-        from gupsim.runner import MIN_STEADY_UPDATES
-
         lines.append(f"  note: fewer than {MIN_STEADY_UPDATES} updates per process; the window may still "
                      f"include warm-up or drain, so treat the rate as indicative")
     beyond = larger_than_built(record["machine"], record.get("nodes", 0))

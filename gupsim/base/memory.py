@@ -8,12 +8,12 @@ states its own as ``memory_per_rank_bytes``.  The estimate is deliberately
 pessimistic: a refused run would have been at risk, an accepted one should
 fit.
 
-The fast engine (:mod:`gupsim.fast`) keeps NumPy arrays instead: a fixed
+The fast engine (:mod:`gupsim.engines.fast`) keeps NumPy arrays instead: a fixed
 part (:data:`FAST_BASE_BYTES`: the interpreter, the libraries and Numba
 compiling its kernels; :data:`FAST_MARGIN_BYTES`: the fixed margins a run
 allocates), a part per node (links, their buffers, the topology:
 :data:`FAST_NODE_BYTES`) and a part per process that each kernel states
-(``gupsim.fast.KERNELS``: its queues, buckets, and the packets and events in
+(``gupsim.engines.fast.KERNELS``: its queues, buckets, and the packets and events in
 flight, which grow with the load).  Those figures are peak RSS measured at up
 to the whole 64x32x32 machine, short and long runs (docs/performance.md),
 with a margin; ``tests/test_fast_memory.py`` checks them against a measured
@@ -34,7 +34,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator
 
-from gupsim.errors import GupsimError, ResourceFault, clip
+from gupsim.base.errors import GupsimError, ResourceFault, clip
 
 #: Interpreter, NumPy, pandas, SimPy, ... (measured after imports: about 90 MB).
 BASE_BYTES = 100 * 2**20

@@ -1,6 +1,6 @@
 """pydantic's validation errors as the one line a user needs, and the field it is about.
 
-A machine is a tree of frozen pydantic models (:mod:`gupsim.config`, :mod:`gupsim.fabric_config`), some of
+A machine is a tree of frozen pydantic models (:mod:`gupsim.config`, :mod:`gupsim.config.switched`), some of
 whose sections hold one of several models (a switched machine's ``network``).  pydantic reports every error
 with its location, union tags included (``network.data-vortex.lane_bits_per_s``), and a misspelt key twice
 (unknown, and its right spelling missing).  :func:`field_problem` picks the error to show (the misspelling
@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from gupsim.errors import GupsimError, clip
+from gupsim.base.errors import GupsimError, clip
 
 
 class FieldProblem(GupsimError):

@@ -2,7 +2,7 @@
 and ``load_machine(name, overrides)`` from Python.
 
 A key is a field's dotted path (``network.link_bytes_per_s``) or, when only one field has it, its bare name
-(``link_bytes_per_s``); a value is read as YAML 1.2 reads it (:mod:`gupsim.yaml_files`), so ``350e6`` is a
+(``link_bytes_per_s``); a value is read as YAML 1.2 reads it (:mod:`gupsim.config.yaml_files`), so ``350e6`` is a
 number and ``off`` is text.  One field given twice, under two spellings or by two flags, is refused: the last
 would silently win.  The overridden machine is then validated by :mod:`gupsim.config` like a file.
 """
@@ -15,15 +15,14 @@ from typing import Any
 
 import yaml
 
-from gupsim.errors import GupsimError, clip
-from gupsim.field_errors import leaf_paths
-from gupsim.yaml_files import StrictLoader
+from gupsim.base.errors import GupsimError, clip
+from gupsim.config.field_errors import leaf_paths
+from gupsim.config.yaml_files import StrictLoader
+from gupsim.config.kinds import machine_kinds
 
 
 def leaf_fields() -> list[str]:
     """Every machine field's dotted path, over all machine kinds."""
-    from gupsim.config import machine_kinds  # which validates the machines these fields override
-
     paths: dict[str, Any] = {}
     for model in machine_kinds().values():
         paths.update({k: v for k, v in leaf_paths(model).items() if k not in paths})

@@ -15,7 +15,7 @@ exactly as before.  Its sections:
 * ``cpu``: the Xeon processors and how many processes use one network
   endpoint (:class:`XeonCpuConfig`);
 * ``memory``: the random-access limits of one processor's DRAM
-  (:class:`MemoryConfig`, the model of :mod:`gupsim.dram`);
+  (:class:`MemoryConfig`, the model of :mod:`gupsim.model.dram`);
 * ``mpi``: the MPI cost model the ``baseline`` algorithm uses (the torus
   machines' :class:`gupsim.config.MpiConfig`), only on machines that run MPI.
 
@@ -29,7 +29,7 @@ from typing import Annotated, Literal, Union
 
 from pydantic import BaseModel, Field, model_validator
 
-from gupsim.config import _STRICT, MAX_COUNT, MpiConfig
+from gupsim.config.torus import _STRICT, MAX_COUNT, MpiConfig
 
 
 #: A deflected packet may come round at most this many times in one packet's time on a lane.
@@ -153,7 +153,7 @@ class XeonCpuConfig(BaseModel):
 
 
 class MemoryConfig(BaseModel):
-    """Random cache-line accesses of one processor: latency and how many may be in flight (gupsim.dram)."""
+    """Random cache-line accesses of one processor: latency and how many may be in flight (gupsim.model.dram)."""
 
     model_config = _STRICT
 

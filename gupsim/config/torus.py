@@ -11,22 +11,21 @@ The sections mirror the model's parts:
 * ``mpi``: the costs of the MPI library the baseline code calls (seed 000
   §5.2 and §6.1);
 * ``cache`` (optional): cache sizes and latencies for the baseline's
-  per-destination data (seed 000 §5.1, §6.1; :mod:`gupsim.cache`).
+  per-destination data (seed 000 §5.1, §6.1; :mod:`gupsim.model.cpu_cache`).
 
 Loading is strict: an unknown key, a key given twice, a wrong type, an
 impossible value or a broken cycle table is reported as one line naming the
 file (or the ``--set`` that caused it) and the field (:class:`GupsimError`),
 never as a pydantic, PyYAML or pandas traceback.  YAML is read as YAML 1.2
 reads numbers: ``350e6`` is a float.  ``--set key=value`` overrides any leaf field
-for what-if runs, by its dotted path or by its bare name when unambiguous (:mod:`gupsim.overrides`).
-Reading YAML strictly is :mod:`gupsim.yaml_files`; turning pydantic's errors into that one line is
-:mod:`gupsim.field_errors`.
+for what-if runs, by its dotted path or by its bare name when unambiguous (:mod:`gupsim.config.overrides`).
+Reading YAML strictly is :mod:`gupsim.config.yaml_files`; turning pydantic's errors into that one line is
+:mod:`gupsim.config.field_errors`.
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -34,27 +33,11 @@ from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from gupsim.data import MACHINES_DIR, PACKAGE_SCHEME, read_table, resource
-from gupsim.errors import GupsimError, UnknownNameError, clip
-from gupsim.field_errors import FieldProblem, field_problem
-from gupsim.overrides import apply_overrides, resolved_overrides
-from gupsim.plausible import plausible_field
-from gupsim.yaml_files import read_yaml_mapping
-
-#: The source checkout when gupsim runs from one (its docs/ and configs/ sit there); an installed package's
-#: parent is site-packages, which :func:`source_checkout` tells apart.
-REPO_ROOT = Path(__file__).resolve().parents[1]
-
-
-def source_checkout() -> Path | None:
-    """The repository gupsim runs from, or None when it is an installed package (no pyproject.toml and docs/
-    beside it): only a checkout has pages for ``gupsim reproduce`` to refresh."""
-    if (REPO_ROOT / "pyproject.toml").is_file() and (REPO_ROOT / "docs" / "model.md").is_file():
-        return REPO_ROOT
-    return None
-
+from gupsim.config.field_errors import FieldProblem
+from gupsim.config.plausible import plausible_field
 
 _STRICT = ConfigDict(frozen=True, extra="forbid", strict=True, allow_inf_nan=False)
 
@@ -181,7 +164,7 @@ class MpiConfig(BaseModel):
 
 
 class CacheConfig(BaseModel):
-    """Cache sizes and latencies for the per-destination data of the baseline (gupsim.cache)."""
+    """Cache sizes and latencies for the per-destination data of the baseline (gupsim.model.cpu_cache)."""
 
     model_config = _STRICT
 
@@ -334,99 +317,3 @@ class RawDeviceCosts:
 # --------------------------------------------------------------------------- loading
 
 
-def available_machines() -> list[str]:
-    return sorted(p.stem for p in MACHINES_DIR.glob("*.yaml"))
-
-
-def machine_path(name_or_path: str) -> Path:
-    """A registered machine name (``bgl``) or a path to a YAML file."""
-    if not isinstance(name_or_path, (str, os.PathLike)) or not str(name_or_path).strip():
-        raise GupsimError(f"machine: expected a machine name ({', '.join(available_machines())}) or a YAML "
-                          f"path, got {name_or_path!r}")
-    name_or_path = os.fspath(name_or_path)
-    candidate = Path(name_or_path)
-    if candidate.suffix in (".yaml", ".yml"):
-        if not candidate.exists():
-            raise GupsimError(f"machine file not found: {candidate}")
-        return candidate
-    path = MACHINES_DIR / f"{name_or_path}.yaml"
-    if path.exists():
-        return path
-    if candidate.exists() or "/" in name_or_path:
-        # Meant as a file, not a name: say why it is neither, not only "unknown machine".
-        found = "the file exists, but" if candidate.exists() else f"no file {name_or_path} either;"
-        raise GupsimError(f"no machine named {name_or_path!r}, and {found} a machine file's name ends in "
-                          f".yaml or .yml (machines: {', '.join(available_machines())})")
-    raise UnknownNameError("machine", name_or_path, available_machines())
-
-
-def load_machine(name_or_path: str, overrides: dict[str, Any] | None = None) -> MachineConfig:
-    """Load, override and validate a machine; every failure is one line, blaming the file or the --set."""
-    path = machine_path(name_or_path)
-    if overrides is not None and not isinstance(overrides, dict):
-        raise GupsimError(f"overrides: expected a mapping of machine fields to values, e.g. "
-                          f"{{'network.link_bytes_per_s': 350e6}}, got {type(overrides).__name__}")
-    overrides = resolved_overrides(overrides or {})
-    base = read_yaml_mapping(path, "machine fields")
-    data = apply_overrides(base, overrides, str(path))
-    try:
-        return checked_machine(data | {"source_path": str(path)})
-    except FieldProblem as problem:
-        raise GupsimError(_blame(problem, base, overrides, path)) from None
-
-
-def _blame(problem: FieldProblem, base: dict[str, Any], overrides: dict[str, Any], path: Path) -> str:
-    """The one line for a machine that failed: led by the ``--set`` options that broke it, else by the file."""
-    culprits = [key for key in overrides if key == problem.path]
-    if not culprits and overrides and _loads(base, path):
-        # The file alone is fine, so the overrides broke it: those in the failing section, else all.
-        inside = [key for key in overrides if not problem.path or key.startswith(problem.path + ".")]
-        culprits = inside or list(overrides)
-    if not culprits:
-        return f"{path}: {problem}"
-    message = str(problem).removeprefix(f"{culprits[0]}: ") if len(culprits) == 1 else str(problem)
-    section = problem.path.split(".", 1)[0]
-    if problem.kind == "missing" and "." in problem.path and section not in base:
-        message += f" ({path.name} has no {section} section; --set all of its fields to add one)"
-    return f"{' '.join(f'--set {key}={clip(overrides[key])}' for key in culprits)}: {message}"
-
-
-def _loads(data: dict[str, Any], path: Path) -> bool:
-    try:
-        checked_machine(data | {"source_path": str(path)})
-    except FieldProblem:
-        return False
-    return True
-
-
-def machine_kinds() -> dict[str, type[BaseModel]]:
-    """Machine models by the YAML's ``kind`` (absent: a torus machine, as every file before it)."""
-    from gupsim.fabric_config import SwitchedMachineConfig  # builds on this module, so imported late
-
-    return {"torus": MachineConfig, "switched": SwitchedMachineConfig}
-
-
-def validate_machine(data: dict[str, Any], where: str) -> Any:
-    """A machine from already-read data (``where`` names its origin in the one-line error)."""
-    try:
-        return checked_machine(data)
-    except FieldProblem as problem:
-        raise GupsimError(f"{where}: {problem}") from None
-
-
-def checked_machine(data: dict[str, Any]) -> Any:
-    """Validate a machine and read its cycle table; a failure is a :class:`FieldProblem`."""
-    kinds = machine_kinds()
-    kind = data.get("kind", "torus")
-    if not isinstance(kind, str) or kind not in kinds:
-        raise FieldProblem("kind", f"kind: unknown machine kind {kind!r}; valid choices: {', '.join(kinds)}")
-    model = kinds[kind]
-    if kind == "torus":
-        data = {k: v for k, v in data.items() if k != "kind"}
-    try:
-        machine = model.model_validate(data)
-    except ValidationError as exc:
-        raise field_problem(exc, model) from None
-    if isinstance(machine, MachineConfig):
-        machine.costs  # noqa: B018 - load the cycle table now, so a bad table fails at load time
-    return machine

@@ -4,7 +4,7 @@ Machine files (``gupsim/data/machines``) and sweep files (``configs/experiments`
 loader reads YAML 1.1, which keeps the last of two equal keys, reads ``350e6`` as text and ``no`` as false; a
 research simulator must not take any of these silently, so :class:`StrictLoader` refuses the first and reads
 the others as YAML 1.2 does, and its integers too (``032`` is 32, not octal 26).  :func:`read_yaml_mapping` turns an
-unreadable file, bad YAML or a top level that is not a mapping into one :class:`gupsim.errors.GupsimError`
+unreadable file, bad YAML or a top level that is not a mapping into one :class:`gupsim.base.errors.GupsimError`
 line naming the file (and the line, where YAML has one).
 """
 
@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from gupsim.errors import GupsimError
+from gupsim.base.errors import GupsimError
 
 
 class DuplicateKeyError(yaml.constructor.ConstructorError):

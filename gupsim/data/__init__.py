@@ -20,6 +20,19 @@ from typing import Any
 
 import pandas as pd
 
+#: The source checkout when gupsim runs from one (its docs/ and configs/ sit there); an installed package's
+#: parent is site-packages, which :func:`source_checkout` tells apart.
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def source_checkout() -> Path | None:
+    """The repository gupsim runs from, or None when it is an installed package (no pyproject.toml and docs/
+    beside it): only a checkout has pages for ``gupsim reproduce`` to refresh."""
+    if (REPO_ROOT / "pyproject.toml").is_file() and (REPO_ROOT / "docs" / "model.md").is_file():
+        return REPO_ROOT
+    return None
+
+
 #: The prefix of a file named inside gupsim's package data rather than relative to a machine file.
 PACKAGE_SCHEME = "package:"
 

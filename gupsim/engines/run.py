@@ -31,11 +31,22 @@ import pandas as pd
 from pydantic import ValidationError
 from simpy.core import EmptySchedule, StopSimulation
 
-from gupsim.algorithms import validate_options
-from gupsim.errors import DeadlockError, GupsimError, SimulationError
-from gupsim.memory import allocation_failures, peak_rss_mb
-from gupsim.plausible import implausible, warn_implausible
-from gupsim.simulation import WINDOW, RunConfig, Simulation, stream_layout
+from gupsim.algorithms.base import validate_options
+from gupsim.base.errors import DeadlockError, GupsimError, SimulationError
+from gupsim.base.memory import allocation_failures, peak_rss_mb
+from gupsim.config.plausible import implausible, warn_implausible
+from gupsim.model.run_config import WINDOW, RunConfig, stream_layout
+from gupsim.engines.checks import check_algorithm, check_network
+from gupsim.engines.choose import choose_engine
+from gupsim.engines.fast.engine import KERNELS, simulate_fast
+from gupsim.engines.fast.engine import check_memory as check_fast_memory
+from gupsim.engines.reference.simulation import Simulation
+from gupsim.engines.reference.simulation import check_memory as check_simpy_memory
+from gupsim.engines.reference.telemetry import Telemetry, check_available
+from gupsim.engines.fast.compiling import compile_time
+from gupsim.config.loading import load_machine
+from gupsim.model.bounds import network_bound_gups
+from gupsim.topology.grid import Topology
 
 #: SimPy events between two progress reports (a fraction of a second of the reference engine).
 PROGRESS_EVERY_EVENTS = 1 << 16
@@ -49,15 +60,13 @@ RECORD_KEYS = (
 )
 
 
-
-
 def simulate(run: RunConfig, observer: Any = None, checkpoint: Any = None,
              progress: Callable[[int, int], None] | None = None) -> tuple[Simulation, dict[str, Any]]:
     """Build and run one simulation; return it (for inspection) and its record.
 
-    ``observer`` (optional, e.g. :class:`gupsim.telemetry.Telemetry`) is attached
+    ``observer`` (optional, e.g. :class:`gupsim.engines.reference.telemetry.Telemetry`) is attached
     to the built simulation before it runs and adds its results to the record.
-    ``checkpoint`` (a :class:`gupsim.fast.driver.Checkpoint`) keeps a fast run's state on disk as it goes
+    ``checkpoint`` (a :class:`gupsim.engines.fast.driver.Checkpoint`) keeps a fast run's state on disk as it goes
     and resumes from it; the record's ``wall_s`` then counts the earlier pieces too, and its ``peak_rss_mb``
     is the largest peak of all the pieces.  SimPy runs ignore it.
     ``wall_s`` leaves out the seconds the fast engine spent compiling its kernels or loading them from
@@ -73,19 +82,16 @@ def simulate(run: RunConfig, observer: Any = None, checkpoint: Any = None,
 
 
 def memory_estimate(run: RunConfig, engine: str) -> int:
-    """The memory estimate, in bytes, of ``run`` on ``engine`` ('fast' or 'simpy')."""
-    from gupsim import fast, simulation
-
-    return (fast.check_memory if engine == "fast" else simulation.check_memory)(run)
+    """The memory estimate, in bytes, of ``run`` on ``engine`` ('fast' or 'simpy'); a run that would not fit is
+    refused in one line."""
+    if engine == "fast":
+        return check_fast_memory(run)
+    return check_simpy_memory(run, has_kernel=run.algorithm in KERNELS)
 
 
 def _simulate(run: RunConfig, engine: str, observer: Any, checkpoint: Any,
               progress: Callable[[int, int], None] | None, wall0: float) -> tuple[Simulation, dict[str, Any]]:
-    from gupsim.fast import simulate_fast
-
     if engine == "fast":
-        from gupsim.fast.compiling import compile_time
-
         with compile_time() as compile_s:
             fast = simulate_fast(run, checkpoint, progress)
         _check_counts(fast)
@@ -112,15 +118,11 @@ def preflight(run: RunConfig, telemetry: Collection[str] = ()) -> str:
     """Everything checked before a run is built, each failure one line; the engine that will run it.
 
     The HPCC slice every rank reads (updates and seed), the network the algorithm runs on, the record
-    extras ``telemetry`` asks for (keys of :data:`gupsim.telemetry.OPTIONS`: they need SimPy, and a network
+    extras ``telemetry`` asks for (keys of :data:`gupsim.engines.reference.telemetry.OPTIONS`: they need SimPy, and a network
     that can give them), the engine, and that engine's memory estimate.  :func:`simulate` calls it,
-    and a sweep calls it on every point before anything runs (:mod:`gupsim.sweep`), so a point that cannot run
+    and a sweep calls it on every point before anything runs (:mod:`gupsim.studies.sweep`), so a point that cannot run
     fails the sweep's validation with the line ``gupsim run`` would print.
     """
-    from gupsim import fast
-    from gupsim.simulation import check_algorithm, check_memory, check_network
-    from gupsim.telemetry import check_available
-
     stream_layout(run)  # a run past its HPCC slices is one line, whichever engine would have run it
     check_network(run)
     check_available(run, telemetry)  # first: telemetry this network cannot give is refused on any engine
@@ -129,8 +131,8 @@ def preflight(run: RunConfig, telemetry: Collection[str] = ()) -> str:
         raise GupsimError("telemetry (per-link data, histograms, samples: --links, --histograms, "
                           "--sample-interval-s, or a sweep's record keys) needs the SimPy engine: "
                           "set the engine to simpy or auto")
-    engine = "simpy" if telemetry else fast.choose_engine(run)
-    {"fast": fast.check_memory, "simpy": check_memory}[engine](run)
+    engine = "simpy" if telemetry else choose_engine(run)
+    memory_estimate(run, engine)
     check_algorithm(run)  # after the memory estimate: a shape too large is refused before its topology is made
     return engine
 
@@ -186,8 +188,6 @@ def make_run_config(**fields: Any) -> RunConfig:
     ``machine`` is a loaded machine (:func:`gupsim.config.load_machine`, with overrides) or, as on the
     command line, a machine's name or YAML path."""
     if isinstance(fields.get("machine"), (str, os.PathLike)):
-        from gupsim.config import load_machine
-
         fields["machine"] = load_machine(os.fspath(fields["machine"]))
     try:
         run = RunConfig(**fields)
@@ -282,9 +282,6 @@ def _network_bound(sim: Simulation, record: dict[str, Any]) -> dict[str, float]:
     the network binds, ``network_bound_fraction`` says how close to the cut's
     capacity the modelled torus gets.  Torus and mesh partitions only.
     """
-    from gupsim.bounds import network_bound_gups
-    from gupsim.topology import Topology
-
     hops = record.get("alg_software_hops_per_update", 1.0)
     if not isinstance(sim.topology, Topology) or not record["bytes_per_update"] > 0 or not hops > 0:
         return {}
@@ -303,3 +300,18 @@ def resolved_config(run_config: RunConfig) -> dict[str, Any]:
 def records_frame(records: list[dict[str, Any]]) -> pd.DataFrame:
     """Tidy frame: one row per run, the nested config left out (it is in each record)."""
     return pd.DataFrame([{k: v for k, v in r.items() if k != "config"} for r in records])
+
+
+def compile_all() -> float:
+    """Compile (or load from the cache) every kernel on a tiny run; return the seconds it took."""
+    t0 = time.perf_counter()
+    for name in KERNELS:
+        simulate_fast(make_run_config(machine=load_machine("bgl"), shape="2x2x1", algorithm=name,
+                                      updates_per_process=64))
+    return time.perf_counter() - t0
+
+
+def simulate_with_extras(run_config: "RunConfig", extras: Any) -> dict[str, Any]:
+    """One run's record, with the extras ``extras`` (a RecordExtras) asks for."""
+    telemetry = Telemetry.from_extras(extras)
+    return simulate(run_config, telemetry if telemetry.wanted else None)[1]

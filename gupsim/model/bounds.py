@@ -29,8 +29,10 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
-from gupsim.config import MachineConfig
-from gupsim.topology import Topology, make_topology, parse_shape
+from gupsim.config.torus import MachineConfig
+from gupsim.topology.grid import Topology
+from gupsim.topology.base import make_topology, parse_shape
+from gupsim.base.errors import GupsimError
 
 
 @dataclass(frozen=True)
@@ -84,8 +86,6 @@ def network_bound_gups(nodes: int, alpha_links: float, link_bytes_per_s: float, 
 def bounds(machine: MachineConfig, shape: str, bytes_per_update: float | None = None) -> Bounds:
     """Both bounds for ``machine`` partitioned as ``shape``, one update per packet (seed 000 §5.2)."""
     if not isinstance(machine, MachineConfig):
-        from gupsim.errors import GupsimError
-
         raise GupsimError(f"bounds: eq. (1) and (2) of seed 000 are for torus machines; {machine.name} is "
                           f"switched (see gupsim/experiments/dv_hypatia.py for its limits)")
     topo = machine_topology(machine, shape)

@@ -22,7 +22,7 @@ import math
 
 import numpy as np
 
-from gupsim import hpcc
+from gupsim.model import hpcc
 
 MAX_PENDING = 1024
 

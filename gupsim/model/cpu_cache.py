@@ -6,7 +6,7 @@ operations in O(log N), MPI call overheads divided by the bucket size, and
 cache misses once the code's per-destination data outgrows the 32 KB L1
 ("20 bytes per destination and 16 bytes per update. In addition the MPI data
 structures also maintain state for each destination").  The first three are
-costs in :class:`gupsim.node.CostModel`; this module is the fourth.  It also
+costs in :class:`gupsim.model.costs.CostModel`; this module is the fourth.  It also
 carries the seed's guess for the 65,536-node collapse, the L3 (4 MB), so the
 guess can be tested (see docs/validation.md).
 
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from gupsim.config import CacheConfig
+    from gupsim.config.torus import CacheConfig
 
 #: Seed 000 §6.1: 16 bytes per pending update (its 20 bytes per destination fit in one line).
 PENDING_UPDATE_BYTES = 16

@@ -31,7 +31,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from gupsim.fabric_config import MemoryConfig
+    from gupsim.config.switched import MemoryConfig
 
 
 def misses_in_flight(mem: "MemoryConfig", threads: int) -> float:

@@ -37,7 +37,7 @@ from math import isqrt
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from gupsim.errors import GupsimError
+from gupsim.base.errors import GupsimError
 
 POLY: int = 0x7
 PERIOD: int = 1317624576693539401
@@ -143,8 +143,6 @@ def stream(first: int, count: int, lanes: int | None = None) -> NDArray[np.uint6
     # Rows hold step k of every lane; the stream order is lane-major.
     out = np.ascontiguousarray(buf.T).reshape(-1)
     return out if out.size == count else out[:count].copy()
-
-
 
 
 @dataclass(frozen=True)

@@ -16,9 +16,10 @@ import time
 import numpy as np
 import pandas as pd
 
-from gupsim.config import load_machine
-from gupsim.microbench import microbenchmark
-from gupsim.validation import Comparison, compare
+from gupsim.config.loading import load_machine
+from gupsim.engines.reference.microbench import microbenchmark
+from gupsim.studies.validation import Comparison, compare
+from gupsim.model.bounds import machine_topology
 
 #: Nodes -> partition shape.  8x8x8 is the smallest BG/P torus and a rack is 8x8x16 (issue 5);
 #: larger partitions double one dimension at a time, up to 40 racks.  Below 512 nodes: meshes.
@@ -105,8 +106,6 @@ def axes(ncols: int = 2):
 
 def fan_pairs(m, shape: str, k: int, inward: bool) -> list[tuple[int, int]]:
     """A centre node and its first ``k`` torus neighbours (+x, -x, +y, -y, +z, -z), core 0 each."""
-    from gupsim.bounds import machine_topology
-
     topo = machine_topology(m, shape)
     centre = topo.node_id(tuple(d // 2 for d in topo.shape))
     ppn = m.cpu.processes_per_node

@@ -1,4 +1,4 @@
-"""The Dask clients that sweeps (:mod:`gupsim.sweep`) and reproductions (:mod:`gupsim.validation`) run on.
+"""The Dask clients that sweeps (:mod:`gupsim.studies.sweep`) and reproductions (:mod:`gupsim.studies.validation`) run on.
 
 A client is either an existing scheduler's (``gupsim sweep --scheduler``) or a
 ``LocalCluster`` of single-threaded workers on this machine's cores.  This
@@ -35,7 +35,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from gupsim.errors import GupsimError
+from gupsim.base.errors import GupsimError
 
 #: The loggers a closing cluster writes to.
 DASK_LOGGERS = ("distributed", "tornado", "asyncio")

@@ -1,7 +1,7 @@
 """What a sweep will cost before it runs: wall time and peak memory, per point and in all.
 
 **Memory** is the estimate the memory refusal uses (``check_memory`` of the
-engine that will run the point: :mod:`gupsim.memory`), which is pessimistic by
+engine that will run the point: :mod:`gupsim.base.memory`), which is pessimistic by
 design.  The sweep's peak is that of the points that may run at once, one per
 worker: the sum of the largest ``workers`` estimates.
 
@@ -35,11 +35,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
-from gupsim.errors import GupsimError
-from gupsim.topology import parse_shape
+from gupsim.base.errors import GupsimError
+from gupsim.topology.base import parse_shape
+from gupsim.engines.fast.engine import KERNELS
+from gupsim.studies.runpool import kept_runs
+from gupsim.engines import fast
+from gupsim.engines.reference.simulation import check_memory
 
 #: Seconds per point beside its run: the task's round trip to a worker, the worker's collection and trim of the
-#: last run's memory (:func:`gupsim.runpool.reset_peak_rss`), and the durable write of its row.  Measured on the
+#: last run's memory (:func:`gupsim.studies.runpool.reset_peak_rss`), and the durable write of its row.  Measured on the
 #: example sweep (64 points whose runs took 13.8 s in all, finished over 33.6 s by two workers on a shared 2-core
 #: box): about 0.8 s a point.
 OVERHEAD_S = 0.8
@@ -98,9 +102,6 @@ def kept_timings(store: Any = None, runs_dir: Path | None = None) -> Timings:
                 timings.by_key[row["key"]] = float(row["wall_s"])
                 _add(timings, row["engine"], row)
     if runs_dir is not None and runs_dir.is_dir():
-        from gupsim.fast import KERNELS
-        from gupsim.runpool import kept_runs
-
         try:
             rows = kept_runs(runs_dir).to_dict("records")
         except OSError:  # an unreadable folder of kept runs only leaves the estimate uncalibrated
@@ -122,7 +123,7 @@ def _add(timings: Timings, engine: Any, row: dict[str, Any]) -> None:
 
 
 def estimate_point(point: Any, timings: Timings) -> PointEstimate:
-    """A sweep point's (:class:`gupsim.sweep.Point`) estimate."""
+    """A sweep point's (:class:`gupsim.studies.sweep.Point`) estimate."""
     run, engine = point.run, point.engine
     processes = math.prod(parse_shape(run.shape)) * run.machine.cpu.processes_per_node
     memory = _memory_bytes(run, engine)
@@ -136,9 +137,6 @@ def estimate_point(point: Any, timings: Timings) -> PointEstimate:
 
 
 def _memory_bytes(run: Any, engine: str) -> int:
-    from gupsim import fast
-    from gupsim.simulation import check_memory
-
     return {"fast": fast.check_memory, "simpy": check_memory}[engine](run)
 
 

@@ -5,7 +5,7 @@ simulations, one per row, and its rows differ in cost by orders of magnitude
 (seed 000 Table 4: 32 nodes in seconds, the whole 65,536-node machine in most of
 an hour).  Running a table as one task leaves a core idle while another
 finishes the big row; running its rows as tasks keeps both cores busy until the
-end.  So an experiment builds the :class:`~gupsim.simulation.RunConfig` of every
+end.  So an experiment builds the :class:`~gupsim.model.run_config.RunConfig` of every
 row first and hands the list to a pool, which returns their records in the same
 order:
 
@@ -30,7 +30,7 @@ module does not.
 
 **Keeping unfinished runs.**  A fast run also saves its whole state to
 ``cache_dir/checkpoints`` every ten minutes of wall time
-(:mod:`gupsim.fast.driver`), under the same key, and a restarted reproduction
+(:mod:`gupsim.engines.fast.driver`), under the same key, and a restarted reproduction
 resumes it from there: a whole-machine row stopped near its end loses minutes,
 not the hour and a half it had run.  The file is deleted when the run ends;
 files left by other code are deleted when a pool starts.
@@ -53,10 +53,12 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, Protocol
 
-from gupsim.errors import GupsimError
-from gupsim.runner import resolved_config, run
-from gupsim.simulation import RunConfig
-from gupsim.topology import parse_shape
+from gupsim.base.errors import GupsimError
+from gupsim.engines.run import resolved_config, run
+from gupsim.model.run_config import RunConfig
+from gupsim.topology.base import parse_shape
+from gupsim.engines.fast import driver
+from gupsim.engines.fast import tables
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 #: One line per finished run (``gupsim reproduce`` shows them on stderr): hour-long rows are otherwise silent.
@@ -108,7 +110,7 @@ def _run_keyed(config: RunConfig, key: str, code: str, inputs: str, checkpoint: 
 def config_json(config: RunConfig) -> str:
     """The configuration as JSON, without the folder its machine file was read from: the same run made in
     another checkout is the same run (what that file reads is keyed by its bytes, ``inputs_digest``).  The
-    sweep's point key leaves it out too (:func:`gupsim.runner.resolved_config`)."""
+    sweep's point key leaves it out too (:func:`gupsim.engines.run.resolved_config`)."""
     return json.dumps(resolved_config(config), sort_keys=True)
 
 
@@ -121,8 +123,6 @@ def run_key(config: RunConfig, code: str) -> str:
 
 def checkpoint_for(config: RunConfig, cache_dir: str, code: str) -> Any:
     """Where the unfinished state of ``config``'s fast run is kept, under ``cache_dir``."""
-    from gupsim.fast import driver
-
     key = run_key(config, code)
     # the interval is read now, not at import, so a test can shorten it
     return driver.Checkpoint(Path(cache_dir) / "checkpoints" / f"{key}.npz", key=key,
@@ -164,7 +164,7 @@ def reset_peak_rss() -> None:
     starts from the dead model's memory: a 2,048-endpoint Data Vortex run left 650 MB, and the regeneration
     of 2026-11-25 recorded 1,014-1,026 MB for rows of 32-128 processes (docs/performance-log.md, eleventh pass).  Then the
     C allocator's free pages go back to the system (glibc's ``malloc_trim``), which is where a Dask worker's
-    Python objects live (:func:`gupsim.cluster.open_client`)."""
+    Python objects live (:func:`gupsim.studies.cluster.open_client`)."""
     gc.collect()
     _trim_malloc()
     try:
@@ -238,7 +238,7 @@ class _StderrNow(logging.StreamHandler):
 
 def log_to_stderr() -> None:
     """Show gupsim's progress lines on stderr with the time of day: a finished run (here), a saved
-    checkpoint (:mod:`gupsim.fast.driver`).  :class:`DaskPool` does it in every worker too."""
+    checkpoint (:mod:`gupsim.engines.fast.driver`).  :class:`DaskPool` does it in every worker too."""
     logger = logging.getLogger("gupsim")
     if not logger.handlers:  # once per process: `main` may run reproduce more than once (tests)
         handler = _StderrNow()
@@ -396,7 +396,6 @@ def unfinished_runs(cache_dir: Path, code: str | None = None) -> Any:
     import numpy as np
     import pandas as pd
 
-    from gupsim.fast import tables
 
     code, rows = code or code_digest(), []
     for path in sorted((Path(cache_dir) / "checkpoints").glob("*.npz")):

@@ -9,8 +9,8 @@ A row holds the run record's scalar measurements, what the sweep varied
 (``var.<field>``), the full resolved configuration twice -- as JSON
 (``config_json``, the exact input of the run) and flattened into
 ``cfg.<dotted.path>`` columns for filtering -- and ``key``, the point's hash
-(:func:`gupsim.sweep.point_key`), and ``code``, the digest of the model code
-that ran it (:func:`gupsim.runpool.code_digest`): a sweep reuses only rows its
+(:func:`gupsim.studies.sweep.point_key`), and ``code``, the digest of the model code
+that ran it (:func:`gupsim.studies.runpool.code_digest`): a sweep reuses only rows its
 own code made.  Optional record extras (per-link
 counters, histograms, time series) are JSON columns.  ``status`` is ``ok`` or
 ``failed``; a failed row carries ``error``.
@@ -39,7 +39,8 @@ from typing import Any
 
 import pandas as pd
 
-from gupsim.errors import GupsimError, ResourceFault, probe_write
+from gupsim.base.errors import GupsimError, ResourceFault, probe_write
+from gupsim.engines.run import resolved_config
 
 #: A temporary part older than this was left by a write that stopped; a younger one may be in flight.
 STALE_TMP_S = 600.0
@@ -84,8 +85,6 @@ def record_row(key: str, record: dict[str, Any], varied: dict[str, Any]) -> dict
 
 
 def failed_row(key: str, run_config: Any, varied: dict[str, Any], error: str) -> dict[str, Any]:
-    from gupsim.runner import resolved_config
-
     row = _base_row(key, resolved_config(run_config), varied)
     row.update({"status": "failed", "error": error.splitlines()[0] if error else "failed",
                 "machine": run_config.machine.name, "shape": run_config.shape,

@@ -9,7 +9,7 @@ The points are the Cartesian product of the grid.  Grid keys are
   machine field may be given as ``{times: [0.5, 1, 2, 4]}``, factors of the
   machine's own value, which is how "links x0.5 .. x4" is written without
   retyping the machine's number;
-* any run field of :class:`gupsim.simulation.RunConfig` (``shape``,
+* any run field of :class:`gupsim.model.run_config.RunConfig` (``shape``,
   ``algorithm``, ``seed``, ``log2_table_size``, ``engine``; ``updates`` is
   short for ``updates_per_process``), plus ``nodes``: a
   node count, turned into the most cubic power-of-two-friendly shape, or, if
@@ -22,10 +22,10 @@ memory estimate) before any runs, so a bad sweep file fails in one line naming
 the file and the field.
 A point's identity is :func:`point_key`, a hash of its fully resolved
 configuration (seed included) and of the record extras asked for; the
-results store (:mod:`gupsim.store`) uses it to skip points already done.
+results store (:mod:`gupsim.studies.store`) uses it to skip points already done.
 
 Execution (:func:`run_sweep`) is Dask's: a ``LocalCluster`` with one worker
-per core by default, or an existing scheduler (:mod:`gupsim.cluster`).  The driver writes each
+per core by default, or an existing scheduler (:mod:`gupsim.studies.cluster`).  The driver writes each
 finished point to the store as it arrives, so an interrupted sweep loses
 nothing it finished; a point that raises is stored with its error and the
 sweep goes on.  A worker that dies is Dask's business: its task is re-run
@@ -47,10 +47,25 @@ from typing import Any, Callable
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from gupsim.config import REPO_ROOT, load_machine
-from gupsim.errors import GupsimError
-from gupsim.overrides import leaf_fields, resolve_override_key
-from gupsim.yaml_files import read_yaml_mapping
+from gupsim.config import REPO_ROOT
+from gupsim.config.loading import load_machine
+from gupsim.base.errors import GupsimError
+from gupsim.config.overrides import leaf_fields, resolve_override_key
+from gupsim.config.yaml_files import read_yaml_mapping
+from gupsim.model.run_config import RunConfig
+from gupsim.algorithms.base import validate_options
+from gupsim.engines.run import make_run_config
+from gupsim.topology.base import parse_shape
+from gupsim.engines.run import preflight
+from gupsim.engines.reference.telemetry import Telemetry
+from gupsim.engines.run import resolved_config
+from gupsim.studies.runpool import code_digest, reset_peak_rss
+from gupsim.studies.store import failed_row, record_row
+from gupsim.engines.run import simulate_with_extras
+from gupsim.studies.cluster import close_client, interruptible, open_client
+from gupsim.studies.estimate import estimate_points
+from gupsim.studies.store import ResultsStore
+from gupsim.studies.estimate import describe
 
 EXPERIMENTS_DIR = REPO_ROOT / "configs" / "experiments"
 #: Run-field aliases a sweep file may use.
@@ -60,7 +75,7 @@ _NOT_GRID = {"machine", "algorithm_options", "verify"}
 
 
 class RecordExtras(BaseModel):
-    """Optional, larger parts of each record (see :mod:`gupsim.telemetry`)."""
+    """Optional, larger parts of each record (see :mod:`gupsim.engines.reference.telemetry`)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", strict=True, allow_inf_nan=False)
     links: bool = Field(default=False, description="per-link bytes, busy and blocked seconds")
@@ -95,9 +110,9 @@ class Point:
     """One run of a sweep: its validated RunConfig, its key and what varied."""
 
     key: str
-    run: Any  # gupsim.simulation.RunConfig
+    run: Any  # gupsim.model.run_config.RunConfig
     varied: dict[str, Any] = field(default_factory=dict)
-    engine: str = "fast"  # the engine that will run it (gupsim.runner.preflight)
+    engine: str = "fast"  # the engine that will run it (gupsim.engines.run.preflight)
 
 
 def load_sweep(path_or_name: str) -> SweepSpec:
@@ -146,8 +161,6 @@ def _sweep_path(path_or_name: str) -> Path:
 
 
 def _run_fields() -> set[str]:
-    from gupsim.simulation import RunConfig
-
     return set(RunConfig.model_fields) - _NOT_GRID
 
 
@@ -211,7 +224,7 @@ def _dig(data: dict[str, Any], dotted: str) -> Any:
 
 
 #: The largest node count a sweep may name: 2^40 nodes would take about 3 PB at the fast engine's per-node
-#: figure (gupsim.memory.FAST_NODE_BYTES), beyond any machine gupsim runs on.  It also bounds the divisor
+#: figure (gupsim.base.memory.FAST_NODE_BYTES), beyond any machine gupsim runs on.  It also bounds the divisor
 #: search of :func:`shape_for_nodes` (a million candidates at most).
 MAX_NODES = 2**40
 #: The most points a sweep file may have.  Every point is validated before any runs (a few ms each) and listed
@@ -251,9 +264,6 @@ def shape_for_nodes(nodes: int) -> str:
 
 def expand(spec: SweepSpec, where: str = "sweep") -> list[Point]:
     """Every point of the grid, validated; one line of error for the first bad one."""
-    from gupsim.algorithms import validate_options
-    from gupsim.runner import make_run_config
-
     machine_overrides: dict[str, Any] = {}
     set_by: dict[str, str] = {}
     for key, value in spec.set.items():
@@ -327,8 +337,6 @@ def _check_size(axes: list[tuple[str, str, str, list[Any]]], where: str) -> None
 
 
 def _shape_and_nodes(shape: Any, nodes: Any, where: str) -> str:
-    from gupsim.topology import parse_shape
-
     if not isinstance(nodes, int) or isinstance(nodes, bool) or nodes < 2:
         raise GupsimError(f"{where}: nodes={nodes!r}: expected a whole number of at least 2")
     if shape is None:
@@ -343,20 +351,15 @@ def _shape_and_nodes(shape: Any, nodes: Any, where: str) -> str:
 
 
 def _check_runnable(cfg: Any, extras: RecordExtras) -> str:
-    """What ``gupsim run`` checks before it builds anything (:func:`gupsim.runner.preflight`: the HPCC
+    """What ``gupsim run`` checks before it builds anything (:func:`gupsim.engines.run.preflight`: the HPCC
     slice, the network, the engine, the memory estimate), so that a point that cannot run fails the
     validation instead of every run; the engine that will run it."""
-    from gupsim.runner import preflight
-    from gupsim.telemetry import Telemetry
-
     return preflight(cfg, telemetry=Telemetry.from_extras(extras).kinds)
 
 
 def point_key(run_config: Any, extras: RecordExtras) -> str:
     """Stable id of a point: hash of (resolved config incl. seed, the bytes of the files its machine reads,
     record extras)."""
-    from gupsim.runner import resolved_config
-
     blob = json.dumps({"config": resolved_config(run_config), "inputs": run_config.machine.inputs_digest,
                        "record": extras.model_dump()}, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:20]
@@ -368,10 +371,6 @@ def point_key(run_config: Any, extras: RecordExtras) -> str:
 def run_point(run_config: Any, extras: dict[str, Any], key: str, varied: dict[str, Any]) -> dict[str, Any]:
     """Run one point (on a Dask worker); never raises: a failure becomes a row with its error.  The row names
     the model code that made it (``code``): a store reuses only its own code's rows, as reproduce does."""
-    from gupsim.runpool import code_digest, reset_peak_rss
-    from gupsim.store import failed_row, record_row
-    from gupsim.telemetry import simulate_with_extras
-
     reset_peak_rss()  # this point's peak, not the worker's largest point so far
     try:
         record = simulate_with_extras(run_config, RecordExtras(**extras))
@@ -402,12 +401,7 @@ def run_sweep(spec: SweepSpec, points: list[Point], store_path: Path, *, client=
               scheduler: str | None = None, workers: int | None = None, processes: bool = True,
               progress: bool = True, on_row: Callable[[dict[str, Any], Any], None] | None = None) -> SweepSummary:
     """Run the points not yet in the store; write each as it finishes.  SIGINT and SIGTERM close the cluster
-    quietly and raise :class:`gupsim.cluster.Interrupted` (a ``KeyboardInterrupt``)."""
-    from gupsim.cluster import close_client, interruptible, open_client
-    from gupsim.estimate import estimate_points
-    from gupsim.runpool import code_digest
-    from gupsim.store import ResultsStore
-
+    quietly and raise :class:`gupsim.studies.cluster.Interrupted` (a ``KeyboardInterrupt``)."""
     store = ResultsStore(store_path)
     done = store.done_keys(code_digest())  # a row other model code made is run again
     todo = [p for p in points if p.key not in done]
@@ -437,7 +431,6 @@ def _say_what_runs(spec: SweepSpec, client: Any, scheduler: str | None, store_pa
                    estimates: list[Any]) -> None:
     from tqdm import tqdm
 
-    from gupsim.estimate import describe
 
     n_workers = len(client.scheduler_info().get("workers", {}))
     where = scheduler or f"a local cluster of {n_workers} workers"
@@ -454,7 +447,6 @@ def _run_points(spec: SweepSpec, todo: list[Point], costs: list[float], store: A
     from dask.distributed import as_completed
     from tqdm import tqdm
 
-    from gupsim.store import failed_row
 
     bar = tqdm(total=sum(costs), disable=not progress, desc=spec.name, dynamic_ncols=True,
                bar_format="{desc}: {percentage:3.0f}% of the estimated work|{bar}| [{elapsed}<{remaining}{postfix}]")

@@ -1,6 +1,6 @@
 """Comparing simulated numbers with published ones, and reporting every error.
 
-An experiment (one module per table in :mod:`gupsim.experiments`) produces a
+An experiment (one module per table in :mod:`gupsim.studies.experiments`) produces a
 :class:`Comparison`: the published table as read from the copy gupsim ships
 (``gupsim/data/reference``), a ``sim_<column>`` beside every compared column and
 a ``rel_err_<column>`` (simulated / published - 1).  Each compared column has
@@ -27,10 +27,13 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-import gupsim.experiments
+import gupsim.studies.experiments
 from gupsim.config import MACHINES_DIR
 from gupsim.data import read_table, reference_resource
-from gupsim.errors import GupsimError, UnknownNameError
+from gupsim.base.errors import GupsimError, UnknownNameError
+from gupsim.studies.runpool import DaskPool
+from gupsim.studies.cluster import close_client, open_client
+from gupsim.studies.runpool import SerialPool
 
 
 def reference_table(name: str) -> pd.DataFrame:
@@ -165,15 +168,15 @@ def compare(reference: pd.DataFrame, simulated: pd.DataFrame, key: str, columns:
 
 def available_experiments() -> list[str]:
     """Every module ``gupsim/experiments/<machine>_<result>.py``; helpers start with an underscore."""
-    return sorted(m.name.replace("_", "-") for m in pkgutil.iter_modules(gupsim.experiments.__path__)
+    return sorted(m.name.replace("_", "-") for m in pkgutil.iter_modules(gupsim.studies.experiments.__path__)
                   if not m.name.startswith("_"))
 
 
 def load_experiment(name: str):
-    """The module ``gupsim.experiments.<name>``: ``reproduce(quick, inputs)`` and optional ``NEEDS``."""
+    """The module ``gupsim.studies.experiments.<name>``: ``reproduce(quick, inputs)`` and optional ``NEEDS``."""
     if name not in available_experiments():
         raise UnknownNameError("experiment", name, available_experiments() + ["all"])
-    return importlib.import_module(f"gupsim.experiments.{name.replace('-', '_')}")
+    return importlib.import_module(f"gupsim.studies.experiments.{name.replace('-', '_')}")
 
 
 def _reproduce_one(name: str, quick: bool, inputs: dict) -> "Comparison":
@@ -181,7 +184,7 @@ def _reproduce_one(name: str, quick: bool, inputs: dict) -> "Comparison":
 
 
 def takes_pool(module) -> bool:
-    """Whether an experiment hands its runs to a pool (``reproduce(..., pool=...)``; :mod:`gupsim.runpool`)."""
+    """Whether an experiment hands its runs to a pool (``reproduce(..., pool=...)``; :mod:`gupsim.studies.runpool`)."""
     return "pool" in inspect.signature(module.reproduce).parameters
 
 
@@ -193,12 +196,12 @@ def run_experiments(names: list[str], quick: bool, jobs: int = 1,
     ``on_done`` is called with each comparison as soon as it is finished, so a caller can keep the
     finished results of a long run that is stopped before the end.  With ``cache_dir`` every run of
     an experiment that takes a pool is kept there as it ends, and a later call reuses it
-    (:mod:`gupsim.runpool`): a stopped reproduction resumes row by row.
+    (:mod:`gupsim.studies.runpool`): a stopped reproduction resumes row by row.
 
     With ``jobs > 1`` the runs go to a Dask LocalCluster of that many single-threaded worker
-    processes (the sweep's client, :func:`gupsim.cluster.open_client`).  An experiment that takes a
+    processes (the sweep's client, :func:`gupsim.studies.cluster.open_client`).  An experiment that takes a
     pool (:func:`takes_pool`) runs in a thread here and sends each of its rows to the cluster as a
-    task of its own (:class:`gupsim.runpool.DaskPool`), so a table's long rows and another table's
+    task of its own (:class:`gupsim.studies.runpool.DaskPool`), so a table's long rows and another table's
     short ones share the cores; one that does not is a single task.  Every experiment whose
     dependencies are done starts at once; the pool orders the runs, largest first.  Results are
     the same as with ``jobs = 1``, only the wall time changes.
@@ -230,8 +233,6 @@ def run_experiments(names: list[str], quick: bool, jobs: int = 1,
         visit(name)
     done: dict[str, Comparison] = {}
     if jobs <= 1:
-        from gupsim.runpool import SerialPool
-
         serial = SerialPool(cache_dir)
         for name in order:
             inputs = {n: done[n] for n in needs[name]}
@@ -243,8 +244,6 @@ def run_experiments(names: list[str], quick: bool, jobs: int = 1,
 
     from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
-    from gupsim.runpool import DaskPool
-    from gupsim.cluster import close_client, open_client
 
     client = open_client(None, jobs, processes=True)
     pool = DaskPool(client, jobs, cache_dir)

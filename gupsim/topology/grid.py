@@ -32,104 +32,24 @@ for small shapes).
 
 from __future__ import annotations
 
-import importlib
 import math
 import operator
-import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from fractions import Fraction
 from functools import cached_property
-from typing import ClassVar, TypeVar
+from typing import ClassVar
 
 import networkx as nx
 import numpy as np
 
-from gupsim.errors import GupsimError, UnknownNameError
+from gupsim.topology.base import Shape, _validated, parse_shape, register_topology
 
-Shape = tuple[int, int, int]
-T = TypeVar("T", bound="type[Topology]")
+from gupsim.base.memory import refuse_if_over
 
-TOPOLOGIES: dict[str, type[Topology]] = {}
 
-_EXAMPLE = "(e.g. 8x8x16)"
-#: The most nodes a run's shape may have (closed-form bounds take any shape): the fast engine keeps node and
-#: process numbers in 32 bits, and a run this large would need terabytes before its first event anyway.
-MAX_RUN_NODES = 2**31 - 1
-_DIM_NAMES = "xyz"
 #: Peak bytes per node of building the per-node tables (the (N, 6) neighbour table, the (N, 3) coordinates
 #: and the per-port temporaries of :meth:`Topology._build_neighbor_table`), rounded up.
 TABLE_BYTES_PER_NODE = 160
-
-
-def register_topology(kind: str) -> Callable[[T], T]:
-    """Class decorator: make a topology constructible by name via :func:`make_topology`."""
-
-    def decorate(cls: T) -> T:
-        cls.kind = kind
-        TOPOLOGIES[kind] = cls
-        return cls
-
-    return decorate
-
-
-def parse_shape(text: str) -> Shape:
-    """Parse ``"XxYxZ"`` (e.g. ``"8x8x16"``) into ``(8, 8, 16)``.
-
-    Exactly three dimensions are required: a 2D machine is written ``8x8x1`` so
-    that every config names the same three axes Blue Gene/L has.
-    """
-    parts = str(text).strip().lower().split("x")
-    if len(parts) != 3:
-        raise GupsimError(
-            f"invalid shape {text!r}: expected three dimensions XxYxZ {_EXAMPLE}"
-        )
-    if not all(re.fullmatch(r"[0-9]+", p.strip()) and int(p) > 0 for p in parts):
-        raise GupsimError(
-            f"invalid shape {text!r}: each dimension must be a positive integer {_EXAMPLE}"
-        )
-    return _validated(tuple(int(p) for p in parts), text)
-
-
-def _validated(dims: Sequence[object], shown: object) -> Shape:
-    """Check a shape given as a sequence; ``shown`` is what the user wrote, for the message."""
-    if isinstance(dims, (str, bytes)) or len(dims) != 3:
-        raise GupsimError(
-            f"invalid shape {shown!r}: expected three dimensions XxYxZ {_EXAMPLE}"
-        )
-    try:
-        # operator.index rejects floats like 8.0 instead of silently truncating them.
-        ints = tuple(operator.index(d) for d in dims if not isinstance(d, bool))
-    except TypeError:
-        ints = ()
-    if len(ints) != 3 or min(ints) < 1:
-        raise GupsimError(
-            f"invalid shape {shown!r}: each dimension must be a positive integer {_EXAMPLE}"
-        )
-    if ints[0] * ints[1] * ints[2] < 2:
-        raise GupsimError(f"invalid shape {shown!r}: a network needs at least 2 nodes")
-    return (ints[0], ints[1], ints[2])
-
-
-def run_shape(text: str) -> str:
-    """A run's shape as records and keys keep it, ``"XxYxZ"`` (``' 4X4x4 '`` is 4x4x4); a shape with more
-    nodes than :data:`MAX_RUN_NODES` is a shape error."""
-    dims = parse_shape(text)
-    nodes = dims[0] * dims[1] * dims[2]
-    if nodes > MAX_RUN_NODES:
-        raise GupsimError(f"invalid shape {text!r}: {nodes:,} nodes, more than the {MAX_RUN_NODES:,} a run can "
-                          "address")
-    return "x".join(map(str, dims))
-
-
-def make_topology(kind: str, shape: str | Sequence[int], network: object = None) -> Topology:
-    """Build the topology registered as ``kind`` (``"torus"``, ``"mesh"``, or a switched fabric).
-
-    ``network`` is the machine's network section; switched fabrics take their
-    switch radix from it, the torus and mesh need nothing but the shape.
-    """
-    if kind not in TOPOLOGIES:
-        raise UnknownNameError("topology", kind, list(TOPOLOGIES))
-    return TOPOLOGIES[kind].from_config(shape, network)
 
 
 class Topology:
@@ -143,7 +63,7 @@ class Topology:
     dims: ClassVar[int] = 3
     ports: ClassVar[int] = 6
     wraps: ClassVar[bool] = False
-    #: Record extras (gupsim.telemetry kinds) this network cannot give, each with why; the torus gives all.
+    #: Record extras (gupsim.engines.reference.telemetry kinds) this network cannot give, each with why; the torus gives all.
     telemetry_unavailable: ClassVar[dict[str, str]] = {}
     # Directed links a plane cut crosses, per node of the plane, in one direction.
     _cut_multiplicity: ClassVar[int] = 1
@@ -173,13 +93,6 @@ class Topology:
     def from_config(cls, shape: str | Sequence[int], network: object = None) -> "Topology":
         return cls(shape)
 
-    def make_network(self, env, machine, processes_per_node: int = 1):
-        """The network model that runs on this topology: the torus link model for a torus or mesh,
-        with BG/P's DMA engine when the machine has a ``dma`` section (gupsim.dma)."""
-        from gupsim.dma import make_network
-
-        return make_network(env, self, machine, processes_per_node)
-
     # --- per-dimension behaviour, overridden by subclasses -------------------
 
     def _step(self, c: np.ndarray, length: int, sign: int) -> tuple[np.ndarray, np.ndarray]:
@@ -206,8 +119,6 @@ class Topology:
 
     def _check_tables_fit(self, what: str) -> None:
         """Refuse, in one line, per-node tables that cannot fit in the memory available now."""
-        from gupsim.memory import refuse_if_over
-
         shape = "x".join(map(str, self.shape))
         refuse_if_over(self.num_nodes * TABLE_BYTES_PER_NODE,
                        f"{self.kind} {shape}: {what} of {self.num_nodes:,} nodes need", "use a smaller shape")
@@ -487,6 +398,3 @@ class Mesh3D(Topology):
     def _dim_links(self, length: int) -> int:
         return 2 * (length - 1)
 
-
-# Switched fabrics (Data Vortex, InfiniBand) register themselves beside the torus: imported for that alone.
-importlib.import_module("gupsim.fabrics")

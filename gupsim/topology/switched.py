@@ -42,8 +42,8 @@ from typing import ClassVar
 import networkx as nx
 import numpy as np
 
-from gupsim.errors import GupsimError
-from gupsim.topology import _validated, parse_shape, register_topology
+from gupsim.base.errors import GupsimError
+from gupsim.topology.base import _validated, parse_shape, register_topology
 
 
 class SwitchedTopology:
@@ -51,7 +51,6 @@ class SwitchedTopology:
 
     kind: ClassVar[str] = "abstract-switched"
     wraps: ClassVar[bool] = False
-    network_class: ClassVar[str] = ""
     #: As :attr:`gupsim.topology.Topology.telemetry_unavailable`.
     telemetry_unavailable: ClassVar[dict[str, str]] = {
         "links": "the link table gives each link's torus coordinates, dimension and direction, "
@@ -80,11 +79,6 @@ class SwitchedTopology:
     @staticmethod
     def _radix_and_limit(network) -> tuple[int, int]:
         raise NotImplementedError
-
-    def make_network(self, env, machine, processes_per_node: int = 1):
-        from gupsim import fabric_network
-
-        return getattr(fabric_network, self.network_class)(env, self, machine, processes_per_node)
 
     # ------------------------------------------------------------------ links and routes
 
@@ -169,7 +163,6 @@ class SwitchedTopology:
 class FatTree(SwitchedTopology):
     """InfiniBand: one switch up to its port count, else a non-blocking two-level fat tree."""
 
-    network_class = "FatTreeNetwork"
     telemetry_unavailable = SwitchedTopology.telemetry_unavailable | {
         "timeseries": "its samples include link-blocked seconds, and the fat-tree model has no link-level "
                       "flow control to block on"}
@@ -183,7 +176,6 @@ class FatTree(SwitchedTopology):
 class DataVortex(SwitchedTopology):
     """One lane's Data Vortex network; a machine has ``lanes_per_vic`` of them in parallel."""
 
-    network_class = "DataVortexNetwork"
     telemetry_unavailable = SwitchedTopology.telemetry_unavailable | {
         "timeseries": "its samples count injection FIFO chunks and link-blocked seconds, and a VIC has a window "
                       "of packets and deflects packets instead of blocking them"}

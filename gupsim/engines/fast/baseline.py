@@ -7,9 +7,9 @@ matter at equal times:
 
 * **Buckets.**  Without ``verify`` an update's value matters only for its
   owner, so a rank keeps the *size* of each destination's bucket, in the
-  indexed max-heap of :mod:`gupsim.fast.bucket_heap` (the largest bucket,
+  indexed max-heap of :mod:`gupsim.engines.fast.bucket_heap` (the largest bucket,
   ties the lowest destination, exactly what
-  :class:`gupsim.bucketing.Buckets` pops).  The rank's row keeps the heap's
+  :class:`gupsim.model.bucketing.Buckets` pops).  The rank's row keeps the heap's
   length (``CI_HN``) and the pending count (``CI_PENDING``).
 * **Messages.**  A row of a message table: destination, updates, packets,
   packets injected, packets received.  ``MPI_Isend`` is the messaging
@@ -22,7 +22,7 @@ matter at equal times:
 * **The blocked send test** waits on ``any_of([outreq, inbox.wait()])``.
   SimPy resumes it two events after the trigger (the inbox event or the
   send process's end, then the condition), so the kernel schedules the same
-  two: the inbox wake-up (:func:`gupsim.fast.credits.wake`) or
+  two: the inbox wake-up (:func:`gupsim.engines.fast.credits.wake`) or
   :data:`EV_SEND_DONE`, then the condition's own ``EV_CPU``.  A wake-up
   that the condition no longer needs is skipped, as SimPy's callback is.
 * **Termination.**  ``counter``: the run ends when every update is applied.
@@ -37,7 +37,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from gupsim.fast import bucket_heap as bh, core as c, credits as cr, events as ev, stream, tables as tb
+from gupsim.engines.fast import bucket_heap as bh, core as c, credits as cr, events as ev, stream, tables as tb
 
 # Event kinds of this kernel (core uses 0..4).
 EV_ISEND = 5       # a = message: its send process starts (SimPy's Initialize of _isend)
@@ -388,14 +388,14 @@ def _loop(ci, cf, ran, cost, ktab, tabs, ai, lay, ac, wc, ms, hk, hkey, hpos,
     return now, True
 
 
-#: The per-packet tables (rows indexed by packet number): gupsim.fast.driver grows them together.
+#: The per-packet tables (rows indexed by packet number): gupsim.engines.fast.driver grows them together.
 PACKET_ARRAYS = ("pk", "pf")
 #: The kernel's own tables that :func:`grow_tables` may give more rows (a checkpoint's may be longer).
 GROWN_ARRAYS = ("ms",)
 
 
 def grow_tables(a: dict) -> None:
-    """Between batches (gupsim.fast.driver): double the message table when fewer than MSG_MARGIN rows are free."""
+    """Between batches (gupsim.engines.fast.driver): double the message table when fewer than MSG_MARGIN rows are free."""
     if a["ac"][AC_MSG_NFREE] < MSG_MARGIN:
         old = a["ms"].shape[0]
         a["ms"] = tb.grow_on_lines(a["ms"], 2 * old)
@@ -403,7 +403,7 @@ def grow_tables(a: dict) -> None:
 
 
 def prepare(sim, options) -> dict:
-    """Per-rank state, buckets and cost tables for :func:`run` (called by :mod:`gupsim.fast`)."""
+    """Per-rank state, buckets and cost tables for :func:`run` (called by :mod:`gupsim.engines.fast`)."""
     alg, net, cm = sim.algorithm, sim.net_cfg, sim.cost
     R = sim.num_ranks
     limit = options.max_pending

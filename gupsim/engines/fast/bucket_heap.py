@@ -1,7 +1,7 @@
 """Compiled buckets for ``baseline``: each rank's indexed max-heap of bucket sizes (seed 000 §2, §6.1).
 
 HPCC MPIRandomAccess keeps one bucket of pending updates per destination and
-sends the largest bucket first; :class:`gupsim.bucketing.Buckets` is the
+sends the largest bucket first; :class:`gupsim.model.bucketing.Buckets` is the
 readable reference (a lazy max-heap of ``(size, destination)``).  Without
 ``verify`` an update's value matters only to its owner, so the compiled
 ``baseline`` kernel keeps only each bucket's *size*, in three tables per rank:
@@ -21,7 +21,7 @@ readable reference (a lazy max-heap of ``(size, destination)``).  Without
 Both are bounded by ``max_pending`` per rank.  The caller keeps the heap's
 length and the pending count in its own rank row; :func:`add` and
 :func:`pop_largest` take the length and say how it changes.  Checked against
-:class:`gupsim.bucketing.Buckets` by a property test in
+:class:`gupsim.model.bucketing.Buckets` by a property test in
 ``tests/test_fast_baseline.py``.
 """
 

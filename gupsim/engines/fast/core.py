@@ -1,6 +1,6 @@
 """The compiled network shared by the fast kernels: packet transit over the torus.
 
-This is :mod:`gupsim.network` (seed 000 §5.1; docs/model.md §3) rewritten as
+This is :mod:`gupsim.engines.reference.torus_network` (seed 000 §5.1; docs/model.md §3) rewritten as
 Numba-compiled functions over preallocated NumPy arrays, so that a whole
 64x32x32 Blue Gene/L fits in one process and runs at millions of events per
 second.  The model is the same, step for step:
@@ -11,17 +11,17 @@ second.  The model is the same, step for step:
   delay after the start on the last link;
 * credit pools counted in chunks (link input buffers, the dynamic channels of
   adaptive routing, injection and reception FIFOs) with the two waiter classes
-  of :class:`gupsim.network.Credits` (continuing packets first, entering
+  of :class:`gupsim.engines.reference.torus_network.Credits` (continuing packets first, entering
   packets must leave a bubble of ``max_chunks_per_packet``);
 * the room a packet held upstream returns ``start + serial`` after it starts
   on the next link; reception room returns when the receiving CPU reads it;
 * with ``fifos: per-dimension`` a rank has one injection and one reception
-  FIFO per dimension plus a node-local one (:func:`gupsim.fast.credits.fifo_group`,
-  :func:`gupsim.fast.credits.rec_pool`), as :class:`gupsim.network.Network`.
+  FIFO per dimension plus a node-local one (:func:`gupsim.engines.fast.credits.fifo_group`,
+  :func:`gupsim.engines.fast.credits.rec_pool`), as :class:`gupsim.engines.reference.torus_network.Network`.
 
-The pieces it stands on have modules of their own: the tables' layout (:mod:`gupsim.fast.tables`), the event
-queue in SimPy's order (:mod:`gupsim.fast.events`), the credit pools and their deferred returns
-(:mod:`gupsim.fast.credits`), and the HPCC stream (:mod:`gupsim.fast.stream`).  Here: a packet's rows are
+The pieces it stands on have modules of their own: the tables' layout (:mod:`gupsim.engines.fast.tables`), the event
+queue in SimPy's order (:mod:`gupsim.engines.fast.events`), the credit pools and their deferred returns
+(:mod:`gupsim.engines.fast.credits`), and the HPCC stream (:mod:`gupsim.engines.fast.stream`).  Here: a packet's rows are
 taken and freed, it is launched, its head reaches each router (:func:`hop`), takes the link or waits for room
 (adaptive routing's dynamic channels first), keeps its buffer's order (``buffer_order: fifo``), and its tail
 is delivered to the receiver's inbox; :func:`network_event` handles every event kind but a CPU's, and
@@ -38,15 +38,9 @@ from __future__ import annotations
 
 from numba import njit
 
-from gupsim.fast.credits import enqueue, give, give_later, inj_pool, list_append, rec_pool, room, take, wake
-from gupsim.fast.events import NORMAL, PAYLOAD_MASK, URGENT, push
-from gupsim.fast.tables import (C_DELIVERED, C_FREE_HEAD, C_HEAP_N, C_HOPS, C_INJECTED, C_NFREE, C_WIRE,
-                                EV_CPU, EV_FRONT, EV_GIVE, EV_HOP, EV_RESUME, EV_TAIL, F_CHUNK_S, F_CYCLE_S,
-                                F_RATE, F_ROUTER_S, I_ADAPTIVE, I_BUBBLE, I_ORDERED, I_POOL_DYN, I_POOL_INJ,
-                                I_WRAPS, I_X, PF_ASKED, PF_START, PK_BUBBLE, PK_CHUNKS, PK_DIM, PK_DST, PK_HELD,
-                                PK_LINK, PK_NEXT, PK_NODE, PK_ONEXT, PK_SRC, PK_STATE, PK_WIRE, PQ_FREE,
-                                PQ_OHEAD, RK_IN_COUNT, RK_IN_HEAD, RK_IN_TAIL, RK_WAIT, W_FRONT, W_FRONT_TIME, W_LINK,
-                                W_NONE, W_REC, WAKE_INBOX, f2i, i2f, node_of, prefetch_row)
+from gupsim.engines.fast.credits import enqueue, give, give_later, inj_pool, list_append, rec_pool, room, take, wake
+from gupsim.engines.fast.events import NORMAL, PAYLOAD_MASK, URGENT, push
+from gupsim.engines.fast.tables import C_DELIVERED, C_FREE_HEAD, C_HEAP_N, C_HOPS, C_INJECTED, C_NFREE, C_WIRE, EV_CPU, EV_FRONT, EV_GIVE, EV_HOP, EV_RESUME, EV_TAIL, F_CHUNK_S, F_CYCLE_S, F_RATE, F_ROUTER_S, I_ADAPTIVE, I_BUBBLE, I_ORDERED, I_POOL_DYN, I_POOL_INJ, I_WRAPS, I_X, PF_ASKED, PF_START, PK_BUBBLE, PK_CHUNKS, PK_DIM, PK_DST, PK_HELD, PK_LINK, PK_NEXT, PK_NODE, PK_ONEXT, PK_SRC, PK_STATE, PK_WIRE, PQ_FREE, PQ_OHEAD, RK_IN_COUNT, RK_IN_HEAD, RK_IN_TAIL, RK_WAIT, W_FRONT, W_FRONT_TIME, W_LINK, W_NONE, W_REC, WAKE_INBOX, f2i, i2f, node_of, prefetch_row
 
 
 @njit(cache=True, inline="always", _nrt=False)

@@ -1,12 +1,12 @@
 """The fast engine's credit pools: link buffers, dynamic channels, injection and reception FIFOs.
 
-The pools of :class:`gupsim.network.Credits` (seed 000 §5.1; seed 002 §3 for the FIFOs per dimension;
+The pools of :class:`gupsim.engines.reference.torus_network.Credits` (seed 000 §5.1; seed 002 §3 for the FIFOs per dimension;
 docs/model.md §3), compiled: each pool is one row of the pool table ``pq`` (its free chunks and the heads and
 tails of its two waiter queues, continuing packets first, entering packets leaving a bubble of
 ``max_chunks_per_packet``), and :func:`take`, :func:`enqueue` and :func:`give` are ``Credits.take``, a wait
 in its queue and ``Credits.give``.  With ``fifos: per-dimension`` a rank has one injection and one reception
 FIFO per dimension plus a node-local one (:func:`fifo_group`, :func:`rec_pool`), as
-:class:`gupsim.network.Network`.
+:class:`gupsim.engines.reference.torus_network.Network`.
 
 **Deferred credit returns.**  A credit return is an event of its own at a
 later time, and those events were 37-46% of all events (docs/performance-log.md, second pass).
@@ -39,14 +39,8 @@ from __future__ import annotations
 
 from numba import njit
 
-from gupsim.fast.events import (NORMAL, PAYLOAD_BITS, PRIO_BIT, gather, grow_queue, push, push_keyed, renumber,
-                                scatter)
-from gupsim.fast.tables import (C_DEFER_FULL, C_DONE, C_ERROR, C_EVENTS, C_HEAP_N, C_LAZY, C_RENUMBER_AT,
-                                C_RENUMBER_KEPT, C_RENUMBERED, C_RESCHEDULED, C_SEEN_K, C_SEEN_T, C_SEQ, EV_CPU,
-                                EV_GIVE, EV_RESUME, I_FIFO_GROUPS, I_MAXCH, I_NRANKS, I_POOL_INJ, I_POOL_REC,
-                                I_X, PK_BUBBLE, PK_CHUNKS, PK_DST, PK_LINK, PK_NEXT, PK_SRC, PK_STATE,
-                                PQ_DEFERRED, PQ_FREE, RK_GRANTED, RK_WAIT, W_INJ, WAKE_GRANT, WAKE_ROOM, f2i,
-                                i2f, node_of)
+from gupsim.engines.fast.events import NORMAL, PAYLOAD_BITS, PRIO_BIT, gather, grow_queue, push, push_keyed, renumber, scatter
+from gupsim.engines.fast.tables import C_DEFER_FULL, C_DONE, C_ERROR, C_EVENTS, C_HEAP_N, C_LAZY, C_RENUMBER_AT, C_RENUMBER_KEPT, C_RENUMBERED, C_RESCHEDULED, C_SEEN_K, C_SEEN_T, C_SEQ, EV_CPU, EV_GIVE, EV_RESUME, I_FIFO_GROUPS, I_MAXCH, I_NRANKS, I_POOL_INJ, I_POOL_REC, I_X, PK_BUBBLE, PK_CHUNKS, PK_DST, PK_LINK, PK_NEXT, PK_SRC, PK_STATE, PQ_DEFERRED, PQ_FREE, RK_GRANTED, RK_WAIT, W_INJ, WAKE_GRANT, WAKE_ROOM, f2i, i2f, node_of
 
 
 #: Deferred returns kept per pool (``dq[pool, :, :]``, its second axis); a return that finds them full goes

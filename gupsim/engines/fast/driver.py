@@ -1,6 +1,6 @@
 """Run a compiled kernel batch by batch; keep a long run's state on disk and resume it (issue 4).
 
-Every kernel of :data:`gupsim.fast.KERNELS` is a compiled loop, ``_loop``,
+Every kernel of :data:`gupsim.engines.fast.KERNELS` is a compiled loop, ``_loop``,
 that processes events until its batch ends: a table must grow, the sequence
 numbers must be renumbered, or the event count reached the driver's pause
 point (``tables.C_PAUSE_AT``, every :data:`BATCH_EVENTS` events).  Between
@@ -38,9 +38,9 @@ from typing import Callable
 
 import numpy as np
 
-from gupsim.errors import GupsimError, cannot_write, probe_write
-from gupsim.fast import core as c, credits as cr, tables as tb
-from gupsim.memory import peak_rss_mb
+from gupsim.base.errors import GupsimError, cannot_write, probe_write
+from gupsim.engines.fast import core as c, credits as cr, tables as tb
+from gupsim.base.memory import peak_rss_mb
 
 #: Events per batch: the driver gets control back every few seconds of a whole-machine run.
 BATCH_EVENTS = 1 << 24

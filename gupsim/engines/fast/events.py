@@ -11,12 +11,12 @@ four lists until the heap runs empty.  Every event in the heap is earlier than e
 event outside it, so the queue pops exactly the heap-only order
 (``tests/test_fast_heap.py`` compares the two); the heap's pop no longer sifts
 through a heap as long as every pending event.  While an event runs, the rows
-the next one will read first are prefetched (:func:`gupsim.fast.core.prefetch_next`).
+the next one will read first are prefetched (:func:`gupsim.engines.fast.core.prefetch_next`).
 
-An event is a payload (its kind in the low three bits, :data:`gupsim.fast.tables.EV_CPU` and the others, and
+An event is a payload (its kind in the low three bits, :data:`gupsim.engines.fast.tables.EV_CPU` and the others, and
 an id above) with a key that packs priority and sequence number; :func:`push` gives the key, :func:`pop`
 returns (time, payload).  Sequence numbers are renumbered in order between batches of events before they can
-overflow their field (:func:`renumber`; :func:`gupsim.fast.credits.renumber_all` for the kernels, whose
+overflow their field (:func:`renumber`; :func:`gupsim.engines.fast.credits.renumber_all` for the kernels, whose
 deferred credit returns hold keys too).
 
 Every array that grows with load (the queue's heap and far table, the packet
@@ -30,9 +30,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from gupsim.fast.tables import (C_CAL_N, C_CUR, C_EVENTS, C_FAR_FREE, C_FAR_N, C_FAR_TOP, C_HEAP_N, C_INV_W,
-                                C_MOVED, C_NFREE, C_OV_MIN, C_PAUSE_AT, C_REFILED, C_RENUMBER_AT, C_SEEN_K,
-                                C_SEEN_T, C_SEQ, C_SEQ_LIMIT, PACKET_MARGIN, f2i, grow, i2f)
+from gupsim.engines.fast.tables import C_CAL_N, C_CUR, C_EVENTS, C_FAR_FREE, C_FAR_N, C_FAR_TOP, C_HEAP_N, C_INV_W, C_MOVED, C_NFREE, C_OV_MIN, C_PAUSE_AT, C_REFILED, C_RENUMBER_AT, C_SEEN_K, C_SEEN_T, C_SEQ, C_SEQ_LIMIT, PACKET_MARGIN, f2i, grow, i2f
 
 
 URGENT, NORMAL = 0, 1  # SimPy's priorities: process initialisation before ordinary events
@@ -40,7 +38,7 @@ URGENT, NORMAL = 0, 1  # SimPy's priorities: process initialisation before ordin
 PAYLOAD_BITS = 32
 PRIO_BIT = 62
 #: Sequence numbers are renumbered (in order) before they reach this (they must stay below 2^30): the bare heap
-#: in :func:`heap_push` at ``C_SEQ_LIMIT``, the kernels' queue between batches (:func:`gupsim.fast.credits.renumber_all`).
+#: in :func:`heap_push` at ``C_SEQ_LIMIT``, the kernels' queue between batches (:func:`gupsim.engines.fast.credits.renumber_all`).
 #: The kernels renumber at ``min(SEQ_LIMIT, SEQ_CAP - HEAP_MARGIN)`` (tests lower it to force renumbering).
 SEQ_LIMIT = 1 << (PRIO_BIT - PAYLOAD_BITS)
 SEQ_CAP = SEQ_LIMIT

@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from gupsim.fast import core as c, credits as cr, events as ev, stream, tables as tb
+from gupsim.engines.fast import core as c, credits as cr, events as ev, stream, tables as tb
 
 PH_TOP, PH_SEND, PH_BLK_CHECK, PH_BLK_WOKE, PH_DRAIN, PH_DRAIN_RECV, PH_BLK_COND = range(7)
 # per-rank integer and float state
@@ -164,12 +164,12 @@ def _loop(ci, cf, ran, cost, ai, lay, pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, c
     return now, True
 
 
-#: The per-packet tables (rows indexed by packet number): gupsim.fast.driver grows them together.
+#: The per-packet tables (rows indexed by packet number): gupsim.engines.fast.driver grows them together.
 PACKET_ARRAYS = ("pk", "pf")
 
 
 def prepare(sim, options) -> dict:
-    """Per-rank state and parameters for :func:`run` (called by :mod:`gupsim.fast`)."""
+    """Per-rank state and parameters for :func:`run` (called by :mod:`gupsim.engines.fast`)."""
     cost_model, net = sim.cost, sim.net_cfg
     payload = sim.algorithm.packet_payload_bytes
     chunks = max(1, -(-payload // net.chunk_bytes))

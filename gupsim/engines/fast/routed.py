@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from gupsim.fast import core as c, credits as cr, events as ev, stream, tables as tb
+from gupsim.engines.fast import core as c, credits as cr, events as ev, stream, tables as tb
 
 PH_LOOP, PH_AFTER_FLUSH, PH_COND, PH_POLLED = 0, 1, 2, 3
 CI_PHASE, CI_LEFT, CI_PROGRESSED, CI_PENDING = range(4)
@@ -318,12 +318,12 @@ def _loop(ci, cf, rd, bv, bl, pv, rc, ran, ai, cost, tabs, lay, ac, wc, ws,
 
 
 #: The per-packet tables (rows indexed by packet number; ``pv`` holds each packet's updates):
-#: gupsim.fast.driver grows them together.
+#: gupsim.engines.fast.driver grows them together.
 PACKET_ARRAYS = ("pk", "pf", "pv")
 
 
 def prepare(sim, options) -> dict:
-    """Buckets, receive state and parameters for :func:`run` (called by :mod:`gupsim.fast`)."""
+    """Buckets, receive state and parameters for :func:`run` (called by :mod:`gupsim.engines.fast`)."""
     alg, net, cm = sim.algorithm, sim.net_cfg, sim.cost
     lengths = alg.lengths
     nd, R = len(lengths), sim.num_ranks

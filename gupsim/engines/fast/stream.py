@@ -1,9 +1,9 @@
-"""The HPCC RandomAccess stream, compiled: :mod:`gupsim.hpcc` bit for bit inside the fast kernels.
+"""The HPCC RandomAccess stream, compiled: :mod:`gupsim.model.hpcc` bit for bit inside the fast kernels.
 
 Each rank steps its share of HPCC's 64-bit LFSR stream (seed 000 §2; HPCC's ``HPCC_starts`` jump-ahead, and
 ``WhichPe``, the owner of an update), so the fast engine applies exactly the updates the SimPy model applies.
 The property tests in ``tests/test_fast.py`` compare :func:`starts_many` and :func:`owner_of` with
-:mod:`gupsim.hpcc`.
+:mod:`gupsim.model.hpcc`.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from gupsim.fast import cache  # noqa: F401  (stamps the kernels' cache with every fast source file)
+from gupsim.engines.fast import kernel_cache as cache  # noqa: F401  (stamps the kernels' cache with every fast source file)
 
 
 # ================================================================== HPCC stream (hpcc.py, bit for bit)
@@ -27,7 +27,7 @@ def next_ran(x):
 
 @njit(cache=True)
 def starts(n):
-    """:func:`gupsim.hpcc.starts` (HPCC_starts), for ``0 <= n``."""
+    """:func:`gupsim.model.hpcc.starts` (HPCC_starts), for ``0 <= n``."""
     n = n % _PERIOD
     if n == 0:
         return np.uint64(1)

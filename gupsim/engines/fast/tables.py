@@ -12,7 +12,7 @@ is one 64-byte line, a pool row or a rank's network row 32 bytes (docs/performan
 helpers here are bit casts between a time and the int64 bits the queue orders (:func:`f2i`, :func:`i2f`), a
 prefetch of one row (:func:`prefetch_row`), growing a table between batches (:func:`grow`), and the node of
 a rank (:func:`node_of`).  Nothing here changes a result; the model's steps are in
-:mod:`gupsim.fast.events`, :mod:`gupsim.fast.credits` and :mod:`gupsim.fast.core`.
+:mod:`gupsim.engines.fast.events`, :mod:`gupsim.engines.fast.credits` and :mod:`gupsim.engines.fast.core`.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from gupsim.fast import cache  # noqa: F401  (stamps the kernels' cache with every fast source file)
+from gupsim.engines.fast import kernel_cache as cache  # noqa: F401  (stamps the kernels' cache with every fast source file)
 
 
 # ------------------------------------------------------------------ event kinds (low 3 bits of a payload)
@@ -82,7 +82,7 @@ C_LAZY, C_RESCHEDULED, C_DEFER_FULL, C_RENUMBERED, C_RENUMBER_KEPT = 16, 17, 18,
 # outside the heap, of them those in the calendar's slots (the rest overflow), the overflow's smallest bucket,
 # the far table's free list and high-water mark; statistics: buckets moved into the heap
 C_CUR, C_INV_W, C_FAR_N, C_CAL_N, C_OV_MIN, C_FAR_FREE, C_FAR_TOP, C_MOVED = 21, 22, 23, 24, 25, 26, 27, 28
-# a batch of events ends once C_EVENTS reaches this (gupsim.fast.driver: the points where a run can be saved)
+# a batch of events ends once C_EVENTS reaches this (gupsim.engines.fast.driver: the points where a run can be saved)
 C_PAUSE_AT = 29
 # statistics: overflow entries redistributed when the calendar reached the overflow's first bucket
 C_REFILED = 30
@@ -94,7 +94,7 @@ I_POOL_DYN, I_POOL_INJ, I_POOL_REC, I_TOTAL, I_MARK0, I_MARK1, I_FIFO_GROUPS, I_
 N_IPARAMS = 18
 F_RATE, F_CHUNK_S, F_ROUTER_S, F_CYCLE_S = range(4)
 N_FPARAMS = 4
-#: Free packet rows the kernels' outer loop keeps (:func:`gupsim.fast.events.needs_room`).
+#: Free packet rows the kernels' outer loop keeps (:func:`gupsim.engines.fast.events.needs_room`).
 PACKET_MARGIN = 1 << 12
 
 

@@ -15,7 +15,7 @@ traffic) is not throttled, because its sender cannot see the busy link.  That
 is why, when P0->P3 and P1->P2 share the link P1-P2, the flow-through stream
 keeps its full bandwidth and the local one loses.
 
-:class:`DmaNetwork` adds these to :class:`gupsim.network.Network` without
+:class:`DmaNetwork` adds these to :class:`gupsim.engines.reference.torus_network.Network` without
 changing it (BG/L runs use the plain class):
 
 * **Injection.**  Each node has one injection server of
@@ -50,13 +50,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from gupsim.network import Mailbox, Network, Packet
+from gupsim.engines.reference.torus_network import Mailbox, Network, Packet
 
 if TYPE_CHECKING:
     import simpy
 
-    from gupsim.config import DmaConfig, NetworkConfig
-    from gupsim.topology import Topology
+    from gupsim.config.torus import DmaConfig, NetworkConfig
+    from gupsim.topology.grid import Topology
 
 
 class DmaMailbox(Mailbox):
@@ -143,14 +143,8 @@ class DmaNetwork(Network):
         ev.callbacks.append(lambda _e: box.deliver(pkt))
 
 
-def data_header_bytes(machine) -> int:
-    """Bytes of every packet's chunks that the network's own header takes: the DMA engine's, else none."""
-    dma = getattr(machine, "dma", None)  # switched machines have no dma section
-    return 0 if dma is None else dma.header_bytes
-
-
-def make_network(env: "simpy.Environment", topology: "Topology", machine, processes_per_node: int) -> Network:
-    """The network a machine describes: with a DMA engine if it has a ``dma`` section."""
+def make_torus_network(env: "simpy.Environment", topology: "Topology", machine, processes_per_node: int) -> Network:
+    """The network a torus machine describes: with a DMA engine if it has a ``dma`` section."""
     if machine.dma is None:
         return Network(env, topology, machine.network, processes_per_node)
     return DmaNetwork(env, topology, machine.network, processes_per_node, machine.dma)

@@ -11,7 +11,7 @@ neighbours (§3.7, Fig. 7).
 bytes is ``ceil(n / d)`` packets of up to ``d`` application bytes (a packet's
 256 bytes less the DMA header), at least one.  The sending core pays the
 sender's share of the MPI call cost, then hands the message to the node's DMA
-engine (:class:`gupsim.dma.DmaNetwork`), which injects its packets in order
+engine (:class:`gupsim.engines.reference.dma.DmaNetwork`), which injects its packets in order
 while the core goes on; the receiving core sees the message when its last
 packet has been received by its DMA engine, and then pays the receiver's
 share.  Seed 002 §3.1: the DMA is zero-copy, so the cost of a call does not
@@ -32,11 +32,12 @@ from typing import Any, ClassVar
 
 import simpy
 
-from gupsim.bounds import machine_topology
-from gupsim.config import MachineConfig
-from gupsim.dma import DmaNetwork, make_network
-from gupsim.errors import GupsimError, UnknownNameError
-from gupsim.node import CostModel
+from gupsim.model.bounds import machine_topology
+from gupsim.config.torus import MachineConfig
+from gupsim.engines.reference.dma import DmaNetwork
+from gupsim.engines.reference.networks import make_network
+from gupsim.base.errors import GupsimError, UnknownNameError
+from gupsim.model.costs import CostModel
 
 MICROBENCHMARKS: dict[str, type["Microbenchmark"]] = {}
 

@@ -1,6 +1,6 @@
 """Network models of the switched fabrics: FDR InfiniBand and the Data Vortex (seed 003).
 
-Both expose what the algorithms use of the torus :class:`gupsim.network.Network`
+Both expose what the algorithms use of the torus :class:`gupsim.engines.reference.torus_network.Network`
 (``make_packet``, ``inject``/``try_inject``/``launch``, per-rank
 ``injection`` and ``reception`` room, ``inbox``, ``release_later``,
 counters and ``link_stats``), so HPCC's ``baseline`` runs over InfiniBand
@@ -46,10 +46,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import simpy
 
-from gupsim.network import Credits, FifoInjection, Mailbox, Packet
+from gupsim.engines.reference.torus_network import Credits, FifoInjection, Mailbox, Packet
 
 if TYPE_CHECKING:
-    from gupsim.fabrics import SwitchedTopology
+    from gupsim.topology.switched import SwitchedTopology
 
 
 class _FabricBase:
@@ -141,7 +141,7 @@ class FatTreeNetwork(FifoInjection, _FabricBase):
 class DataVortexNetwork(_FabricBase):
     """VICs with parallel lanes into deflection-routed switch networks; one endpoint per rank."""
 
-    #: Optional callback on every packet sent, one update each (gupsim.telemetry's histograms).
+    #: Optional callback on every packet sent, one update each (gupsim.engines.reference.telemetry's histograms).
     on_launch = None
 
     def __init__(self, env, topology, machine, processes_per_node: int = 1):

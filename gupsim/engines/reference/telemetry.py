@@ -1,8 +1,8 @@
 """Optional, larger parts of a run record: per-link load, histograms, time series.
 
-The plain record (:func:`gupsim.runner.make_record`) stays small: means and
+The plain record (:func:`gupsim.engines.run.make_record`) stays small: means and
 ratios.  The pictures of issue 7 need more, and only when asked for
-(:class:`gupsim.sweep.RecordExtras`, ``gupsim run --links --histograms
+(:class:`gupsim.studies.sweep.RecordExtras`, ``gupsim run --links --histograms
 --sample-interval-s``):
 
 * ``links``: one entry per directed link, tidy columns -- source and
@@ -37,10 +37,12 @@ from collections import Counter
 from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
-from gupsim.errors import GupsimError
+from gupsim.base.errors import GupsimError
+from gupsim.topology.base import TOPOLOGIES, parse_shape
 
 if TYPE_CHECKING:
-    from gupsim.simulation import RunConfig, Simulation
+    from gupsim.model.run_config import RunConfig
+    from gupsim.engines.reference.simulation import Simulation
 
 #: Each extra as gupsim run's flag and a sweep's record key, which a refusal names (either may have asked).
 OPTIONS = {"links": ("--links", "record.links"), "histograms": ("--histograms", "record.histograms"),
@@ -136,8 +138,6 @@ class Telemetry:
 
 def check_available(run: "RunConfig", kinds: Collection[str]) -> None:
     """Refuse, in one line, an extra that the run's network cannot give (its topology's ``telemetry_unavailable``)."""
-    from gupsim.topology import TOPOLOGIES, parse_shape
-
     kind = run.machine.network.topology_kind(math.prod(parse_shape(run.shape)))
     unavailable = TOPOLOGIES[kind].telemetry_unavailable
     for extra in kinds:
@@ -167,9 +167,3 @@ def link_table(sim: "Simulation") -> dict[str, list]:
     return cols
 
 
-def simulate_with_extras(run_config: "RunConfig", extras: Any) -> dict[str, Any]:
-    """One run's record, with the extras ``extras`` (a RecordExtras) asks for."""
-    from gupsim.runner import simulate
-
-    telemetry = Telemetry.from_extras(extras)
-    return simulate(run_config, telemetry if telemetry.wanted else None)[1]

@@ -68,10 +68,11 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 import simpy
+from gupsim.engines.links import link_stats
 
 if TYPE_CHECKING:
-    from gupsim.config import NetworkConfig
-    from gupsim.topology import Topology
+    from gupsim.config.torus import NetworkConfig
+    from gupsim.topology.grid import Topology
 
 
 #: Routes remembered at most (about 430 bytes each, measured: ~110 MB at the cap).
@@ -196,16 +197,16 @@ class FifoInjection:
     """Injection through a per-sender FIFO of credits (``self.injection``), then ``self.launch``.
 
     Shared by every network with injection FIFOs: the torus link model here and
-    the fat tree of :mod:`gupsim.fabric_network`.  ``self.injection`` and
+    the fat tree of :mod:`gupsim.engines.reference.switched_network`.  ``self.injection`` and
     ``self.reception`` hold ``fifo_groups`` FIFOs per rank (one unless a
     network has FIFOs per dimension).
     """
 
     fifo_groups = 1
-    #: Bytes of every packet's chunks taken by a header the network itself adds (gupsim.dma: BG/P's DMA
+    #: Bytes of every packet's chunks taken by a header the network itself adds (gupsim.engines.reference.dma: BG/P's DMA
     #: header; none on BG/L or the fat tree).  An algorithm's data starts after it.
     data_header_bytes = 0
-    #: Optional callback on every launched packet (gupsim.telemetry's histograms); None costs nothing.
+    #: Optional callback on every launched packet (gupsim.engines.reference.telemetry's histograms); None costs nothing.
     on_launch = None
 
     def _launched(self, pkt: Packet) -> None:
@@ -454,12 +455,4 @@ class Network(FifoInjection):
     # ------------------------------------------------------------------ counters
 
     def link_stats(self) -> dict[str, Any]:
-        import numpy as np
-
-        links = self.topology.links()
-        return {
-            "link": links,
-            "bytes": np.asarray(self.link_bytes, dtype=np.int64)[links],
-            "busy_s": np.asarray(self.link_busy_s)[links],
-            "blocked_s": np.asarray(self.link_blocked_s)[links],
-        }
+        return link_stats(self.topology, self.link_bytes, self.link_busy_s, self.link_blocked_s)

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from gupsim.plots import save_figure
-from gupsim.validation import Comparison
+from gupsim.studies.figures import save_figure
+from gupsim.studies.validation import Comparison
 
 NEEDS = ("bgl-table3", "bgl-table4")
 

@@ -1,6 +1,6 @@
 """Seed 000 Table 2: CPU and network bottleneck GUPS of Blue Gene/L partitions.
 
-Computed by :mod:`gupsim.bounds` from the machine description (eq. 1 with
+Computed by :mod:`gupsim.model.bounds` from the machine description (eq. 1 with
 Table 1's 32-byte send/receive cycles, eq. 2 with the topology's closed-form
 edge expansion).  The network column is compared with b = 32 + 14 = 46, the
 value the table was computed with (the text's "= 44" is an arithmetic slip);
@@ -17,9 +17,9 @@ import time
 
 import pandas as pd
 
-from gupsim.bounds import bounds
-from gupsim.config import load_machine
-from gupsim.validation import Comparison, compare, reference_table
+from gupsim.model.bounds import bounds
+from gupsim.config.loading import load_machine
+from gupsim.studies.validation import Comparison, compare, reference_table
 
 NOTES = {
     (64, "cpu_bound_gups"): (

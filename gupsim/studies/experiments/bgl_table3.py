@@ -1,11 +1,11 @@
 """Seed 000 Table 3: the MPI baseline on Blue Gene/L.
 
 * ``mean_bucket_size`` for every N (32 to 65,536) from the bucketing model
-  (:func:`gupsim.bucketing.mean_bucket_size`), which is the paper's own
+  (:func:`gupsim.model.bucketing.mean_bucket_size`), which is the paper's own
   "simple simulator": one process's real HPCC stream through the bucketing
   rule.  The full simulation agrees with it (tests/test_bucketing.py).
 * ``gups``, ``cycles_per_update`` and ``send_blocking_factor`` from full
-  simulations of the baseline with the compiled kernel (:mod:`gupsim.fast.baseline`,
+  simulations of the baseline with the compiled kernel (:mod:`gupsim.engines.fast.baseline`,
   bit for bit the SimPy reference; tests/test_fast_baseline.py) for N <= 16,384
   (N <= 256 with --quick).  The cost of a row grows as N x mean hops (about
   one message per update at large N, each a packet crossing the torus): at
@@ -29,7 +29,7 @@ Calibration (:func:`fit_mpi_costs`): ``mpi.test_cycles`` and
 tested only every 60th iteration -- and on nothing else.  The other causes
 §6.1 names are modelled, not fitted: MPI call latency from the §5.2 line
 divided by the simulated bucket size, O(log N) heap levels, and cache misses
-on the per-destination data (:mod:`gupsim.cache`, seed 000 §5.1's cache
+on the per-destination data (:mod:`gupsim.model.cpu_cache`, seed 000 §5.1's cache
 sizes and latencies).  ``mpi.peer_state_bytes``, the size of MPI's per-peer
 state, is fitted on the N = 4096 row only, by the accounting (:func:`fit_peer_state_bytes`).
 
@@ -43,11 +43,12 @@ import time
 
 import pandas as pd
 
-from gupsim.bucketing import mean_bucket_size
-from gupsim.config import load_machine
-from gupsim.runner import make_run_config, simulate
-from gupsim.runpool import SERIAL, RunPool
-from gupsim.validation import Comparison, bgl_partition_shapes, compare, reference_table
+from gupsim.model.bucketing import mean_bucket_size
+from gupsim.config.loading import load_machine
+from gupsim.engines.run import make_run_config, simulate
+from gupsim.studies.runpool import SERIAL, RunPool
+from gupsim.studies.validation import Comparison, bgl_partition_shapes, compare, reference_table
+from gupsim.algorithms.baseline import Baseline
 
 FULL_MAX_NODES, QUICK_MAX_NODES = 16384, 256
 UPDATES = 4096
@@ -90,8 +91,6 @@ def fit_peer_state_bytes() -> float:
     the state size, so bisection finds it.  N = 4096 is the middle (geometrically) of the
     rows where seed 000 §6.1 places the L1 effect (512 to 16,384).
     """
-    from gupsim.algorithms.baseline import Baseline
-
     ref = reference_table("bgl_table3_baseline.csv").set_index("nodes")
     n = PEER_STATE_FIT_NODES
     target = float(ref.loc[n, "cycles_per_update"])
@@ -108,8 +107,6 @@ def fit_peer_state_bytes() -> float:
 
 
 def _model(machine, n: int, bucket: float) -> dict:
-    from gupsim.algorithms.baseline import Baseline
-
     cycles = Baseline.steady_cycles_per_update(machine, n, bucket)
     return {"model_cycles_per_update": cycles, "model_gups": n * machine.cpu.clock_hz / cycles / 1e9}
 
@@ -212,7 +209,7 @@ def comparison(frame: pd.DataFrame, machine, quick: bool, wall_s: float) -> Comp
             f"fitted on N = 32 only (§6.1: 1,018 cycles; 435 testing 1 in 60); MPI per-peer state = "
             f"{machine.mpi.peer_state_bytes:.0f} bytes, fitted on N = {PEER_STATE_FIT_NODES} only (by the accounting); every other row "
             "is a prediction. Cache misses on per-destination data use seed 000 §5.1's 32 KB L1, 4 MB L3 and "
-            "latencies (gupsim.cache). "
+            "latencies (gupsim.model.cpu_cache). "
             f"Bucket size: the bucketing model for every N (one rank's stream, "
             f"{2**15 if quick else 2**17} updates after warm-up). GUPS, cycles per update and SBF: full "
             f"simulations (compiled kernel, bit for bit the SimPy model), {UPDATES} updates per process, for "

@@ -25,11 +25,11 @@ import time
 import numpy as np
 import pandas as pd
 
-from gupsim.bounds import machine_topology, network_bound_gups
-from gupsim.config import load_machine
-from gupsim.runner import make_run_config, simulate
-from gupsim.runpool import SERIAL, RunPool
-from gupsim.validation import Comparison, bgl_partition_shapes, compare, load_experiment, reference_table
+from gupsim.model.bounds import machine_topology, network_bound_gups
+from gupsim.config.loading import load_machine
+from gupsim.engines.run import make_run_config, simulate
+from gupsim.studies.runpool import SERIAL, RunPool
+from gupsim.studies.validation import Comparison, bgl_partition_shapes, compare, load_experiment, reference_table
 
 
 FULL_MAX_NODES, QUICK_MAX_NODES = 65536, 128
@@ -100,7 +100,7 @@ def _gap_note(row) -> str:
             f"leaving every buffer in order (head-of-line blocking), congestion in this model does not open the "
             f"published gap; nor do shallower FIFOs, shallower link buffers or one shared injection FIFO (what-ifs "
             f"measured at 16,384 and 65,536 nodes, docs/model.md §9). {said}. The modelled L1 misses on the "
-            f"next-hop lookup table (§4.3's working-set argument, gupsim.cache) add {misses:.0f} cycles per update "
+            f"next-hop lookup table (§4.3's working-set argument, gupsim.model.cpu_cache) add {misses:.0f} cycles per update "
             f"here, against the {extra:.0f} cycles between the published and simulated cost; nothing is re-tuned "
             "to close the rest."
         )
@@ -206,7 +206,7 @@ def reproduce(quick: bool = False, inputs: dict | None = None, pool: RunPool = S
             f"`cpu.route_hop_cycles` = {machine.cpu.route_hop_cycles} fitted on the N = {FIT_ROW} row. "
             "bytes_per_update is per software hop (eq. 2's b). The CPU bound is the paper's projection from "
             "the simulated 32-node cycles; the network bound is eq. (2) with the simulated b. "
-            "sim_lookup_miss_cycles is the modelled L1-miss cost of the next-hop lookup per update (gupsim.cache)."
+            "sim_lookup_miss_cycles is the modelled L1-miss cost of the next-hop lookup per update (gupsim.model.cpu_cache)."
             + (f" Rows above N = {limit} are left empty (see the row note)." if limit < max(ref["nodes"]) else "")
         ),
         wall_s=time.perf_counter() - t0,

@@ -15,7 +15,7 @@ Calibration, on named rows only:
   its per-process rate is half local, half remote updates.
 
 Both single-node rows have no network, so the fit is closed form.  The other
-rows are simulated and judged on the fast engine (gupsim.fast, equal to
+rows are simulated and judged on the fast engine (gupsim.engines.fast, equal to
 SimPy bit for bit), the 65,536- and 131,072-processor rows on the whole
 32x32x32 and 64x32x32 tori, where the network decides and the 19.5 GUPS
 limit of the backup slide applies (eq. (2) with b = 75 on 64x32x32).  Those
@@ -36,11 +36,11 @@ import time
 
 import pandas as pd
 
-from gupsim.bounds import machine_topology, network_bound_gups
-from gupsim.config import load_machine
-from gupsim.runner import make_run_config
-from gupsim.runpool import SERIAL, RunPool
-from gupsim.validation import Comparison, compare, reference_table
+from gupsim.model.bounds import machine_topology, network_bound_gups
+from gupsim.config.loading import load_machine
+from gupsim.engines.run import make_run_config
+from gupsim.studies.runpool import SERIAL, RunPool
+from gupsim.studies.validation import Comparison, compare, reference_table
 
 PACKET = {"payload_bytes": 64, "wire_bytes": 75}  # seed 001 backup slide
 SHAPES = {2048: "8x8x16", 65536: "32x32x32", 131072: "64x32x32", 64: "4x4x2"}  # nodes = processors / 2

@@ -28,10 +28,10 @@ import time
 
 import pandas as pd
 
-from gupsim.config import load_machine
-from gupsim.runner import make_run_config
-from gupsim.runpool import SERIAL, RunPool
-from gupsim.validation import Comparison, bgl_partition_shapes, reference_table
+from gupsim.config.loading import load_machine
+from gupsim.engines.run import make_run_config
+from gupsim.studies.runpool import SERIAL, RunPool
+from gupsim.studies.validation import Comparison, bgl_partition_shapes, reference_table
 
 FULL_SIZES, QUICK_SIZES = (512, 2048, 8192, 16384), (32, 128)
 # VN mode at 16,384 nodes is the network-bound row §6.2 discusses (SBF 0.42): routing is compared there.

@@ -4,7 +4,7 @@
 and about 3 Gb/s for large messages.  Calibration: ``mpi.latency_small_cycles``
 (the per-message MPI call cost, split half and half between sender and
 receiver) is fitted jointly with ``network.router_delay_ns`` on the 2.8 µs
-here and Fig. 4's +100% (:func:`gupsim.bgp.fit_latency_constants`); the
+here and Fig. 4's +100% (:func:`gupsim.studies.bgp.fit_latency_constants`); the
 large-message bandwidth is not fitted: it follows from 425 MB/s links and
 240 data bytes in a 268-byte packet on the wire.
 Run: ``gupsim reproduce bgp-fig2``.
@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import time
 
-from gupsim import bgp
-from gupsim.plots import save_figure
+from gupsim.studies import bgp
+from gupsim.studies.figures import save_figure
 
 REFERENCE = {  # transcribed from seed 002's text
     "latency 0 B, 1 hop": {"value": 2.8, "unit": "us", "source": "§3.1, Fig. 2a", "role": "calibration"},

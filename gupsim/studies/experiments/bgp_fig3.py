@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import time
 
-from gupsim import bgp
-from gupsim.plots import save_figure
+from gupsim.studies import bgp
+from gupsim.studies.figures import save_figure
 
 REFERENCE = {  # transcribed from seed 002's text
     "intra-node latency 0 B": {"value": 2.8, "unit": "us", "source": "§3.2, Fig. 3a (same as Fig. 2a)"},

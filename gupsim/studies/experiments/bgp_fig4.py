@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import time
 
-from gupsim import bgp
-from gupsim.plots import save_figure
+from gupsim.studies import bgp
+from gupsim.studies.figures import save_figure
+from gupsim.engines.reference.microbench import Messenger
 
 REFERENCE = {  # transcribed from seed 002's text
     "latency ratio 0 B, 131072 / 4 cores": {"value": 2.0, "unit": "ratio", "source": "§3.3: 'close to 100%'",
@@ -40,7 +41,6 @@ def reproduce(quick: bool = False, inputs: dict | None = None):
             curves[s][nodes] = bgp.latency(m, shape, s, farthest=True, iters=1)
     one = bgp.bandwidth(m, "2x1x1", [(0, 1)], 65536, window=2 if quick else 4)["bits_per_s"][0]
     far_shape = bgp.PARTITIONS[512 if quick else largest]
-    from gupsim.microbench import Messenger
 
     far_node = Messenger(m, far_shape).farthest_node(0)
     far = bgp.bandwidth(m, far_shape, [(0, far_node)], 65536, window=2 if quick else 4)["bits_per_s"][0]

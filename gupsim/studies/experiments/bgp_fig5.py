@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import time
 
-from gupsim import bgp
-from gupsim.bounds import machine_topology
-from gupsim.plots import save_figure
+from gupsim.studies import bgp
+from gupsim.model.bounds import machine_topology
+from gupsim.studies.figures import save_figure
 
 REFERENCE = {  # transcribed from seed 002's text
     "exp 1: P0-P3 / no overlap": {"value": 1.0, "unit": "ratio", "source": "§3.4, Fig. 5: 'same bandwidth as an uncongested link'"},

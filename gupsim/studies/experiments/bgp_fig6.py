@@ -16,8 +16,8 @@ import time
 
 import pandas as pd
 
-from gupsim import bgp
-from gupsim.plots import save_figure
+from gupsim.studies import bgp
+from gupsim.studies.figures import save_figure
 
 REFERENCE = {  # transcribed from seed 002's text
     "4 cores / 1 core, 64 KB": {"value": 1.0, "unit": "ratio", "source": "§3.5, Fig. 6a: 'peak bandwidth ... the same'"},

@@ -4,10 +4,10 @@
 neighbours.  Fan-out peaks near the DMA engine's capability, about 18,000
 Mb/s; fan-in saturates at only 13,000 Mb/s, because the receive path has more
 overhead.  Calibration: ``dma.rx_packet_overhead_ns`` is fitted on the fan-in
-plateau (k = 6) by :func:`gupsim.bgp.fit_rx_overhead` (the full run refits it);
+plateau (k = 6) by :func:`gupsim.studies.bgp.fit_rx_overhead` (the full run refits it);
 fan-out and the smaller k are judged.  The message a receiver is taking when
 the window closes counts for its landed bytes
-(:class:`gupsim.microbench.Bandwidth`); counting whole messages made fan-out
+(:class:`gupsim.engines.reference.microbench.Bandwidth`); counting whole messages made fan-out
 to two neighbours 5,638 Mb/s, less than twice one stream's 3,006, because the
 second stream's last message had landed 0.1 us before the first stream
 finished but its receive call ended 1.3 us later, so it was dropped whole.  The fit was redone after that change
@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import time
 
-from gupsim import bgp
-from gupsim.plots import save_figure
+from gupsim.studies import bgp
+from gupsim.studies.figures import save_figure
 
 REFERENCE = {  # transcribed from seed 002's text
     "fan-out, 6 neighbours": {"value": 18000.0, "unit": "Mb/s", "source": "§3.7, Fig. 7b: 'about 18,000 Mb/s'"},

@@ -50,12 +50,12 @@ import time
 
 import pandas as pd
 
-from gupsim import bgp
-from gupsim.bounds import bounds, cpu_bound_gups, machine_topology, network_bound_gups
-from gupsim.plots import save_figure
-from gupsim.runner import make_run_config, run
-from gupsim.runpool import SERIAL, RunPool
-from gupsim.validation import Comparison
+from gupsim.studies import bgp
+from gupsim.model.bounds import bounds, cpu_bound_gups, machine_topology, network_bound_gups
+from gupsim.studies.figures import save_figure
+from gupsim.engines.run import make_run_config, run
+from gupsim.studies.runpool import SERIAL, RunPool
+from gupsim.studies.validation import Comparison
 
 NODES = (512, 1024, 2048, 4096, 8192, 16384, 32768, 40960)
 MODES = {"SMP": 1, "dual": 2, "VN": 4}

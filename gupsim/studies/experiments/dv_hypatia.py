@@ -43,12 +43,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from gupsim.config import load_machine
-from gupsim.dram import fit_outstanding_misses, update_rate
-from gupsim.plots import save_figure
-from gupsim.runner import make_run_config
-from gupsim.runpool import SERIAL, RunPool
-from gupsim.validation import Comparison, compare, reference_table
+from gupsim.config.loading import load_machine
+from gupsim.model.dram import fit_outstanding_misses, update_rate
+from gupsim.studies.figures import save_figure
+from gupsim.engines.run import make_run_config
+from gupsim.studies.runpool import SERIAL, RunPool
+from gupsim.studies.validation import Comparison, compare, reference_table
 
 FIG6_RATIO_BAND = (250.0, 400.0)  # seed 003 text on Fig. 6: "Data Vortex is 250 to 400 times faster" (a target only)
 CORES = {False: (16, 32, 64, 256), True: (16, 32)}

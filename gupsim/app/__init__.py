@@ -1,0 +1,1 @@
+"""What a user touches: the command line, text summaries, plots and the generated reference docs."""

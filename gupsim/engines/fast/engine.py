@@ -1,0 +1,250 @@
+"""The fast engine's run of one configuration: :class:`FastSimulation` builds the arrays a kernel runs on, drives
+the kernel batch by batch (:mod:`gupsim.engines.fast.driver`) and reports what the run measured."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from types import ModuleType, SimpleNamespace
+from typing import Any, Callable
+
+import numpy as np
+
+from gupsim.model import hpcc
+from gupsim.algorithms.base import algorithm_class, validate_options
+from gupsim.base.errors import DeadlockError, GupsimError, SimulationError
+from gupsim.base.memory import FAST_BASE_BYTES, FAST_MARGIN_BYTES, FAST_NODE_BYTES, check_fits
+from gupsim.engines.links import link_stats
+from gupsim.model.costs import CostModel
+from gupsim.model.run_config import SLICE_START_FRACTION, WINDOW, RunConfig, stream_layout, stream_start
+from gupsim.engines.checks import network_standin
+from gupsim.topology.base import make_topology, parse_shape
+from gupsim.engines.fast import one_packet
+from gupsim.engines.fast import routed
+from gupsim.engines.fast import baseline
+from gupsim.engines.fast import core as c, credits as cr, events as ev, stream, tables as tb
+from gupsim.engines.fast import driver
+
+#: The fast engine's largest packet: event payloads keep a pool's returned chunks in 5 bits.
+MAX_FAST_CHUNKS = 31
+#: The fast engine's largest run in updates (all processes): its counters are int64.
+MAX_FAST_UPDATES = np.iinfo(np.int64).max
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """A compiled algorithm: its module and its measured peak bytes per process."""
+
+    module: Callable[[], ModuleType]
+    per_rank_bytes: int
+    #: Options the kernel implements; any other option must keep its default, else SimPy runs.
+    options: frozenset[str] = frozenset()
+
+
+def _one_packet() -> ModuleType:
+    return one_packet
+
+
+def _routed() -> ModuleType:
+    return routed
+
+
+def _baseline() -> ModuleType:
+    return baseline
+
+
+#: Algorithms with a fast kernel; the others always run on SimPy.
+KERNELS: dict[str, Kernel] = {
+    # Peak RSS above the fixed part, per process (docs/performance.md, "Memory"): one-packet 2.6-4.5 KB
+    # on short runs up to 131,072 processes, 12.5 KB on a long 16x16x16 run whose buffers fill up;
+    # routed 10-23 KB up to 32x32x32 and 34 KB on the whole 64x32x32 (its drain keeps the most packets).
+    "one-packet": Kernel(_one_packet, per_rank_bytes=16_000,
+                         options=frozenset({"payload_bytes", "wire_bytes", "local_overhead_cycles",
+                                            "remote_overhead_cycles"})),
+    "routed": Kernel(_routed, per_rank_bytes=48_000,
+                     options=frozenset({"software_header_bytes", "bucket_capacity"})),
+    # arrays ~24.8 KB per rank (bucket heap + hash, max_pending 1024); the 4,096-node run peaked at 432 MB RSS
+    "baseline": Kernel(_baseline, per_rank_bytes=32_000,
+                       options=frozenset({"termination", "max_pending", "receive_test_every"})),
+}
+
+
+def check_memory(run: RunConfig) -> int:
+    """The fast engine's memory estimate for ``run`` in bytes; a run that would not fit is refused in one line
+    (:func:`gupsim.base.memory.check_fits`)."""
+    nodes = math.prod(parse_shape(run.shape))
+    ppn = run.machine.cpu.processes_per_node
+    return check_fits(nodes * ppn, KERNELS[run.algorithm].per_rank_bytes, f"{run.algorithm} on {run.shape}",
+                      base_bytes=FAST_BASE_BYTES + FAST_MARGIN_BYTES + nodes * FAST_NODE_BYTES,
+                      detail=f"{ppn} per node, fast engine")
+
+
+class FastSimulation:
+    """A finished fast run, with the attributes :func:`gupsim.engines.run.make_record` reads."""
+
+    def __init__(self, run: RunConfig):
+        self.run = run
+        m = self.machine = run.machine
+        shape = parse_shape(run.shape)
+        self.ppn = m.cpu.processes_per_node
+        kernel = KERNELS[run.algorithm]
+        self.memory_estimate_bytes = check_memory(run)
+        self.topology = make_topology(m.network.topology_kind(math.prod(shape)), shape)
+        self.num_ranks = self.topology.num_nodes * self.ppn
+        self.net_cfg = m.network
+        self.cost = CostModel.from_machine(m)
+        self.layout = stream_layout(run)  # checks every rank's stretch first, as the SimPy engine does
+        self.total_updates = self.num_ranks * run.updates_per_process
+        options = validate_options(run.algorithm, run.algorithm_options)
+        # The kernels model no DMA engine (choose_engine refuses one), so the stand-in has no header either.
+        self.net = network_standin(m, self.topology)
+        self.algorithm = algorithm_class(run.algorithm)(self, options)
+        self._module = kernel.module()
+
+    # ------------------------------------------------------------------ set-up
+
+    def stream_starts(self) -> np.ndarray:
+        """Every rank's first stream position, as :func:`gupsim.model.run_config.stream_start`.
+
+        Positions reach 4 x the table size.  Up to 2^60 words that fits int64 and
+        the positions are computed vectorised (fast on 131,072 processes); the
+        skip's float product is the reference's own, IEEE double times the slice
+        length rounded to double, so truncating it gives the same integer.  A
+        larger table (``log2_table_size`` 61..63) puts positions past int64: they
+        are the reference's exact Python integers, taken modulo HPCC's period,
+        which is what both ``starts`` functions do first anyway.
+        """
+        lay, u, seed = self.layout, self.run.updates_per_process, self.run.seed
+        if 4 * lay.table_size > np.iinfo(np.int64).max:
+            return np.array([stream_start(self.run, self.layout, r) % hpcc.PERIOD for r in range(self.num_ranks)],
+                            dtype=np.int64)
+        r = np.arange(self.num_ranks, dtype=np.int64)
+        mlts, rem = lay.min_local_table_size, lay.remainder
+        local = mlts + (r < rem)
+        gstart = np.where(r < rem, (mlts + 1) * r, mlts * r + rem)
+        slice_len = 4 * local
+        skip = (SLICE_START_FRACTION * slice_len.astype(np.float64)).astype(np.int64)
+        # stream_layout has checked every slice, so (seed + 1) * u <= 4 x the table fits int64 here
+        first = 4 * gstart + skip + seed * u
+        # float skip must equal int(fraction * slice) exactly; check a few ranks against the reference
+        for rank in {0, self.num_ranks - 1, self.num_ranks // 2}:
+            if first[rank] != stream_start(self.run, self.layout, rank):
+                raise SimulationError(f"fast engine: rank {rank}'s stream starts at {first[rank]}, "
+                                      f"the reference's at {stream_start(self.run, self.layout, rank)}")
+        return first
+
+    def _arrays(self) -> dict[str, Any]:
+        net, topo = self.net_cfg, self.topology
+        n, R = topo.num_nodes, self.num_ranks
+        nlinks = n * topo.ports
+        ip = np.zeros(tb.N_IPARAMS, dtype=np.int64)
+        ip[tb.I_PPN] = self.ppn
+        ip[tb.I_X:tb.I_Z + 1] = topo.shape
+        ip[tb.I_WRAPS] = int(topo.wraps)
+        ip[tb.I_BUBBLE] = net.max_chunks_per_packet if topo.wraps and net.flow_control == "bubble" else 0
+        ip[tb.I_ADAPTIVE] = int(net.routing == "adaptive")
+        ip[tb.I_NLINKS], ip[tb.I_NRANKS], ip[tb.I_MAXCH] = nlinks, R, net.max_chunks_per_packet
+        groups = topo.ports // 2 + 1 if net.fifos == "per-dimension" else 1
+        F = R * groups  # injection (and reception) FIFOs: rank * groups + group, as network.Network
+        ip[tb.I_FIFO_GROUPS] = groups
+        ip[tb.I_ORDERED] = int(net.buffer_order == "fifo")
+        ip[tb.I_POOL_DYN], ip[tb.I_POOL_INJ], ip[tb.I_POOL_REC] = nlinks, 2 * nlinks, 2 * nlinks + F
+        ip[tb.I_TOTAL] = self.total_updates
+        ip[tb.I_MARK0], ip[tb.I_MARK1] = (math.ceil(f * self.total_updates) for f in WINDOW)
+        fp = np.zeros(tb.N_FPARAMS)
+        fp[tb.F_RATE] = net.link_bytes_per_s
+        fp[tb.F_CHUNK_S] = net.chunk_bytes / net.link_bytes_per_s
+        fp[tb.F_ROUTER_S] = net.router_delay_ns * 1e-9
+        fp[tb.F_CYCLE_S] = 1.0 / self.machine.cpu.clock_hz
+        if (2 * nlinks + 2 * F) << 8 >= 1 << ev.PAYLOAD_BITS:  # a credit-return event names its pool
+            raise GupsimError(f"fast engine: {R:,} processes on {n:,} nodes is too large for its event keys")
+        npools = 2 * nlinks + 2 * F
+        pq = tb.line_aligned((npools, tb.PQ_COLS), np.int32, -1)  # no waiters; 32-byte rows, two to a line
+        pq[:, tb.PQ_DEFERRED] = 0  # no credit returns kept beside any pool yet (dq is filled as they come)
+        pq[:2 * nlinks, tb.PQ_FREE] = net.link_buffer_chunks
+        pq[2 * nlinks:2 * nlinks + F, tb.PQ_FREE] = net.injection_fifo_chunks
+        pq[2 * nlinks + F:, tb.PQ_FREE] = net.reception_fifo_chunks
+        # DEFER_SLOTS kept credit returns per pool, then (the last slot) the pool's front time (buffer_order)
+        dq = np.empty((npools, cr.DEFER_SLOTS + 1, 2), dtype=np.int64)
+        dq[:, -1, :] = 0  # float bits of 0.0: nothing has left yet
+        rk = tb.line_aligned((R, tb.RK_NET_COLS), np.int32, 0)
+        rk[:, tb.RK_IN_HEAD] = -1
+        packets = 4 * R + 2 * tb.PACKET_MARGIN
+        pk = tb.line_aligned((packets, tb.PK_COLS), np.int32, 0)
+        ctr = np.zeros(tb.N_COUNTERS, dtype=np.int64)
+        ctr[tb.C_FREE_HEAD] = -1
+        ctr[tb.C_SEQ_LIMIT] = ev.SEQ_CAP  # the bare heap's limit (heap_push), unused by the kernels' queue:
+        ctr[tb.C_RENUMBER_AT] = min(ev.SEQ_LIMIT, ev.SEQ_CAP - ev.HEAP_MARGIN)  # they renumber between batches
+        ctr[tb.C_PAUSE_AT] = np.iinfo(np.int64).max  # gupsim.engines.fast.driver sets it before every batch
+        c.link_free_list(pk, 0, packets, ctr)
+        heap = 4 * R + 2 * ev.HEAP_MARGIN
+        hh = ev.new_queue(heap, ctr, ev.bucket_seconds(fp[tb.F_CHUNK_S] + fp[tb.F_ROUTER_S], R))
+        c.start_cpus(hh, ctr, R)
+        lay = self.layout
+        return {
+            "pk": pk, "pf": np.zeros((packets, tb.PF_COLS)),
+            "pq": pq, "dq": dq, "rk": rk,
+            "lf": np.zeros((nlinks, 3)), "lb": np.zeros(nlinks, dtype=np.int64),
+            "ip": ip, "fp": fp, "nbr": np.ascontiguousarray(topo.neighbor_array().ravel()),
+            "coords": np.ascontiguousarray(topo.coords_array()),
+            "hh": hh, "ctr": ctr, "wt": np.full(2, np.nan),
+            "ran": stream.starts_many(self.stream_starts()),
+            "lay": np.array([lay.table_size - 1, lay.top, lay.min_local_table_size, lay.remainder],
+                            dtype=np.uint64),
+        }
+
+    # ------------------------------------------------------------------ run
+
+    def execute(self, checkpoint: Any = None, batch_events: int | None = None, progress: Any = None) -> None:
+        """Run to the end (resuming from ``checkpoint``, a :class:`gupsim.engines.fast.driver.Checkpoint`, if saved);
+        ``progress(applied, total)`` hears how far it has got every batch (:func:`gupsim.engines.fast.driver.drive`)."""
+        mod = self._module
+        a = self._arrays() | mod.prepare(self, self.algorithm.options)
+        now, self.earlier_wall_s, self.earlier_peak_rss_mb = driver.drive(
+            mod, a, checkpoint, driver.BATCH_EVENTS if batch_events is None else batch_events, self.total_updates,
+            progress)
+
+        ctr = a["ctr"]
+        if ctr[tb.C_ERROR]:
+            raise SimulationError(mod.error_message(ctr[tb.C_ERROR], a))
+        if not ctr[tb.C_DONE]:
+            # a property of the configuration, as on the SimPy engine (runner._deadlock): the same line
+            ranks = self.num_ranks
+            stuck = (a["ci"][:ranks, mod.CI_LEFT] > 0) | (a["rk"][:ranks, tb.RK_IN_HEAD] >= 0)
+            waiting = stuck if stuck.any() else ~mod.ended(a)[:ranks]
+            raise DeadlockError.report(now, np.flatnonzero(waiting).tolist(),
+                                       int(ctr[tb.C_INJECTED] - ctr[tb.C_DELIVERED]), int(ctr[tb.C_APPLIED]),
+                                       self.total_updates, self.algorithm.deadlock_hint())
+        self.env = SimpleNamespace(now=now, events_scheduled=int(ctr[tb.C_EVENTS]))
+        # how the events went (not in the record): credit returns applied beside their pool without the
+        # heap, put back into the heap because someone started waiting, pushed because the slots were full;
+        # calendar buckets moved into the heap (pops per bucket: the heap's length)
+        self.queue_stats = {"events": int(ctr[tb.C_EVENTS]), "deferred_applied": int(ctr[tb.C_LAZY]),
+                            "deferred_rescheduled": int(ctr[tb.C_RESCHEDULED]),
+                            "deferred_full": int(ctr[tb.C_DEFER_FULL]), "renumbered": int(ctr[tb.C_RENUMBERED]),
+                            "renumbered_deferred": int(ctr[tb.C_RENUMBER_KEPT]),
+                            "buckets_moved": int(ctr[tb.C_MOVED]),
+                            "overflow_refiled": int(ctr[tb.C_REFILED])}
+        self.applied = int(ctr[tb.C_APPLIED])
+        self.generated = self.total_updates - mod.remaining(a)
+        self.window_times = [float(t) for t in a["wt"]]
+        self.window_counters = mod.window_counters(a)
+        lf, nlinks = a["lf"], a["ip"][tb.I_NLINKS]
+        self.net = SimpleNamespace(
+            cfg=self.net_cfg, topology=self.topology,
+            packets_injected=int(ctr[tb.C_INJECTED]), wire_bytes_injected=int(ctr[tb.C_WIRE]),
+            packets_delivered=int(ctr[tb.C_DELIVERED]), packet_hops=int(ctr[tb.C_HOPS]),
+            link_bytes=a["lb"][:nlinks], link_busy_s=lf[:, 1], link_blocked_s=lf[:, 2])
+        self.net.link_stats = lambda: link_stats(self.topology, self.net.link_bytes, self.net.link_busy_s,
+                                                 self.net.link_blocked_s)
+        for key, value in mod.counters(a).items():
+            setattr(self.algorithm, key, value)
+
+
+def simulate_fast(run: RunConfig, checkpoint: Any = None, progress: Any = None) -> FastSimulation:
+    """Run ``run`` on the fast engine (saving and resuming through ``checkpoint``: :mod:`gupsim.engines.fast.driver`)."""
+    sim = FastSimulation(run)
+    sim.execute(checkpoint, progress=progress)
+    return sim
+
+
