@@ -51,10 +51,10 @@ def _profile_fast():
 
 def test_profile_fast_reads_numba_symbols_as_qualified_names():
     pf = _profile_fast()
-    assert pf.numba_name("_ZN6gupsim4fast4core6hop_onB3v73B40c8tJTIeFIjxB2IKSgI4CrvSCKg1MMVC_2fAwA_3dE5ArrayIiLi2E"
+    assert pf.numba_name("_ZN6gupsim7engines4fast4core6hop_onB3v73B40c8tJTIeFIjxB2IKSgI4CrvSCKg1MMVC_2fAwA_3dE5ArrayIiLi2E"
                          ) == "gupsim.engines.fast.core.hop_on"
-    assert pf.numba_name("_ZN6gupsim4fast6routed5_loopB3v16B48c8tJTIeFIjxE5ArrayIxLi2E") == "gupsim.engines.fast.routed._loop"
-    assert pf.numba_name("_ZN7cpython6gupsim4fast4core4growB4v167E") is None  # the CPython wrapper
+    assert pf.numba_name("_ZN6gupsim7engines4fast6routed5_loopB3v16B48c8tJTIeFIjxE5ArrayIxLi2E") == "gupsim.engines.fast.routed._loop"
+    assert pf.numba_name("_ZN7cpython6gupsim7engines4fast4core4growB4v167E") is None  # the CPython wrapper
     assert pf.numba_name("_PyEval_EvalFrameDefault") is None
 
 
@@ -63,9 +63,9 @@ def test_profile_fast_sums_samples_per_function_and_keeps_the_rest_apart():
     report = "\n".join([
         "# Samples: 1K of event 'cpu-clock'",
         "#",
-        "    40.00%  [.] _ZN6gupsim4fast4core6hop_onB3v73B40cE5ArrayIiLi2E",
-        "    20.00%  [.] _ZN6gupsim4fast4core6hop_onB3v99B40cE5ArrayIxLi2E",  # a second signature
-        "    30.00%  [.] _ZN6gupsim4fast4core8heap_popB3v23E",
+        "    40.00%  [.] _ZN6gupsim7engines4fast4core6hop_onB3v73B40cE5ArrayIiLi2E",
+        "    20.00%  [.] _ZN6gupsim7engines4fast4core6hop_onB3v99B40cE5ArrayIxLi2E",  # a second signature
+        "    30.00%  [.] _ZN6gupsim7engines4fast4core8heap_popB3v23E",
         "     6.00%  [.] _PyEval_EvalFrameDefault",
         "     4.00%  [k] clear_page_rep",
         "",

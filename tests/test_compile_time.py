@@ -31,7 +31,7 @@ def test_wall_time_leaves_out_the_kernels_compile_time(monkeypatch):
         clock[0] += 10.0
         return sim
 
-    monkeypatch.setattr(fast, "simulate_fast", simulate_fast)
+    monkeypatch.setattr(runner, "simulate_fast", simulate_fast)
     monkeypatch.setattr(compiling, "tell_terminal", lambda: told.append(compiling.NOTICE))
     _, record = runner.simulate(make_run_config(machine=load_machine("bgl"), shape="2x1x1", algorithm="routed",
                                                 updates_per_process=16, engine="fast"))

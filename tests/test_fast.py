@@ -251,7 +251,8 @@ def test_a_run_too_big_for_memory_is_refused_in_one_line_before_anything_is_buil
 def test_fast_estimate_covers_measured_peaks():
     """The per-rank figures in gupsim.engines.fast are measured peaks (docs/performance.md); they must stay above
     what a 4096-rank run actually allocates in NumPy arrays."""
-    from gupsim.engines.fast import FAST_NODE_BYTES, KERNELS, FastSimulation
+    from gupsim.base.memory import FAST_NODE_BYTES
+    from gupsim.engines.fast import KERNELS, FastSimulation
 
     machine = load_machine("bgl")
     for algorithm in KERNELS:

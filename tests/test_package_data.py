@@ -118,7 +118,7 @@ def test_a_built_wheel_ships_the_data_and_runs_from_anywhere(tmp_path):
     for folder, suffix in (("machines", ".yaml"), ("reference", ".csv")):
         shipped = {f"gupsim/data/{folder}/{p.name}" for p in (DATA_DIR / folder).glob(f"*{suffix}")}
         assert shipped and shipped <= names, sorted(shipped - names)
-    assert "gupsim/experiments/bgl_table2.py" in names and "gupsim/experiments/__init__.py" in names
+    assert "gupsim/studies/experiments/bgl_table2.py" in names and "gupsim/studies/experiments/__init__.py" in names
 
     target = tmp_path / "site"
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--target",

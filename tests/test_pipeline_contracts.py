@@ -513,10 +513,10 @@ def test_bounds_uses_the_bytes_per_update_it_is_given(capsys):
 
 
 def test_reproduce_keeps_runs_unless_fresh(capsys, tmp_path, monkeypatch):
-    from gupsim.studies import validation
+    import gupsim.app.cli as cli
 
     seen = []
-    monkeypatch.setattr(validation, "run_experiments", lambda *a, **kw: seen.append(kw["cache_dir"]) or [])
+    monkeypatch.setattr(cli, "run_experiments", lambda *a, **kw: seen.append(kw["cache_dir"]) or [])
     for extra in ((), ("--fresh",)):
         code, _, err = _call(capsys, "reproduce", "bgl-table2", "--quick", "--out", str(tmp_path), *extra)
         assert code == 0, err

@@ -257,9 +257,11 @@ def test_an_installed_gupsim_reproduces_into_out_only(tmp_path, monkeypatch, cap
     import gupsim.app.reporting
     from gupsim.studies import validation
 
-    monkeypatch.setattr(gupsim.config, "source_checkout", lambda: None)
-    monkeypatch.setattr(validation, "write_markdown", lambda *a, **kw: pytest.fail(f"wrote a page: {a[1]}"))
-    monkeypatch.setattr(gupsim.app.reporting, "refresh_parameter_tables", lambda *a: pytest.fail(f"refreshed {a[0]}"))
+    import gupsim.app.cli as cli
+
+    monkeypatch.setattr(cli, "source_checkout", lambda: None)
+    monkeypatch.setattr(cli, "write_markdown", lambda *a, **kw: pytest.fail(f"wrote a page: {a[1]}"))
+    monkeypatch.setattr(cli, "refresh_parameter_tables", lambda *a: pytest.fail(f"refreshed {a[0]}"))
     main(["reproduce", "bgl-table2", "--out", str(tmp_path / "r")])
     out = capsys.readouterr().out
     assert (tmp_path / "r" / "bgl-table2.csv").is_file()
@@ -267,12 +269,12 @@ def test_an_installed_gupsim_reproduces_into_out_only(tmp_path, monkeypatch, cap
 
 
 def test_the_checkout_is_told_from_an_installed_package(tmp_path, monkeypatch):
-    import gupsim.config
+    import gupsim.data
 
-    assert gupsim.config.source_checkout() == gupsim.config.REPO_ROOT  # the tests run from a checkout
-    monkeypatch.setattr(gupsim.config, "REPO_ROOT", tmp_path)  # site-packages: other packages, no docs/model.md
+    assert gupsim.data.source_checkout() == gupsim.data.REPO_ROOT  # the tests run from a checkout
+    monkeypatch.setattr(gupsim.data, "REPO_ROOT", tmp_path)  # site-packages: other packages, no docs/model.md
     (tmp_path / "docs").mkdir()
-    assert gupsim.config.source_checkout() is None
+    assert gupsim.data.source_checkout() is None
 
 
 def test_runs_without_kept_runs_names_the_out_option(tmp_path, monkeypatch, capsys):

@@ -226,7 +226,8 @@ def test_a_run_that_cannot_fit_in_memory_is_refused_before_it_starts(bgl, monkey
     monkeypatch.setattr(Topology, "_build_neighbor_table", built)
     with pytest.raises(GupsimError, match=r"^routed on 256x256x256 \(16,777,216 processes, 1 per node, SimPy engine\) "
                        r"needs about .* GB by gupsim's estimate, but only .* GB are available; .*\(or the fast engine"):
-        Simulation(make_run_config(machine=bgl, shape="256x256x256", algorithm="routed", updates_per_process=10))
+        simulate(make_run_config(machine=bgl, shape="256x256x256", algorithm="routed", updates_per_process=10,
+                                 engine="simpy"))
 
 
 def test_memory_estimate_refuses_when_little_is_available(bgl, monkeypatch):

@@ -42,12 +42,12 @@ def _points(tmp_path: Path, grid: dict):
 def _no_point_may_be_made(monkeypatch) -> None:
     """Making a point fails the test: the grid must be refused from its lists' lengths, before any point exists
     (expanding 64 million points would sit for hours)."""
-    import gupsim.engines.run
+    import gupsim.studies.sweep
 
     def refuse(**_fields):
         raise AssertionError("a point was made before the grid's size was checked")
 
-    monkeypatch.setattr(gupsim.engines.run, "make_run_config", refuse)
+    monkeypatch.setattr(gupsim.studies.sweep, "make_run_config", refuse)
 
 
 def test_a_grid_of_64_million_points_is_refused_in_one_line_before_any_point_is_made(tmp_path, monkeypatch):

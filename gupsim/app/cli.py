@@ -31,7 +31,7 @@ from gupsim.engines.fast import driver
 from gupsim.studies.runpool import log_to_stderr
 from gupsim.model.bounds import bounds as compute
 from gupsim.app.reporting import format_bounds
-from gupsim.config import source_checkout
+from gupsim.data import source_checkout
 from gupsim.studies.validation import available_experiments, run_experiments, write_markdown
 from gupsim.config import MACHINES_DIR
 from gupsim.app.reporting import refresh_parameter_tables
