@@ -1,7 +1,7 @@
 """Speed and memory of the fast engine (gupsim.engines.fast), up to the whole 64x32x32 Blue Gene/L.
 
-What it measures (issue 4's goals)
-----------------------------------
+What it measures (the goals docs/performance.md reports against)
+-----------------------------------------------------------------
 Each case runs ``gupsim.engines.run.simulate`` with ``engine="fast"`` in its own
 subprocess, so ``peak_rss_mb`` (its own ``VmHWM``) is that case's alone, and the
 kernels are loaded from Numba's on-disk cache (compile time is measured
@@ -28,7 +28,7 @@ process, 16 times the ``slope`` length (less of the run is filling and draining 
 virtual-node mode (131,072 processes, seed 001's 64-byte packet).
 ``baseline`` (not in the default series): the ``baseline`` kernel on 8x8x8 and
 16x8x8 at the 4,096 updates per process its steady state needs (seed 000
-Table 3's run length in gupsim/experiments/bgl_table3.py); it sends a message per
+Table 3's run length in gupsim/studies/experiments/bgl_table3.py); it sends a message per
 one to five updates, so it is far costlier per update than the slope cases.
 ``memory``: longer runs on 8x8x8 to 32x32x16 (both kernels, co-processor and
 virtual-node mode), the peaks the memory estimate must cover.

@@ -85,7 +85,7 @@ class Histograms(BaseModel):
     @field_validator("updates_per_packet", "updates_per_message")
     @classmethod
     def _counted(cls, counts: dict) -> dict:
-        if not counts:  # earlier gupsim wrote empty ones on BG/P and the switched fabrics (it missed their packets)
+        if not counts:  # records made by code that missed BG/P's and the switched fabrics' packets hold empty ones
             raise ValueError("empty: no packet was counted, so there is nothing to draw; "
                              "make the record again with --histograms")
         return counts

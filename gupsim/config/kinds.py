@@ -13,7 +13,7 @@ from gupsim.config.field_errors import FieldProblem, field_problem
 
 
 def machine_kinds() -> dict[str, type[BaseModel]]:
-    """Machine models by the YAML's ``kind`` (absent: a torus machine, as every file before it)."""
+    """Machine models by the YAML's ``kind`` (absent: a torus machine, so a file without a kind keeps meaning one)."""
     return {"torus": MachineConfig, "switched": SwitchedMachineConfig}
 
 

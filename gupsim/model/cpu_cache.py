@@ -20,7 +20,7 @@ reuse distance of R bytes is ``1 - exp(-C / R)``.  An access that misses L1
 costs the L3 latency if it hits L3 and the memory latency if not.  The cache
 sizes and latencies are seed 000 §5.1's (32 KB L1, 4 MB L3; 3, 28-40 and 86
 cycles); the size of MPI's per-peer state is the one fitted constant
-(``mpi.peer_state_bytes``; see gupsim/experiments/bgl_table3.py for the row).
+(``mpi.peer_state_bytes``; see gupsim/studies/experiments/bgl_table3.py for the row).
 """
 
 from __future__ import annotations

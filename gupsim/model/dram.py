@@ -14,7 +14,7 @@ misses in flight:
 * the whole processor sustains at most ``outstanding_misses_per_processor``
   (its uncore queues, DRAM banks and page walks together), which is what a
   second, third and fourth thread run into.  This number is not published
-  for these processors; it is fitted (see ``gupsim/experiments/dv_hypatia.py``).
+  for these processors; it is fitted (see ``gupsim/studies/experiments/dv_hypatia.py``).
 
 So ``T`` update threads give ``min(T * lfb, cap) / latency`` updates per
 second, further capped by the cores' own issue rate: a steep rise from one

@@ -21,7 +21,7 @@ from gupsim.engines.reference.microbench import microbenchmark
 from gupsim.studies.validation import Comparison, compare
 from gupsim.model.bounds import machine_topology
 
-#: Nodes -> partition shape.  8x8x8 is the smallest BG/P torus and a rack is 8x8x16 (issue 5);
+#: Nodes -> partition shape.  8x8x8 is the smallest BG/P torus and a rack is 8x8x16 (Blue Gene/P facts taken as given, not from a seed);
 #: larger partitions double one dimension at a time, up to 40 racks.  Below 512 nodes: meshes.
 PARTITIONS = {2: "2x1x1", 8: "2x2x2", 64: "4x4x4", 128: "8x4x4", 256: "8x8x4",
               512: "8x8x8", 1024: "8x8x16", 2048: "8x16x16", 4096: "16x16x16", 8192: "16x16x32",

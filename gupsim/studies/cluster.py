@@ -55,9 +55,8 @@ def open_client(scheduler: str | None, workers: int | None, processes: bool) -> 
         # Dashboard on a free port: a second cluster on the box (tests beside a reproduction) would
         # otherwise find 8787 taken and warn on every start.
         # Worker processes use the C allocator for Python objects.  In a worker, pymalloc's arenas stay
-        # pinned after a SimPy run by a few objects that live on, so the next run's record counted the
-        # dead run's memory (docs/performance-log.md, eleventh pass); runpool.reset_peak_rss gives the C
-        # allocator's free pages back before each run.
+        # pinned after a SimPy run by a few objects that live on, so the next run's record would count the
+        # dead run's memory; runpool.reset_peak_rss gives the C allocator's free pages back before each run.
         with dask.config.set({"distributed.nanny.pre-spawn-environ.PYTHONMALLOC": "malloc"}), \
                 _children_ignore_ctrl_c(processes):
             cluster = LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1,

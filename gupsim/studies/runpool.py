@@ -1,6 +1,6 @@
 """Independent runs of one reproduced table, one after another or side by side on a Dask cluster.
 
-A reproduced table (``gupsim/experiments/``) is a handful of independent
+A reproduced table (``gupsim/studies/experiments/``) is a handful of independent
 simulations, one per row, and its rows differ in cost by orders of magnitude
 (seed 000 Table 4: 32 nodes in seconds, the whole 65,536-node machine in most of
 an hour).  Running a table as one task leaves a core idle while another
@@ -161,8 +161,8 @@ def reset_peak_rss() -> None:
     The earlier run is collected first.  A SimPy model is a web of reference cycles (the environment, its
     processes and their events point at each other), which CPython frees only at a full collection, and a
     worker that goes on to fast runs makes too few objects to trigger one.  Without it the next record
-    starts from the dead model's memory: a 2,048-endpoint Data Vortex run left 650 MB, and the regeneration
-    of 2026-11-25 recorded 1,014-1,026 MB for rows of 32-128 processes (docs/performance-log.md, eleventh pass).  Then the
+    starts from the dead model's memory: a 2,048-endpoint Data Vortex run leaves 650 MB, enough to make rows of
+    32-128 processes record 1,014-1,026 MB.  Then the
     C allocator's free pages go back to the system (glibc's ``malloc_trim``), which is where a Dask worker's
     Python objects live (:func:`gupsim.studies.cluster.open_client`)."""
     gc.collect()
@@ -277,9 +277,9 @@ class DaskPool:
     """Run every configuration as its own task on a Dask client, largest first, one per worker at a time.
 
     Several experiments call :meth:`records` from their own threads at once; their runs wait in one
-    queue ordered by :func:`run_cost` and go to the cluster only when a worker is free.  (Submitting
-    everything to Dask at once let it queue a small task behind an hour-long one on a busy worker while
-    the other worker sat idle: docs/performance-log.md.)  A configuration asked for by several tables runs
+    queue ordered by :func:`run_cost` and go to the cluster only when a worker is free.  (Submitted all
+    at once, Dask may queue a small task behind an hour-long one on a busy worker while the other worker
+    sits idle.)  A configuration asked for by several tables runs
     once.  A whole task that is not a list of runs (an
     experiment without a pool) takes its place in the same queue (:meth:`call`).  Workers keep
     each record in ``cache_dir`` as their run ends (see the module docstring).

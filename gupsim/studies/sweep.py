@@ -245,7 +245,8 @@ def shape_for_nodes(nodes: int) -> str:
     import numpy as np
 
     # Only divisors can be dimensions: find them at once (vectorised trial division up to sqrt(n)) and
-    # search those, in the order the candidates were always tried, so ties resolve as before.
+    # search them in ascending order, which decides the tie between equally good shapes, so a node count
+    # always gets the same shape.
     small = np.arange(1, math.isqrt(nodes) + 1, dtype=np.int64)
     small = small[nodes % small == 0].tolist()
     divisors = sorted(set(small) | {nodes // d for d in small})

@@ -167,7 +167,7 @@ def compare(reference: pd.DataFrame, simulated: pd.DataFrame, key: str, columns:
 
 
 def available_experiments() -> list[str]:
-    """Every module ``gupsim/experiments/<machine>_<result>.py``; helpers start with an underscore."""
+    """Every module ``gupsim/studies/experiments/<machine>_<result>.py``; helpers start with an underscore."""
     return sorted(m.name.replace("_", "-") for m in pkgutil.iter_modules(gupsim.studies.experiments.__path__)
                   if not m.name.startswith("_"))
 

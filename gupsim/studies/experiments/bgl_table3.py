@@ -16,8 +16,8 @@
   A shorter run is no substitute: a process holds up to 1,024 pending updates
   (HPCC's limit), so a run of fewer never reaches the steady state;
   32x32x16 at 512 updates per process gave 2.93 GUPS and
-  3,910 cycles per update against 2.10 and 5,459 at 4,096 (measured
-  2026-11-24, model code ``4400a24fd07fb9a2``, ``steady_state: false``).
+  3,910 cycles per update against 2.10 and 5,459 at 4,096 (model code
+  ``4400a24fd07fb9a2``, ``steady_state: false``).
 * ``model_cycles_per_update`` and ``model_gups`` for every row: the baseline's
   CPU accounting (:meth:`Baseline.steady_cycles_per_update`), the sum of its
   steps' costs with the modelled bucket size.  It is not a simulation and is

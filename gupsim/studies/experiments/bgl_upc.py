@@ -25,7 +25,7 @@ more than its FIFOs' worth of updates, so the steady state comes early, and
 (8,192 processors) 16, 32, 64 and 256 updates per process gave 2.564, 2.513,
 2.494 and 2.501 GUPS, but on the whole 64x32x32 machine 32 was not enough
 (19.66 GUPS, 2.9% above eq. (2): the network takes longer to fill), while 128
-gave 19.13, 1.0008 of eq. (2) (shared FIFOs, 2026-11-23).  A rate above
+gave 19.13, 1.0008 of eq. (2) (shared FIFOs).  A rate above
 eq. (2) is still flagged in the remarks, not hidden.
 Run: ``gupsim reproduce bgl-upc``.
 """

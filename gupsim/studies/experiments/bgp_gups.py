@@ -34,7 +34,7 @@ the SimPy engine ran (full run only: the 512-node partition, a fixed
 131,072 updates per run, i.e. 256, 128 and 64 per process in SMP, dual and
 VN mode: start-up dominated, far from steady state, see ``sim_steady_state``;
 that is what the SimPy engine affords on 512 nodes, minutes a row).
-``sim_gups`` is the runner's windowed rate (25-75 % of updates applied), which
+``sim_gups`` is the run record's windowed rate (25-75 % of updates applied), which
 in so short a run can exceed a bound; ``sim_gups_run`` is the whole run's
 average, which cannot, and ``sim_fraction_of_bound`` is that over the
 smaller bound.  The
@@ -133,7 +133,7 @@ def simulate_row(shape: str, mode: str, alg: str, updates: int) -> dict:
 
 def row_columns(rec: dict, updates: int) -> dict:
     # The whole run's average rate obeys both bounds by construction (every update's cycles and bytes
-    # are spent inside the run); the runner's windowed rate of a short, start-up dominated run need not.
+    # are spent inside the run); the record's windowed rate of a short, start-up dominated run need not.
     return {"simulated": True, "sim_gups": rec["gups"], "sim_gups_run": rec["updates_applied"] / rec["sim_time_s"] / 1e9,
             "sim_updates_per_process": updates,
             "sim_wall_s": rec["wall_s"], "sim_steady_state": rec["steady_state"]}
