@@ -131,11 +131,12 @@ def run_case(shape: str, algorithm: str, updates: int) -> dict:
     cpu0 = _cpu_s()
     sim, rec = simulate(cfg)
     cpu = _cpu_s() - cpu0
-    net = sim.net
+    outcome = sim.outcome()
     wall = rec["wall_s"]
-    byte_hops = sum(net.link_bytes)
-    mean_hops = byte_hops / net.wire_bytes_injected if net.wire_bytes_injected else 0.0
-    packet_hops = net.packets_injected * mean_hops
+    byte_hops = int(outcome.links["bytes"].sum())
+    wire = outcome.wire_bytes_injected
+    mean_hops = byte_hops / wire if wire else 0.0
+    packet_hops = outcome.packets_injected * mean_hops
     total = rec["updates_generated"]
     return {
         "machine": rec["machine"],

@@ -110,7 +110,7 @@ def run_case(shape: str, algorithm: str, updates: int, sets: dict, options: dict
     cpu0 = _cpu_s()
     sim, rec = simulate(cfg)
     cpu = _cpu_s() - cpu0
-    hops = sim.net.packet_hops
+    hops = sim.outcome().packet_hops
     total = rec["updates_generated"]
     mean_hops = hops / rec["packets_injected"] if rec["packets_injected"] else 0.0
     qs = sim.queue_stats  # every case runs on the fast engine (engine="fast" above)

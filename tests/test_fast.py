@@ -60,10 +60,11 @@ def assert_engines_agree(fast_sim, fast, ref_sim, ref):
             assert np.isnan(fast[key]), key
         else:
             assert fast[key] == ref[key], key
-    f, r = fast_sim.net.link_stats(), ref_sim.net.link_stats()
+    fo, ro = fast_sim.outcome(), ref_sim.outcome()
+    f, r = fo.links, ro.links
     for column in ("bytes", "busy_s", "blocked_s"):
         np.testing.assert_array_equal(f[column], r[column])
-    assert fast_sim.net.packets_delivered == fast_sim.net.packets_injected
+    assert fo.packets_delivered == fo.packets_injected
 
 
 def _run(algorithm, shape, updates, sets, options, engine, seed=0):

@@ -54,7 +54,7 @@ def count_loads(monkeypatch):
 def _record(config, checkpoint=None, batch_events=None):
     sim = FastSimulation(config)
     sim.execute(checkpoint, batch_events)
-    record = make_record(sim, 0.0)
+    record = make_record(sim.outcome(), 0.0)
     return model_fields(record), sim
 
 
@@ -95,10 +95,10 @@ def test_a_resumed_record_gives_the_largest_peak_rss_of_its_pieces(tmp_path, mon
     sim = FastSimulation(config)
     sim.execute(checkpoint, 311)
     assert sim.earlier_peak_rss_mb == 123456.0
-    assert make_record(sim, 0.0)["peak_rss_mb"] == 123456.0
+    assert make_record(sim.outcome(), 0.0)["peak_rss_mb"] == 123456.0
     fresh = FastSimulation(config)
     fresh.execute()
-    assert fresh.earlier_peak_rss_mb == 0.0 and make_record(fresh, 0.0)["peak_rss_mb"] < 123456.0
+    assert fresh.earlier_peak_rss_mb == 0.0 and make_record(fresh.outcome(), 0.0)["peak_rss_mb"] < 123456.0
 
 
 def test_a_checkpoint_of_another_run_is_refused_in_one_line(tmp_path, monkeypatch):

@@ -56,7 +56,7 @@ def _run(monkeypatch, case, slots=None, seq_limit=None):
 def _assert_same(a, b):
     (sim_a, rec_a), (sim_b, rec_b) = a, b
     assert model_fields(rec_a) == model_fields(rec_b)
-    fa, fb = sim_a.net.link_stats(), sim_b.net.link_stats()
+    fa, fb = sim_a.outcome().links, sim_b.outcome().links
     for column in ("bytes", "busy_s", "blocked_s"):
         np.testing.assert_array_equal(fa[column], fb[column])
 

@@ -221,9 +221,10 @@ def test_bytes_per_update_is_wire_bytes_over_all_updates_local_ones_included(bgl
     """One-packet: one 44-byte packet (32 B chunk + 8 B header + 4 B trailer) per remote update, none per local."""
     sim, rec = simulate(make_run_config(machine=bgl, shape="2x2x2", algorithm="one-packet", updates_per_process=400,
                                         engine=engine))
-    remote = sim.net.packets_injected
+    outcome = sim.outcome()
+    remote = outcome.packets_injected
     assert 0 < remote < 8 * 400  # some updates were local
-    assert sim.net.wire_bytes_injected == 44 * remote
+    assert outcome.wire_bytes_injected == 44 * remote
     assert rec["bytes_per_update"] == pytest.approx(44 * remote / (8 * 400), rel=1e-12)
 
 
@@ -232,7 +233,7 @@ def test_link_utilisation_mean_is_over_the_partitions_links_only(bgl):
     its wire bytes over the link rate, so the mean utilisation is total link bytes / rate / (24 x run time)."""
     sim, rec = simulate(make_run_config(machine=bgl, shape="2x2x2", algorithm="one-packet", updates_per_process=400))
     assert sim.topology.kind == "mesh"
-    busy = float(sum(int(b) for b in sim.net.link_bytes)) / bgl.network.link_bytes_per_s
+    busy = float(sum(int(b) for b in sim.outcome().links["bytes"])) / bgl.network.link_bytes_per_s
     t = rec["sim_time_s"]
     assert rec["link_utilisation_mean"] == pytest.approx(busy / (24 * t), rel=1e-9)
     assert rec["link_utilisation_mean"] < rec["link_utilisation_max"] <= 1
@@ -241,17 +242,15 @@ def test_link_utilisation_mean_is_over_the_partitions_links_only(bgl):
 def test_the_record_refuses_a_run_that_lost_updates():
     from gupsim.engines.run import _check_counts
 
-    _check_counts(SimpleNamespace(applied=10, generated=10, total_updates=10))
+    _check_counts(SimpleNamespace(updates_applied=10, updates_generated=10, total_updates=10))
     for applied, generated in ((9, 10), (10, 9)):
         with pytest.raises(SimulationError, match="updates lost"):
-            _check_counts(SimpleNamespace(applied=applied, generated=generated, total_updates=10))
+            _check_counts(SimpleNamespace(updates_applied=applied, updates_generated=generated, total_updates=10))
 
 
 def test_deadlock_report_counts_only_the_packets_still_in_the_network():
     """Three 8-chunk packets to a rank that never reads, with an 8-chunk reception FIFO: one is delivered into
     the FIFO, two are stuck in the network."""
-    from gupsim.engines.run import _deadlock
-
     machine = load_machine("bgl", {"network.reception_fifo_chunks": 8})
     sim = _sim(machine, "2x1x1", "one-packet", 4)
     net = sim.net
@@ -259,11 +258,11 @@ def test_deadlock_report_counts_only_the_packets_still_in_the_network():
         assert net.try_inject(net.make_packet(0, 1, 256))
     sim.env.run()
     assert (net.packets_injected, net.packets_delivered) == (3, 1)
-    assert "2 packets stuck in the network" in str(_deadlock(sim, []))
-    assert "2 processes wait on each other (ranks 0, 1);" in str(_deadlock(sim, []))
+    assert "2 packets stuck in the network" in str(sim.deadlock([]))
+    assert "2 processes wait on each other (ranks 0, 1);" in str(sim.deadlock([]))
     while sim.streams[0].remaining:
         sim.streams[0].take()
-    assert "1 process waits on the others (rank 1);" in str(_deadlock(sim, []))
+    assert "1 process waits on the others (rank 1);" in str(sim.deadlock([]))
 
 
 def test_termination_messages_on_the_reference_engine_wait_for_every_finished_message(bgl):
@@ -287,16 +286,17 @@ def test_baseline_splits_a_message_into_full_packets_and_one_partial(bgl):
     assert alg._message_bytes(0) == 8 + bgl.mpi.header_bytes
 
 
-@pytest.mark.parametrize("algorithm, updates, blocked, tried", [
-    ("baseline", 300, "send_tests_blocked", "send_tests"),  # seed 000 §6.1: blocked send tests over all
-    ("one-packet", 200, "sends_blocked", "sends"),          # blocked sends over all sends
+@pytest.mark.parametrize("algorithm, updates", [
+    ("baseline", 300),    # seed 000 §6.1: blocked send tests over all
+    ("one-packet", 200),  # blocked sends over all sends
 ])
-def test_send_blocking_factor_is_blocked_over_all(algorithm, updates, blocked, tried):
+def test_send_blocking_factor_is_blocked_over_all(algorithm, updates):
     """The SBF's definition, on runs whose slow links fill the FIFOs so that many sends block."""
     machine = load_machine("bgl", {"network.link_bytes_per_s": 2e6})
     sim, rec = simulate(make_run_config(machine=machine, shape="2x2x2", algorithm=algorithm,
                                         updates_per_process=updates))
-    n_blocked, n_tried = getattr(sim.algorithm, blocked), getattr(sim.algorithm, tried)
+    totals = sim.outcome().totals
+    n_blocked, n_tried = totals["send_tests_blocked"], totals["send_tests"]
     assert 0 < n_blocked < n_tried
     assert rec["send_blocking_factor"] == pytest.approx(n_blocked / n_tried, rel=1e-12)
 
@@ -393,7 +393,8 @@ def test_one_packet_takes_a_payload_of_a_whole_packet(bgl):
     """8 chunks of 32 B is the largest packet: a 256-byte payload fits (268 B on the wire)."""
     sim, rec = simulate(make_run_config(machine=bgl, shape="2x1x1", algorithm="one-packet", updates_per_process=50,
                                         algorithm_options={"payload_bytes": 256}))
-    assert sim.net.wire_bytes_injected == 268 * sim.net.packets_injected > 0
+    outcome = sim.outcome()
+    assert outcome.wire_bytes_injected == 268 * outcome.packets_injected > 0
     with pytest.raises(GupsimError, match="does not fit one packet"):
         simulate(make_run_config(machine=bgl, shape="2x1x1", algorithm="one-packet", updates_per_process=50,
                                  algorithm_options={"payload_bytes": 257}))
@@ -425,10 +426,11 @@ def test_routed_sbfs_are_their_definitions(engine):
     machine = load_machine("bgl", {"network.link_bytes_per_s": 175e6 / 16})
     sim, rec = simulate(make_run_config(machine=machine, shape="4x4x2", algorithm="routed", updates_per_process=256,
                                         engine=engine))
-    alg = sim.algorithm
-    assert 0 < alg.sends_blocked < alg.sends
-    assert rec["send_blocking_factor"] == pytest.approx(alg.sends_blocked / alg.sends, rel=1e-12)
-    lo, hi = sim.window_counters
+    outcome = sim.outcome()
+    sends, blocked = outcome.totals["send_tests"], outcome.totals["send_tests_blocked"]
+    assert 0 < blocked < sends
+    assert rec["send_blocking_factor"] == pytest.approx(blocked / sends, rel=1e-12)
+    lo, hi = outcome.window_counters
     d = {k: hi[k] - lo[k] for k in ("send_tests", "send_tests_blocked", "polls")}
     assert d["polls"] > 0 and d["send_tests_blocked"] > 0
     expected = (d["send_tests_blocked"] + d["polls"]) / (d["send_tests"] + d["polls"])

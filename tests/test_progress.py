@@ -2,7 +2,7 @@
 
 Both engines tell a ``progress(applied, total)`` callback the updates applied
 so far (the fast engine between its batches, the SimPy reference every
-``runner.PROGRESS_EVERY_EVENTS`` events); here the batches are made short so
+``simulation.PROGRESS_EVERY_EVENTS`` events); here the batches are made short so
 that a small run reports many times.
 """
 
@@ -16,7 +16,7 @@ from gupsim.app.cli import _progress_bar
 from gupsim.config import load_machine
 from gupsim.base.errors import DeadlockError
 from gupsim.engines.fast import driver
-from gupsim.engines import run as runner
+from gupsim.engines.reference import simulation
 from gupsim.app.reporting import model_fields
 from gupsim.engines.run import make_run_config, simulate
 
@@ -25,7 +25,7 @@ from gupsim.engines.run import make_run_config, simulate
                                                ("simpy", "one-packet")])
 def test_a_run_told_to_report_is_the_same_run_and_reports_from_zero_to_all(engine, algorithm, monkeypatch):
     monkeypatch.setattr(driver, "BATCH_EVENTS", 101)
-    monkeypatch.setattr(runner, "PROGRESS_EVERY_EVENTS", 101)
+    monkeypatch.setattr(simulation, "PROGRESS_EVERY_EVENTS", 101)
     cfg = make_run_config(machine=load_machine("bgl"), shape="4x2x2", algorithm=algorithm,
                           updates_per_process=300, engine=engine)
     heard = []

@@ -23,7 +23,8 @@ def _run(bgl, algorithm, shape="2x2x2", updates=600, **kw):
 def test_nothing_is_lost(bgl, algorithm):
     sim, rec = _run(bgl, algorithm, shape="4x2x2", updates=1500)
     assert rec["updates_generated"] == rec["updates_applied"] == 16 * 1500
-    assert sim.net.packets_injected == sim.net.packets_delivered
+    outcome = sim.outcome()
+    assert outcome.packets_injected == outcome.packets_delivered
 
 
 @pytest.mark.parametrize("algorithm", ALGORITHMS)
@@ -51,7 +52,7 @@ def test_baseline_termination_messages_end_the_run_and_lose_nothing(bgl):
     # Long enough that the steady window (25-75% applied) ends before the buckets drain.
     sim, rec = _run(bgl, "baseline", shape="2x2x2", updates=8192, algorithm_options={"termination": "messages"})
     assert rec["updates_applied"] == 8 * 8192
-    assert sim.algorithm.finished_ranks == 8
+    assert sim.outcome().totals["finished_ranks"] == 8
     counter = _run(bgl, "baseline", shape="2x2x2", updates=8192)[1]
     assert rec["gups"] == pytest.approx(counter["gups"], rel=0.02)
     assert rec["sim_time_s"] > counter["sim_time_s"]  # the FINISHED messages add a drain
@@ -140,9 +141,10 @@ def test_simulated_stretch_avoids_the_sparse_slice_starts():
 
 def test_link_counters_add_up(bgl):
     sim, rec = _run(bgl, "one-packet", shape="4x2x2", updates=800)
-    stats = sim.net.link_stats()
-    per_packet = sim.net.wire_bytes_injected / sim.net.packets_injected
-    mean_hops = stats["bytes"].sum() / sim.net.wire_bytes_injected
+    outcome = sim.outcome()
+    stats = outcome.links
+    per_packet = outcome.wire_bytes_injected / outcome.packets_injected
+    mean_hops = stats["bytes"].sum() / outcome.wire_bytes_injected
     assert per_packet == 44
     assert 0 < mean_hops <= sim.topology.diameter
     assert 0 < rec["link_utilisation_mean"] <= rec["link_utilisation_max"] <= 1

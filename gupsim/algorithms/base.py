@@ -81,15 +81,20 @@ class Algorithm:
         return ""
 
     def counters(self) -> dict[str, float]:
-        """Cumulative counters; the simulation snapshots them at the window's two marks."""
+        """Cumulative counters, everything :meth:`metrics` reads of the run as it went; the simulation
+        snapshots them at the window's two marks and once more at the end.  A fast kernel reports the same
+        keys from its arrays (``counters(state)``), so that :meth:`metrics` serves both engines."""
         return {}
 
-    def metrics(self, window: tuple[dict[str, float], dict[str, float]]) -> dict[str, float]:
+    def metrics(self, window: tuple[dict[str, float], ...], totals: dict[str, float]) -> dict[str, float]:
         """Algorithm-specific results merged into the run record.
 
         ``window`` holds :meth:`counters` at the start and the end of the
         steady-state window; ratios such as updates per message are taken from
-        their differences, so nothing per message needs to be kept.
+        their differences, so nothing per message needs to be kept.  ``totals``
+        holds :meth:`counters` at the end of the run.  Only these counters and
+        what the algorithm fixed when it was made are read: the engine that ran
+        may not have driven this object at all (the fast engine runs a kernel).
         """
         return {}
 

@@ -39,6 +39,8 @@ from gupsim.model.cpu_cache import baseline_cache_costs
 from gupsim.model.costs import CostModel
 
 UPDATE_BYTES = 8
+#: The counters whose differences across the steady-state window give updates per message and per packet.
+WINDOW_COUNTERS = ("updates", "messages", "packets")
 
 
 class Message:
@@ -255,20 +257,22 @@ class Baseline(Algorithm):
 
     def counters(self) -> dict[str, float]:
         return {"updates": self.updates_sent, "messages": self.messages_sent, "packets": self.packets_sent,
-                "send_tests": self.send_tests, "send_tests_blocked": self.send_tests_blocked}
+                "send_tests": self.send_tests, "send_tests_blocked": self.send_tests_blocked,
+                "finished_ranks": self.finished_ranks}
 
-    def metrics(self, window) -> dict[str, float]:
+    def metrics(self, window, totals) -> dict[str, float]:
         lo, hi = window
-        d = {k: hi[k] - lo[k] for k in hi}
+        d = {k: hi[k] - lo[k] for k in WINDOW_COUNTERS}
         if not d["messages"]:  # no message inside the window: fall back to the whole run
-            d = self.counters()
+            d = totals
+        tests, blocked = totals["send_tests"], totals["send_tests_blocked"]
         return {
-            "messages_sent": self.messages_sent,
-            "packets_sent": self.packets_sent,
+            "messages_sent": totals["messages"],
+            "packets_sent": totals["packets"],
             "updates_per_message": d["updates"] / d["messages"] if d["messages"] else float("nan"),
             "updates_per_packet": d["updates"] / d["packets"] if d["packets"] else float("nan"),
-            "send_blocking_factor": self.send_tests_blocked / self.send_tests if self.send_tests else 0.0,
-            "send_tests": self.send_tests,
+            "send_blocking_factor": blocked / tests if tests else 0.0,
+            "send_tests": tests,
             "cache_cycles_per_remote_update": self.cache.per_remote_update,
             "cache_cycles_per_message_side": self.cache.per_message_side,
         }

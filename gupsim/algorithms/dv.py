@@ -141,16 +141,21 @@ class DataVortexUpdates(Algorithm):
             sim.apply(rank, values, delay_s=done - env.now)
             yield env.timeout(issued - env.now)
 
-    def metrics(self, window) -> dict[str, float]:
+    def counters(self) -> dict[str, float]:
         net = self.sim.net
+        return {"batches": self.batches, "batches_blocked": self.batches_blocked, "max_pending": self.max_pending,
+                "packets": net.packets_injected, "deflections": net.deflections, "latency_sum_s": net.latency_sum_s}
+
+    def metrics(self, window, totals) -> dict[str, float]:
+        packets, batches = totals["packets"], totals["batches"]
         return {
-            "packets_sent": net.packets_injected,
+            "packets_sent": packets,
             "updates_per_message": 1.0,
             "updates_per_packet": 1.0,
-            "send_blocking_factor": self.batches_blocked / self.batches if self.batches else 0.0,
+            "send_blocking_factor": totals["batches_blocked"] / batches if batches else 0.0,
             # over the whole run: short runs may inject every packet before the window opens
-            "deflections_per_packet": net.deflections / net.packets_injected if net.packets_injected else float("nan"),
-            "mean_latency_s": net.latency_sum_s / net.packets_injected if net.packets_injected else float("nan"),
+            "deflections_per_packet": totals["deflections"] / packets if packets else float("nan"),
+            "mean_latency_s": totals["latency_sum_s"] / packets if packets else float("nan"),
             "update_threads": self.update_threads,
-            "max_pending": self.max_pending,
+            "max_pending": totals["max_pending"],
         }

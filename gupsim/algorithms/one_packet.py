@@ -111,13 +111,14 @@ class OnePacket(Algorithm):
             yield cpu.flush()
 
     def counters(self) -> dict[str, float]:
-        return {"send_tests": self.sends, "send_tests_blocked": self.sends_blocked}
+        return {"send_tests": self.sends, "send_tests_blocked": self.sends_blocked, "blocked_s": self.blocked_s}
 
-    def metrics(self, window) -> dict[str, float]:
+    def metrics(self, window, totals) -> dict[str, float]:
+        sends, blocked = totals["send_tests"], totals["send_tests_blocked"]
         return {
-            "packets_sent": self.sends,
+            "packets_sent": sends,
             "updates_per_message": 1.0,
             "updates_per_packet": 1.0,
-            "send_blocking_factor": self.sends_blocked / self.sends if self.sends else 0.0,
-            "cpu_blocked_s": self.blocked_s,
+            "send_blocking_factor": blocked / sends if sends else 0.0,
+            "cpu_blocked_s": totals["blocked_s"],
         }

@@ -338,33 +338,35 @@ class Routed(Algorithm):
 
     def counters(self) -> dict[str, float]:
         return {"packets": self.packets, "updates": self.packet_updates, "wire": self.sim.net.wire_bytes_injected,
-                "send_tests": self.sends, "send_tests_blocked": self.sends_blocked, "polls": self.polls}
+                "send_tests": self.sends, "send_tests_blocked": self.sends_blocked, "polls": self.polls,
+                "hops": self.hops}
 
-    def metrics(self, window) -> dict[str, float]:
+    def metrics(self, window, totals) -> dict[str, float]:
         lo, hi = window
         packets, updates = hi["packets"] - lo["packets"], hi["updates"] - lo["updates"]
         wire = hi["wire"] - lo["wire"]
         if not packets:  # no packet inside the window: fall back to the whole run
-            packets, updates, wire = self.packets, self.packet_updates, self.sim.net.wire_bytes_injected
+            packets, updates, wire = totals["packets"], totals["updates"], totals["wire"]
         per_packet = updates / packets if packets else math.nan
         tests, blocked = (hi[k] - lo[k] for k in ("send_tests", "send_tests_blocked"))
         polls = hi["polls"] - lo["polls"]
         if not tests + polls:  # no test inside the window: the whole run
-            tests, blocked, polls = self.sends, self.sends_blocked, self.polls
+            tests, blocked, polls = totals["send_tests"], totals["send_tests_blocked"], totals["polls"]
+        sends, sends_blocked = totals["send_tests"], totals["send_tests_blocked"]
         return {
-            "packets_sent": self.packets,
+            "packets_sent": totals["packets"],
             "updates_per_packet": per_packet,
             "updates_per_message": per_packet,
             # blocked tests / tests over the whole run, one test per pass that did something
-            "send_blocking_factor": self.sends_blocked / self.sends if self.sends else 0.0,
+            "send_blocking_factor": sends_blocked / sends if sends else 0.0,
             # the same with the tests of the passes a waiting process spins, in the steady-state window (seed
             # 000's runs were long: their fill and drain weigh nothing); which of the two seed 000 measured for
             # the routed code, it does not say
             "send_blocking_factor_polled": (blocked + polls) / (tests + polls) if tests + polls else 0.0,
-            "blocked_polls": self.polls,
-            "software_hops_per_update": self.hops / self.sim.total_updates,
+            "blocked_polls": totals["polls"],
+            "software_hops_per_update": totals["hops"] / self.sim.total_updates,
             # wire bytes per update per software hop in the steady-state window: the whole run's figure also
-            # counts the partial buckets flushed at the end (runner._network_bound uses this one)
+            # counts the partial buckets flushed at the end (gupsim.engines.run's network bound uses this one)
             "window_bytes_per_hop": wire / updates if updates else math.nan,
             "bucket_capacity": self.capacity,
             "lookup_miss_cycles_per_hop": self.lookup_miss_cycles,

@@ -219,6 +219,9 @@ class RoutedSplit(Routed):
             return self._router_process(rank)
         return self._worker_process(rank)
 
-    def metrics(self, window) -> dict[str, float]:
-        return super().metrics(window) | {"router_cores_per_node": self.options.router_cores,
-                                          "handoffs_per_update": self.handoffs / self.sim.total_updates}
+    def counters(self) -> dict[str, float]:
+        return super().counters() | {"handoffs": self.handoffs}
+
+    def metrics(self, window, totals) -> dict[str, float]:
+        return super().metrics(window, totals) | {"router_cores_per_node": self.options.router_cores,
+                                                  "handoffs_per_update": totals["handoffs"] / self.sim.total_updates}

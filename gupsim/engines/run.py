@@ -15,6 +15,11 @@ the drain (the last buckets, termination), which the HPCC total-time metric
 messages sent inside the window; ``bytes_per_update`` (all wire bytes over
 all updates, local ones included), the send-blocking factor and link
 utilisation cover the whole run.
+
+**One interface.**  Whichever engine ran, the record is made from what the
+run reports (:class:`gupsim.engines.outcome.RunOutcome`, through
+:class:`gupsim.engines.outcome.ReportsOutcome`), never from an engine's own
+objects.
 """
 
 from __future__ import annotations
@@ -29,10 +34,9 @@ import numpy as np
 import pandas as pd
 
 from pydantic import ValidationError
-from simpy.core import EmptySchedule, StopSimulation
 
 from gupsim.algorithms.base import validate_options
-from gupsim.base.errors import DeadlockError, GupsimError, SimulationError
+from gupsim.base.errors import GupsimError, SimulationError
 from gupsim.base.memory import allocation_failures, peak_rss_mb
 from gupsim.config.plausible import implausible, warn_implausible
 from gupsim.model.run_config import WINDOW, RunConfig, stream_layout
@@ -40,6 +44,7 @@ from gupsim.engines.checks import check_algorithm, check_network
 from gupsim.engines.choose import choose_engine
 from gupsim.engines.fast.engine import KERNELS, simulate_fast
 from gupsim.engines.fast.engine import check_memory as check_fast_memory
+from gupsim.engines.outcome import ReportsOutcome, RunOutcome
 from gupsim.engines.reference.simulation import Simulation
 from gupsim.engines.reference.simulation import check_memory as check_simpy_memory
 from gupsim.engines.reference.telemetry import Telemetry, check_available
@@ -48,8 +53,6 @@ from gupsim.config.loading import load_machine
 from gupsim.model.bounds import network_bound_gups
 from gupsim.topology.grid import Topology
 
-#: SimPy events between two progress reports (a fraction of a second of the reference engine).
-PROGRESS_EVERY_EVENTS = 1 << 16
 #: Documented minimum run length (updates per process) for a steady-state rate.
 MIN_STEADY_UPDATES = 4096
 
@@ -61,8 +64,8 @@ RECORD_KEYS = (
 
 
 def simulate(run: RunConfig, observer: Any = None, checkpoint: Any = None,
-             progress: Callable[[int, int], None] | None = None) -> tuple[Simulation, dict[str, Any]]:
-    """Build and run one simulation; return it (for inspection) and its record.
+             progress: Callable[[int, int], None] | None = None) -> tuple[ReportsOutcome, dict[str, Any]]:
+    """Build and run one simulation; return it (for inspection: its ``outcome()``) and its record.
 
     ``observer`` (optional, e.g. :class:`gupsim.engines.reference.telemetry.Telemetry`) is attached
     to the built simulation before it runs and adds its results to the record.
@@ -90,27 +93,24 @@ def memory_estimate(run: RunConfig, engine: str) -> int:
 
 
 def _simulate(run: RunConfig, engine: str, observer: Any, checkpoint: Any,
-              progress: Callable[[int, int], None] | None, wall0: float) -> tuple[Simulation, dict[str, Any]]:
+              progress: Callable[[int, int], None] | None, wall0: float) -> tuple[ReportsOutcome, dict[str, Any]]:
     if engine == "fast":
         with compile_time() as compile_s:
             fast = simulate_fast(run, checkpoint, progress)
-        _check_counts(fast)
-        wall = time.perf_counter() - wall0 - compile_s[0] + fast.earlier_wall_s
-        return fast, make_record(fast, wall) | {"compile_s": compile_s[0], "engine": "fast"}
+        outcome = fast.outcome()
+        _check_counts(outcome)
+        wall = time.perf_counter() - wall0 - compile_s[0] + outcome.earlier_wall_s
+        return fast, make_record(outcome, wall) | {"compile_s": compile_s[0], "engine": "fast"}
     sim = Simulation(run)
     if observer is not None:
         observer.attach(sim)
-    procs = [sim.env.process(sim.algorithm.process(r)) for r in range(sim.num_ranks)]
-    finish = sim.env.all_of(procs) if _runs_to_completion(sim) else sim.all_applied
-    try:
-        _run_until(sim, finish, progress)
-    except EmptySchedule:
-        raise _deadlock(sim, procs) from None
+    sim.execute(progress)
     wall = time.perf_counter() - wall0
-    _check_counts(sim)
-    record = make_record(sim, wall) | {"compile_s": 0.0, "engine": "simpy"}
+    outcome = sim.outcome()
+    _check_counts(outcome)
+    record = make_record(outcome, wall) | {"compile_s": 0.0, "engine": "simpy"}
     if observer is not None:
-        record.update(observer.results(sim))
+        record.update(observer.results(outcome))
     return sim, record
 
 
@@ -150,32 +150,10 @@ def _check_sample_interval(observer: Any) -> None:
         raise GupsimError(f"sample_interval_s={interval!r}: must be a finite number of simulated seconds above 0")
 
 
-def _run_until(sim: Simulation, finish: Any, progress: Callable[[int, int], None] | None) -> None:
-    """SimPy's ``env.run(until=finish)``, telling ``progress`` (if any) the updates applied every
-    :data:`PROGRESS_EVERY_EVENTS` events.  It is ``run``'s own loop (a callback on ``finish`` stops it; an
-    empty queue raises :class:`EmptySchedule`, a deadlock), so it steps the same events in the same order,
-    and a report cannot change the record."""
-    def tell() -> None:
-        if progress is not None:
-            progress(sim.applied, sim.total_updates)
-
-    step = sim.env.step
-    finish.callbacks.append(StopSimulation.callback)
-    tell()
-    try:
-        while True:
-            for _ in range(PROGRESS_EVERY_EVENTS):
-                step()
-            tell()
-    except StopSimulation:
-        tell()
-
-
-def _check_counts(sim) -> None:
-    if sim.applied != sim.generated or sim.generated != sim.total_updates:
-        raise SimulationError(
-            f"updates lost: generated {sim.generated}, applied {sim.applied}, expected {sim.total_updates}"
-        )
+def _check_counts(outcome: RunOutcome) -> None:
+    generated, applied, total = outcome.updates_generated, outcome.updates_applied, outcome.total_updates
+    if applied != generated or generated != total:
+        raise SimulationError(f"updates lost: generated {generated}, applied {applied}, expected {total}")
 
 
 def run(run_config: RunConfig, checkpoint: Any = None) -> dict[str, Any]:
@@ -205,60 +183,48 @@ def make_run_config(**fields: Any) -> RunConfig:
     return run
 
 
-def _deadlock(sim: Simulation, procs: list) -> DeadlockError:
-    """Describe a run whose event queue emptied before it finished."""
-    stuck = [r for r in range(sim.num_ranks) if sim.streams[r].remaining or sim.net.inbox[r].items]
-    waiting = stuck or [r for r, p in enumerate(procs) if p.is_alive]
-    return DeadlockError.report(sim.env.now, waiting, sim.net.packets_injected - sim.net.packets_delivered,
-                                sim.applied, sim.total_updates, sim.algorithm.deadlock_hint())
-
-
-def _runs_to_completion(sim: Simulation) -> bool:
-    return getattr(sim.algorithm.options, "termination", "counter") == "messages"
-
-
-def make_record(sim: Simulation, wall_s: float) -> dict[str, Any]:
-    m, net = sim.machine, sim.net
-    t = sim.env.now
-    (t_lo, t_hi) = sim.window_times[:2]
-    window_updates = (WINDOW[1] - WINDOW[0]) * sim.total_updates
+def make_record(outcome: RunOutcome, wall_s: float) -> dict[str, Any]:
+    """The run's record, from what its engine reported; ``wall_s`` is the wall time it took."""
+    o, m, run = outcome, outcome.machine, outcome.run
+    t = o.sim_time_s
+    (t_lo, t_hi) = o.window_times[:2]
+    window_updates = (WINDOW[1] - WINDOW[0]) * o.total_updates
     rate = window_updates / (t_hi - t_lo) if t_hi > t_lo else float("nan")
-    links = net.link_stats()
-    util = links["busy_s"] / t if t > 0 else np.zeros(1)
-    alg = sim.algorithm.metrics((sim.window_counters[0], sim.window_counters[1]))
+    util = o.links["busy_s"] / t if t > 0 else np.zeros(1)
+    alg = dict(o.algorithm_metrics)
     record: dict[str, Any] = {
         "machine": m.name,
-        "shape": sim.run.shape,
-        "topology": sim.topology.kind,
-        "algorithm": sim.run.algorithm,
-        "nodes": sim.topology.num_nodes,
-        "processes": sim.num_ranks,
-        "updates_per_process": sim.run.updates_per_process,
-        "seed": sim.run.seed,
+        "shape": run.shape,
+        "topology": o.topology.kind,
+        "algorithm": run.algorithm,
+        "nodes": o.topology.num_nodes,
+        "processes": o.processes,
+        "updates_per_process": run.updates_per_process,
+        "seed": run.seed,
         "gups": rate / 1e9,
-        "steady_state": sim.run.updates_per_process >= MIN_STEADY_UPDATES,
-        "gups_total": sim.total_updates / t / 1e9 if t > 0 else float("nan"),
-        "cycles_per_update": sim.num_ranks * m.cpu.clock_hz / rate,
-        "bytes_per_update": net.wire_bytes_injected / sim.total_updates,
+        "steady_state": run.updates_per_process >= MIN_STEADY_UPDATES,
+        "gups_total": o.total_updates / t / 1e9 if t > 0 else float("nan"),
+        "cycles_per_update": o.processes * m.cpu.clock_hz / rate,
+        "bytes_per_update": o.wire_bytes_injected / o.total_updates,
         "updates_per_packet": alg.pop("updates_per_packet", float("nan")),
         "updates_per_message": alg.pop("updates_per_message", float("nan")),
         "send_blocking_factor": alg.pop("send_blocking_factor", float("nan")),
         "link_utilisation_mean": float(util.mean()) if len(util) else 0.0,
         "link_utilisation_max": float(util.max()) if len(util) else 0.0,
-        "updates_generated": sim.generated,
-        "updates_applied": sim.applied,
+        "updates_generated": o.updates_generated,
+        "updates_applied": o.updates_applied,
         "sim_time_s": t,
-        "events": sim.env.events_scheduled,
+        "events": o.events,
         "wall_s": wall_s,
-        "peak_rss_mb": max(peak_rss_mb(), getattr(sim, "earlier_peak_rss_mb", 0.0)),
-        "packets_injected": net.packets_injected,
-        "events_per_s": sim.env.events_scheduled / wall_s if wall_s > 0 else float("nan"),
+        "peak_rss_mb": max(peak_rss_mb(), o.earlier_peak_rss_mb),
+        "packets_injected": o.packets_injected,
+        "events_per_s": o.events / wall_s if wall_s > 0 else float("nan"),
     }
     record.update({f"alg_{k}": v for k, v in alg.items()})
-    record.update(_network_bound(sim, record))
-    record["config"] = resolved_config(sim.run)
-    _check_finite(record, sim.run)
-    warn_implausible(sim.run.machine)  # after the run: a run refused above says so in its one line
+    record.update(_network_bound(o, record))
+    record["config"] = resolved_config(run)
+    _check_finite(record, run)
+    warn_implausible(run.machine)  # after the run: a run refused above says so in its one line
     return record
 
 
@@ -271,7 +237,7 @@ def _check_finite(record: dict[str, Any], run: RunConfig) -> None:
                           + (f": {'; '.join(causes)}" if causes else "") + "; use smaller values")
 
 
-def _network_bound(sim: Simulation, record: dict[str, Any]) -> dict[str, float]:
+def _network_bound(outcome: RunOutcome, record: dict[str, Any]) -> dict[str, float]:
     """Eq. (2) of seed 000 with this run's wire bytes, and the share of it the run reached.
 
     ``b`` is the wire bytes per update, or, where there are software hops
@@ -283,11 +249,12 @@ def _network_bound(sim: Simulation, record: dict[str, Any]) -> dict[str, float]:
     capacity the modelled torus gets.  Torus and mesh partitions only.
     """
     hops = record.get("alg_software_hops_per_update", 1.0)
-    if not isinstance(sim.topology, Topology) or not record["bytes_per_update"] > 0 or not hops > 0:
+    topology = outcome.topology
+    if not isinstance(topology, Topology) or not record["bytes_per_update"] > 0 or not hops > 0:
         return {}
     b = record.get("alg_window_bytes_per_hop", record["bytes_per_update"] / hops)
-    bound = network_bound_gups(sim.topology.num_nodes, float(sim.topology.edge_expansion()),
-                               sim.machine.network.link_bytes_per_s, b)
+    bound = network_bound_gups(topology.num_nodes, float(topology.edge_expansion()),
+                               outcome.machine.network.link_bytes_per_s, b)
     return {"network_bound_gups": bound, "network_bound_fraction": record["gups"] / bound}
 
 

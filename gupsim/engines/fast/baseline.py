@@ -458,10 +458,11 @@ def window_counters(state: dict) -> list[dict]:
 
 
 def counters(state: dict) -> dict:
+    """The reference class's counters (:meth:`gupsim.algorithms.baseline.Baseline.counters`) at the end."""
     ac = state["ac"]
-    return {"updates_sent": int(ac[AC_UPDATES]), "messages_sent": int(ac[AC_MESSAGES]),
-            "packets_sent": int(ac[AC_PACKETS]), "send_tests": int(ac[AC_TESTS]),
-            "send_tests_blocked": int(ac[AC_BLOCKED]), "finished_ranks": int(ac[AC_RANKS_DONE])}
+    return {"updates": int(ac[AC_UPDATES]), "messages": int(ac[AC_MESSAGES]), "packets": int(ac[AC_PACKETS]),
+            "send_tests": int(ac[AC_TESTS]), "send_tests_blocked": int(ac[AC_BLOCKED]),
+            "finished_ranks": int(ac[AC_RANKS_DONE])}
 
 
 def error_message(code: int, state: dict) -> str:

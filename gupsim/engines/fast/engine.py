@@ -1,11 +1,12 @@
 """The fast engine's run of one configuration: :class:`FastSimulation` builds the arrays a kernel runs on, drives
-the kernel batch by batch (:mod:`gupsim.engines.fast.driver`) and reports what the run measured."""
+the kernel batch by batch (:mod:`gupsim.engines.fast.driver`) and reports what the run measured
+(:class:`gupsim.engines.outcome.ReportsOutcome`)."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from types import ModuleType, SimpleNamespace
+from types import ModuleType
 from typing import Any, Callable
 
 import numpy as np
@@ -15,6 +16,7 @@ from gupsim.algorithms.base import algorithm_class, validate_options
 from gupsim.base.errors import DeadlockError, GupsimError, SimulationError
 from gupsim.base.memory import FAST_BASE_BYTES, FAST_MARGIN_BYTES, FAST_NODE_BYTES, check_fits
 from gupsim.engines.links import link_stats
+from gupsim.engines.outcome import RunOutcome
 from gupsim.model.costs import CostModel
 from gupsim.model.run_config import SLICE_START_FRACTION, WINDOW, RunConfig, stream_layout, stream_start
 from gupsim.engines.checks import network_standin
@@ -79,8 +81,29 @@ def check_memory(run: RunConfig) -> int:
                       detail=f"{ppn} per node, fast engine")
 
 
+@dataclass(frozen=True)
+class AlgorithmHost:
+    """What the reference algorithm object reads of its run when the fast engine makes it
+    (:class:`gupsim.algorithms.base.SimulationView`'s set-up part).
+
+    The fast engine makes the algorithm for what it fixes when it is made (its checks, bucket capacity,
+    packet payload, per-hop costs: the kernel's ``prepare`` reads them), its deadlock hint and its
+    ``metrics``; its SimPy process never runs, so there is no environment, CPU or stream here, and ``net``
+    holds only the network's packet limits (:func:`gupsim.engines.checks.network_standin`).
+    """
+
+    run: RunConfig
+    machine: Any
+    topology: Any
+    ppn: int
+    num_ranks: int
+    total_updates: int
+    cost: CostModel
+    net: Any
+
+
 class FastSimulation:
-    """A finished fast run, with the attributes :func:`gupsim.engines.run.make_record` reads."""
+    """One run on the fast engine: :meth:`execute` runs its kernel, :meth:`outcome` says what it measured."""
 
     def __init__(self, run: RunConfig):
         self.run = run
@@ -96,10 +119,15 @@ class FastSimulation:
         self.layout = stream_layout(run)  # checks every rank's stretch first, as the SimPy engine does
         self.total_updates = self.num_ranks * run.updates_per_process
         options = validate_options(run.algorithm, run.algorithm_options)
-        # The kernels model no DMA engine (choose_engine refuses one), so the stand-in has no header either.
-        self.net = network_standin(m, self.topology)
-        self.algorithm = algorithm_class(run.algorithm)(self, options)
+        # The kernels model no DMA engine (choose_engine refuses one), so the limits have no DMA header either.
+        host = AlgorithmHost(run, m, self.topology, self.ppn, self.num_ranks, self.total_updates, self.cost,
+                             network_standin(m, self.topology))
+        self.algorithm = algorithm_class(run.algorithm)(host, options)
         self._module = kernel.module()
+        self._outcome: RunOutcome | None = None
+        self.earlier_wall_s = self.earlier_peak_rss_mb = 0.0
+        #: How the kernel's event queue went (not in the record); filled by :meth:`execute`.
+        self.queue_stats: dict[str, int] = {}
 
     # ------------------------------------------------------------------ set-up
 
@@ -204,41 +232,57 @@ class FastSimulation:
             mod, a, checkpoint, driver.BATCH_EVENTS if batch_events is None else batch_events, self.total_updates,
             progress)
 
-        ctr = a["ctr"]
+        self._check_finished(a, now)
+        self.queue_stats = _queue_stats(a["ctr"])
+        self._outcome = self._measure(a, now)
+
+    def _check_finished(self, a: dict[str, Any], now: float) -> None:
+        """Raise the kernel's own error, or a deadlock (a queue that emptied before the run finished)."""
+        mod, ctr = self._module, a["ctr"]
         if ctr[tb.C_ERROR]:
             raise SimulationError(mod.error_message(ctr[tb.C_ERROR], a))
         if not ctr[tb.C_DONE]:
-            # a property of the configuration, as on the SimPy engine (runner._deadlock): the same line
+            # a property of the configuration, as on the SimPy engine (Simulation.deadlock): the same line
             ranks = self.num_ranks
             stuck = (a["ci"][:ranks, mod.CI_LEFT] > 0) | (a["rk"][:ranks, tb.RK_IN_HEAD] >= 0)
             waiting = stuck if stuck.any() else ~mod.ended(a)[:ranks]
             raise DeadlockError.report(now, np.flatnonzero(waiting).tolist(),
                                        int(ctr[tb.C_INJECTED] - ctr[tb.C_DELIVERED]), int(ctr[tb.C_APPLIED]),
                                        self.total_updates, self.algorithm.deadlock_hint())
-        self.env = SimpleNamespace(now=now, events_scheduled=int(ctr[tb.C_EVENTS]))
-        # how the events went (not in the record): credit returns applied beside their pool without the
-        # heap, put back into the heap because someone started waiting, pushed because the slots were full;
-        # calendar buckets moved into the heap (pops per bucket: the heap's length)
-        self.queue_stats = {"events": int(ctr[tb.C_EVENTS]), "deferred_applied": int(ctr[tb.C_LAZY]),
-                            "deferred_rescheduled": int(ctr[tb.C_RESCHEDULED]),
-                            "deferred_full": int(ctr[tb.C_DEFER_FULL]), "renumbered": int(ctr[tb.C_RENUMBERED]),
-                            "renumbered_deferred": int(ctr[tb.C_RENUMBER_KEPT]),
-                            "buckets_moved": int(ctr[tb.C_MOVED]),
-                            "overflow_refiled": int(ctr[tb.C_REFILED])}
-        self.applied = int(ctr[tb.C_APPLIED])
-        self.generated = self.total_updates - mod.remaining(a)
-        self.window_times = [float(t) for t in a["wt"]]
-        self.window_counters = mod.window_counters(a)
+
+    def _measure(self, a: dict[str, Any], now: float) -> RunOutcome:
+        """The outcome, read from the kernel's arrays; the algorithm's counters under the reference class's
+        names (the kernel's ``counters`` and ``window_counters``), so that its ``metrics`` make the record."""
+        mod, ctr = self._module, a["ctr"]
         lf, nlinks = a["lf"], a["ip"][tb.I_NLINKS]
-        self.net = SimpleNamespace(
-            cfg=self.net_cfg, topology=self.topology,
-            packets_injected=int(ctr[tb.C_INJECTED]), wire_bytes_injected=int(ctr[tb.C_WIRE]),
-            packets_delivered=int(ctr[tb.C_DELIVERED]), packet_hops=int(ctr[tb.C_HOPS]),
-            link_bytes=a["lb"][:nlinks], link_busy_s=lf[:, 1], link_blocked_s=lf[:, 2])
-        self.net.link_stats = lambda: link_stats(self.topology, self.net.link_bytes, self.net.link_busy_s,
-                                                 self.net.link_blocked_s)
-        for key, value in mod.counters(a).items():
-            setattr(self.algorithm, key, value)
+        window = tuple(mod.window_counters(a))
+        totals = mod.counters(a)
+        return RunOutcome(
+            run=self.run, topology=self.topology, processes=self.num_ranks, total_updates=self.total_updates,
+            sim_time_s=now, events=int(ctr[tb.C_EVENTS]), updates_applied=int(ctr[tb.C_APPLIED]),
+            updates_generated=self.total_updates - mod.remaining(a),
+            window_times=tuple(float(t) for t in a["wt"]), window_counters=window, totals=totals,
+            algorithm_metrics=self.algorithm.metrics(window, totals),
+            packets_injected=int(ctr[tb.C_INJECTED]), packets_delivered=int(ctr[tb.C_DELIVERED]),
+            wire_bytes_injected=int(ctr[tb.C_WIRE]), packet_hops=int(ctr[tb.C_HOPS]),
+            links=link_stats(self.topology, a["lb"][:nlinks], lf[:, 1], lf[:, 2]),
+            earlier_wall_s=self.earlier_wall_s, earlier_peak_rss_mb=self.earlier_peak_rss_mb)
+
+    def outcome(self) -> RunOutcome:
+        """What the finished run measured (:class:`gupsim.engines.outcome.ReportsOutcome`)."""
+        if self._outcome is None:
+            raise SimulationError("fast engine: the run's outcome is asked for before it has run (execute)")
+        return self._outcome
+
+
+def _queue_stats(ctr: np.ndarray) -> dict[str, int]:
+    """How the events went: credit returns applied beside their pool without the heap, put back into the heap
+    because someone started waiting, pushed because the slots were full; calendar buckets moved into the heap
+    (pops per bucket: the heap's length)."""
+    return {"events": int(ctr[tb.C_EVENTS]), "deferred_applied": int(ctr[tb.C_LAZY]),
+            "deferred_rescheduled": int(ctr[tb.C_RESCHEDULED]), "deferred_full": int(ctr[tb.C_DEFER_FULL]),
+            "renumbered": int(ctr[tb.C_RENUMBERED]), "renumbered_deferred": int(ctr[tb.C_RENUMBER_KEPT]),
+            "buckets_moved": int(ctr[tb.C_MOVED]), "overflow_refiled": int(ctr[tb.C_REFILED])}
 
 
 def simulate_fast(run: RunConfig, checkpoint: Any = None, progress: Any = None) -> FastSimulation:

@@ -192,8 +192,9 @@ def prepare(sim, options) -> dict:
 
 
 def counters(state: dict) -> dict:
+    """The reference class's counters (:meth:`gupsim.algorithms.one_packet.OnePacket.counters`) at the end."""
     ci, cf = state["ci"], state["cf"]
-    return {"sends": int(ci[:, CI_SENDS].sum()), "sends_blocked": int(ci[:, CI_BLOCKED].sum()),
+    return {"send_tests": int(ci[:, CI_SENDS].sum()), "send_tests_blocked": int(ci[:, CI_BLOCKED].sum()),
             "blocked_s": float(cf[:, CF_BLOCKED_S].sum())}
 
 

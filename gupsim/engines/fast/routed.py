@@ -374,9 +374,11 @@ def window_counters(state: dict) -> list[dict]:
 
 
 def counters(state: dict) -> dict:
+    """The reference class's counters (:meth:`gupsim.algorithms.routed.Routed.counters`) at the end."""
     ac = state["ac"]
-    return {"packets": int(ac[AC_PACKETS]), "packet_updates": int(ac[AC_UPDATES]), "sends": int(ac[AC_SENDS]),
-            "sends_blocked": int(ac[AC_BLOCKED]), "hops": int(ac[AC_HOPS]), "polls": int(ac[AC_POLLS])}
+    return {"packets": int(ac[AC_PACKETS]), "updates": int(ac[AC_UPDATES]), "wire": int(state["ctr"][tb.C_WIRE]),
+            "send_tests": int(ac[AC_SENDS]), "send_tests_blocked": int(ac[AC_BLOCKED]), "polls": int(ac[AC_POLLS]),
+            "hops": int(ac[AC_HOPS])}
 
 
 def error_message(code: int, state: dict) -> str:

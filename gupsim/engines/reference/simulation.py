@@ -22,6 +22,10 @@ A :class:`Simulation` wires together, for one :class:`RunConfig`:
 * bookkeeping of updates generated and applied, which also times the
   steady-state window the runner measures.
 
+:meth:`Simulation.execute` runs it to the end (or reports a deadlock), and
+:meth:`Simulation.outcome` says what it measured
+(:class:`gupsim.engines.outcome.ReportsOutcome`).
+
 With ``verify`` a real table is kept: every applied update is XORed into it
 after checking that it reached the rank that owns it.
 """
@@ -29,21 +33,27 @@ after checking that it reached the rank that owns it.
 from __future__ import annotations
 
 import math
+from typing import Any, Callable
 
 import numpy as np
 import simpy
+from simpy.core import EmptySchedule, StopSimulation
 
 from gupsim.model import hpcc
 from gupsim.algorithms.base import algorithm_class, validate_options
-from gupsim.base.errors import GupsimError, SimulationError
+from gupsim.base.errors import DeadlockError, GupsimError, SimulationError
 from gupsim.base.memory import BASE_BYTES, ROUTE_CACHE_BYTES, check_fits
 from gupsim.model.costs import CostModel
 from gupsim.engines.checks import check_network
+from gupsim.engines.outcome import RunOutcome
 from gupsim.engines.reference.cpu import Cpu
 from gupsim.engines.reference.networks import make_network
 from gupsim.model.run_config import (MAX_PENDING_UPDATES, VERIFY_BYTES_PER_WORD, WINDOW, RunConfig, UpdateStream,
                                      log2_table_size, stream_layout, stream_start)
 from gupsim.topology.base import make_topology, parse_shape
+
+#: SimPy events between two progress reports (a fraction of a second of the reference engine).
+PROGRESS_EVERY_EVENTS = 1 << 16
 
 
 class CountingEnvironment(simpy.Environment):
@@ -113,6 +123,62 @@ class Simulation:
         steps the generator before each use.)
         """
         return stream_start(self.run, self.layout, rank)
+
+    # ------------------------------------------------------------------ run
+
+    def execute(self, progress: Callable[[int, int], None] | None = None) -> None:
+        """Start every rank's process and run until every update is applied (or, with HPCC's FINISHED
+        messages, until every process has returned); a queue that empties first is a deadlock, reported in
+        one line.  ``progress(applied, total)``, if given, hears how far the run has got."""
+        procs = [self.env.process(self.algorithm.process(r)) for r in range(self.num_ranks)]
+        runs_to_completion = getattr(self.algorithm.options, "termination", "counter") == "messages"
+        finish = self.env.all_of(procs) if runs_to_completion else self.all_applied
+        try:
+            self._run_until(finish, progress)
+        except EmptySchedule:
+            raise self.deadlock(procs) from None
+
+    def _run_until(self, finish: Any, progress: Callable[[int, int], None] | None) -> None:
+        """SimPy's ``env.run(until=finish)``, telling ``progress`` (if any) the updates applied every
+        :data:`PROGRESS_EVERY_EVENTS` events.  It is ``run``'s own loop (a callback on ``finish`` stops it; an
+        empty queue raises :class:`EmptySchedule`, a deadlock), so it steps the same events in the same order,
+        and a report cannot change the record."""
+        def tell() -> None:
+            if progress is not None:
+                progress(self.applied, self.total_updates)
+
+        step = self.env.step
+        finish.callbacks.append(StopSimulation.callback)
+        tell()
+        try:
+            while True:
+                for _ in range(PROGRESS_EVERY_EVENTS):
+                    step()
+                tell()
+        except StopSimulation:
+            tell()
+
+    def deadlock(self, procs: list) -> DeadlockError:
+        """Describe a run whose event queue emptied before it finished: the ranks with updates still to
+        generate or packets still to read (else those whose process is alive) and the packets in the network."""
+        net = self.net
+        stuck = [r for r in range(self.num_ranks) if self.streams[r].remaining or net.inbox[r].items]
+        waiting = stuck or [r for r, p in enumerate(procs) if p.is_alive]
+        return DeadlockError.report(self.env.now, waiting, net.packets_injected - net.packets_delivered,
+                                    self.applied, self.total_updates, self.algorithm.deadlock_hint())
+
+    def outcome(self) -> RunOutcome:
+        """What the finished run measured (:class:`gupsim.engines.outcome.ReportsOutcome`)."""
+        net = self.net
+        window = tuple(self.window_counters)
+        totals = self.algorithm.counters()
+        return RunOutcome(
+            run=self.run, topology=self.topology, processes=self.num_ranks, total_updates=self.total_updates,
+            sim_time_s=self.env.now, events=self.env.events_scheduled, updates_applied=self.applied,
+            updates_generated=self.generated, window_times=tuple(self.window_times), window_counters=window,
+            totals=totals, algorithm_metrics=self.algorithm.metrics(window, totals),
+            packets_injected=net.packets_injected, packets_delivered=net.packets_delivered,
+            wire_bytes_injected=net.wire_bytes_injected, packet_hops=None, links=net.link_stats())
 
     # ------------------------------------------------------------------ bookkeeping
 

@@ -41,6 +41,7 @@ from gupsim.base.errors import GupsimError
 from gupsim.topology.base import TOPOLOGIES, parse_shape
 
 if TYPE_CHECKING:
+    from gupsim.engines.outcome import RunOutcome
     from gupsim.model.run_config import RunConfig
     from gupsim.engines.reference.simulation import Simulation
 
@@ -50,7 +51,8 @@ OPTIONS = {"links": ("--links", "record.links"), "histograms": ("--histograms", 
 
 
 class Telemetry:
-    """Attach to a built :class:`Simulation`; add the asked-for extras to its record."""
+    """Attach to a built :class:`Simulation` (to count and sample as it runs); add the asked-for extras to its
+    record from its outcome (:meth:`results`)."""
 
     def __init__(self, links: bool = False, histograms: bool = False, sample_interval_s: float | None = None):
         self.links, self.histograms, self.sample_interval_s = links, histograms, sample_interval_s
@@ -122,10 +124,11 @@ class Telemetry:
             prev_events = events
             yield env.timeout(dt)
 
-    def results(self, sim: "Simulation") -> dict[str, Any]:
+    def results(self, outcome: "RunOutcome") -> dict[str, Any]:
+        """The extras of the finished run whose ``outcome`` is given."""
         out: dict[str, Any] = {}
         if self.links:
-            out["links"] = link_table(sim)
+            out["links"] = link_table(outcome)
         if self.histograms:
             out["histograms"] = {
                 "updates_per_packet": {str(k): v for k, v in sorted(self.per_packet.items())},
@@ -147,11 +150,9 @@ def check_available(run: "RunConfig", kinds: Collection[str]) -> None:
                               f"(machine {run.machine.name}): {unavailable[extra]}")
 
 
-def link_table(sim: "Simulation") -> dict[str, list]:
+def link_table(outcome: "RunOutcome") -> dict[str, list]:
     """Per directed link counters as tidy columns (lists, JSON-ready)."""
-    topo, net = sim.topology, sim.net
-    stats = net.link_stats()
-    t = sim.env.now
+    topo, stats, t = outcome.topology, outcome.links, outcome.sim_time_s
     cols: dict[str, list] = {k: [] for k in ("src", "dst", "dim", "dir", "bytes", "busy_s", "blocked_s", "utilisation")}
     for i, link in enumerate(stats["link"].tolist()):
         src, dst = topo.link_endpoints(link)
