@@ -266,3 +266,24 @@ def test_the_readme_lists_kept_runs_from_the_folder_it_reproduced_into():
     reproduce = max(i for i in range(runs) if "gupsim reproduce" in lines[i])
     out = re.search(r"--out (\S+)", lines[reproduce])
     assert out and f"--out {out.group(1)}" in lines[runs]
+
+
+def test_the_how_tos_local_only_example_runs_as_the_page_says():
+    """The add-an-algorithm page's toy algorithm is code a reader copies: it must run, at the CPU bound the
+    page derives (8 processes x 700 MHz / (18 + 86) cycles on 2x2x2)."""
+    import re
+
+    from gupsim.algorithms.base import ALGORITHMS
+    from gupsim.config import load_machine
+    from gupsim.engines.run import make_run_config, simulate
+
+    text = (REPO_ROOT / "docs" / "how-to" / "add-an-algorithm.md").read_text()
+    code = next(b for b in re.findall(r"```python\n(.*?)```", text, re.S) if "class LocalOnly" in b)
+    try:
+        exec(code, {})
+        _, record = simulate(make_run_config(machine=load_machine("bgl"), shape="2x2x2", algorithm="local-only",
+                                             updates_per_process=512))
+    finally:
+        ALGORITHMS.pop("local-only", None)
+    assert record["updates_applied"] == record["alg_local_updates"] == 8 * 512
+    assert record["gups"] == pytest.approx(8 * 700e6 / (18 + 86) / 1e9, rel=1e-6)
