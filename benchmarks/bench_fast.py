@@ -1,7 +1,7 @@
 """Speed and memory of the fast engine (gupsim.engines.fast), up to the whole 64x32x32 Blue Gene/L.
 
-What it measures (issue 4's goals)
-----------------------------------
+What it measures
+----------------
 Each case runs ``gupsim.engines.run.simulate`` with ``engine="fast"`` in its own
 subprocess, so ``peak_rss_mb`` (its own ``VmHWM``) is that case's alone, and the
 kernels are loaded from Numba's on-disk cache (compile time is measured
@@ -193,7 +193,7 @@ def slope_plots(rows: list[dict]) -> dict:
 
 
 def slope_plot(rows: list[dict], label: str) -> dict:
-    """Log-log CPU seconds against work (the issue's updates x mean hops), packet-hops and events; the fitted slopes
+    """Log-log CPU seconds against work (updates x mean hops), packet-hops and events; the fitted slopes
     of the slope series ``label`` (its figure: :data:`SLOPE_SERIES`)."""
     import matplotlib
 

@@ -34,10 +34,13 @@ Checked bit for bit against SimPy in ``tests/test_fast_baseline.py``.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
 
 from gupsim.engines.fast import bucket_heap as bh, core as c, credits as cr, events as ev, stream, tables as tb
+from gupsim.engines.fast.contract import Kernel
 
 # Event kinds of this kernel (core uses 0..4).
 EV_ISEND = 5       # a = message: its send process starts (SimPy's Initialize of _isend)
@@ -70,6 +73,35 @@ K_GEN, K_UPD, K_TEST, K_INSERT, K_SPIN_S = range(5)
 COUNTER_NAMES = ("updates", "messages", "packets", "send_tests", "send_tests_blocked")
 
 
+class State(NamedTuple):
+    """The kernel's own arrays (its network and streams: :class:`gupsim.engines.fast.contract.Network`)."""
+
+    #: [ci] int64 (ranks, ``CI_COLS``): phase, updates left, pending updates, the blocked test's condition, ...
+    rank_ints: np.ndarray
+    #: [cf] float64 (ranks, 2): cycle debt, when the blocked send test started.
+    rank_floats: np.ndarray
+    #: [cost] float64 (``K_*``,): cycles to generate, update, test, insert; seconds per spin of a blocked test.
+    costs: np.ndarray
+    #: [ktab] float64 (max_pending + 1, 2): per k updates in a message, its send and receive cycles.
+    message_costs: np.ndarray
+    #: [tabs] int64 (max_pending + 1, ``T_COLS``): per k updates, its packets and their sizes.
+    message_packets: np.ndarray
+    #: [ai] int64 (8,): pending limit, receive-test interval, termination, the bucket table's mask and shift.
+    params: np.ndarray
+    #: [ac] int64 (8,): the algorithm's counters and the message table's free list (``AC_*``).
+    alg_counters: np.ndarray
+    #: [wc] int64 (2, 5): the counters at the window's two marks.
+    window_marks: np.ndarray
+    #: [ms] int64 (messages, ``MS_COLS``): messages in flight (grows between batches).
+    messages: np.ndarray
+    #: [hk] int64 (ranks, heap capacity): each rank's max-heap of bucket sizes (:mod:`bucket_heap`).
+    bucket_heap: np.ndarray
+    #: [hkey] int32 (ranks, table size): the destination in each slot of the bucket table.
+    bucket_dests: np.ndarray
+    #: [hpos] int32 (ranks, table size): the heap position of each slot's bucket.
+    bucket_positions: np.ndarray
+
+
 # ================================================================== messages
 
 
@@ -93,8 +125,10 @@ def _link_messages(ms, ac, first, last):
 
 
 @njit(cache=True, _nrt=False)
-def _apply(ip, ctr, wt, wc, ac, k, t, messages_mode):
+def _apply(s, net, k, t):
     """:meth:`Simulation.apply` of ``k`` updates at ``t``: window marks and the counter end."""
+    ip, ctr, wt, wc, ac = net.int_params, net.counters, net.window_times, s.window_marks, s.alg_counters
+    messages_mode = s.params[A_MESSAGES_MODE]
     before = ctr[tb.C_APPLIED]
     n = before + k
     ctr[tb.C_APPLIED] = n
@@ -109,8 +143,9 @@ def _apply(ip, ctr, wt, wc, ac, k, t, messages_mode):
 
 
 @njit(cache=True, _nrt=False)
-def _send_ended(r, now, ci, ac, ms, m, ai, ctr, hh):
+def _send_ended(r, now, s, net, m):
     """The send process of message ``m`` has injected its last packet."""
+    ci, ac, ms, ai, ctr = s.rank_ints, s.alg_counters, s.messages, s.params, net.counters
     if ms[m, MS_FIN]:
         ci[r, CI_SENDS] -= 1
         if ci[r, CI_SENDS] == 0 and ci[r, CI_PHASE] == PH_FIN_WAIT:
@@ -118,7 +153,7 @@ def _send_ended(r, now, ci, ac, ms, m, ai, ctr, hh):
         return
     ci[r, CI_ALIVE] = 0
     if ci[r, CI_COND] == COND_WAIT or ci[r, CI_PHASE] == PH_FIN_REQ:
-        ev.push(hh, ctr, now, ev.NORMAL, r << 3 | EV_SEND_DONE)
+        ev.push(net.queue, ctr, now, ev.NORMAL, r << 3 | EV_SEND_DONE)
 
 
 @njit(cache=True, _nrt=False)
@@ -130,8 +165,9 @@ def _rank_done(r, ci, ac, ai, ctr):
 
 
 @njit(cache=True, _nrt=False)
-def _isend(m, now, ci, ac, ms, tabs, ai, pk, pf, pq, dq, ip, hh, ctr):
+def _isend(m, now, s, net):
     """``_isend``: inject the message's packets in order while the injection FIFO has room."""
+    ms, tabs, pk, ip, ctr = s.messages, s.message_packets, net.packets, net.int_params, net.counters
     src, k, npk = ms[m, MS_SRC], ms[m, MS_K], ms[m, MS_NPK]
     inj = cr.inj_pool(ip, src, ms[m, MS_DST])
     while ms[m, MS_SENT] < npk:
@@ -140,20 +176,22 @@ def _isend(m, now, ci, ac, ms, tabs, ai, pk, pf, pq, dq, ip, hh, ctr):
         pk[p, tb.PK_SRC], pk[p, tb.PK_DST], pk[p, tb.PK_CHUNKS] = src, ms[m, MS_DST], tabs[k, col]
         pk[p, tb.PK_WIRE], pk[p, tb.PK_PAYLOAD] = tabs[k, col + 1], tabs[k, col + 2]
         pk[p, tb.PK_MSG], pk[p, tb.PK_N] = m, k
-        if not cr.take(pq, dq, ctr, inj, pk[p, tb.PK_CHUNKS], 0):
+        if not cr.take(net, inj, pk[p, tb.PK_CHUNKS], 0):
             pk[p, tb.PK_STATE] = W_ISEND
             pk[p, tb.PK_BUBBLE] = 0
-            cr.enqueue(pk, pq, dq, hh, ctr, inj, p, 0)
+            cr.enqueue(net, inj, p, 0)
             return
-        c.launch(pk, pf, ip, hh, ctr, p, now)
+        c.launch(net, p, now)
         ms[m, MS_SENT] += 1
-    _send_ended(src, now, ci, ac, ms, m, ai, ctr, hh)
+    _send_ended(src, now, s, net, m)
 
 
 @njit(cache=True, _nrt=False)
-def _receive(r, now, ci, cf, cost, ktab, ac, ms, ai, pk, pq, dq, rk, ip, fp, hh, ctr, wt, wc):
+def _receive(r, now, s, net):
     """``_receive``: copy every arrived packet out; apply completed messages; FINISHED ones counted."""
-    cycle_s = fp[tb.F_CYCLE_S]
+    ci, cf, cost, ktab, ac, ms = s.rank_ints, s.rank_floats, s.costs, s.message_costs, s.alg_counters, s.messages
+    pk, rk, ip = net.packets, net.ranks, net.int_params
+    cycle_s = net.float_params[tb.F_CYCLE_S]
     finished = 0
     while rk[r, tb.RK_IN_HEAD] >= 0:
         p = c.inbox_pop(pk, rk, r)
@@ -167,13 +205,12 @@ def _receive(r, now, ci, cf, cost, ktab, ac, ms, ai, pk, pq, dq, rk, ip, fp, hh,
             else:
                 ci[r, CI_DATA_IN] += 1
                 cf[r, CF_DEBT] += cost[K_UPD] * k
-                _apply(ip, ctr, wt, wc, ac, k, now + cf[r, CF_DEBT] * cycle_s, ai[A_MESSAGES_MODE])
+                _apply(s, net, k, now + cf[r, CF_DEBT] * cycle_s)
             ms[m, MS_NEXT] = ac[AC_MSG_FREE]
             ac[AC_MSG_FREE] = m
             ac[AC_MSG_NFREE] += 1
-        cr.give_later(pk, pq, dq, rk, ip, hh, ctr, cr.rec_pool(pk, ip, p), pk[p, tb.PK_CHUNKS], now,
-                     cf[r, CF_DEBT] * cycle_s)
-        c.free_packet(pk, ctr, p)
+        cr.give_later(net, cr.rec_pool(pk, ip, p), pk[p, tb.PK_CHUNKS], now, cf[r, CF_DEBT] * cycle_s)
+        c.free_packet(pk, net.counters, p)
     return finished
 
 
@@ -181,18 +218,21 @@ _flush = c.flush_cpu  # the CPU turns its cycle debt into time (core.py)
 
 
 @njit(cache=True, _nrt=False)
-def _wait_inbox(r, now, ci, rk, hh, ctr, phase):
+def _wait_inbox(r, now, ci, net, phase):
     """``yield inbox.wait()``: an event now if a packet is there, else a wake-up on delivery."""
+    rk = net.ranks
     ci[r, CI_PHASE] = phase
     if rk[r, tb.RK_IN_HEAD] >= 0:
-        ev.push(hh, ctr, now, ev.NORMAL, r << 3 | tb.EV_CPU)
+        ev.push(net.queue, net.counters, now, ev.NORMAL, r << 3 | tb.EV_CPU)
     else:
         rk[r, tb.RK_WAIT] = tb.WAKE_INBOX
 
 
 @njit(cache=True, _nrt=False)
-def _cpu(r, now, ci, cf, ran, cost, ktab, tabs, ai, lay, ac, wc, ms, hk, hkey, hpos,
-         pk, pf, pq, dq, rk, ip, fp, hh, ctr, wt):
+def _cpu(r, now, s, net):
+    ci, cf, cost, ktab, tabs, ai = s.rank_ints, s.rank_floats, s.costs, s.message_costs, s.message_packets, s.params
+    ac, ms, hk, hkey, hpos = s.alg_counters, s.messages, s.bucket_heap, s.bucket_dests, s.bucket_positions
+    ip, fp, hh, ctr, ran, lay = net.int_params, net.float_params, net.queue, net.counters, net.streams, net.layout
     nr = ip[tb.I_NRANKS]
     mask, shift = ai[A_HMASK], ai[A_HSHIFT]
     mm = ai[A_MESSAGES_MODE]
@@ -203,8 +243,7 @@ def _cpu(r, now, ci, cf, ran, cost, ktab, tabs, ai, lay, ac, wc, ms, hk, hkey, h
                 ci[r, CI_ITER] += 1
                 if ci[r, CI_ITER] % ai[A_EVERY] == 0:
                     cf[r, CF_DEBT] += cost[K_TEST]
-                    ci[r, CI_FINISHED] += _receive(r, now, ci, cf, cost, ktab, ac, ms, ai, pk, pq, dq, rk,
-                                                   ip, fp, hh, ctr, wt, wc)
+                    ci[r, CI_FINISHED] += _receive(r, now, s, net)
                 if ci[r, CI_PENDING] < ai[A_LIMIT]:
                     value = stream.next_ran(ran[r])
                     ran[r] = value
@@ -213,17 +252,16 @@ def _cpu(r, now, ci, cf, ran, cost, ktab, tabs, ai, lay, ac, wc, ms, hk, hkey, h
                     cf[r, CF_DEBT] += cost[K_GEN]
                     if dest == r:
                         cf[r, CF_DEBT] += cost[K_UPD]
-                        _apply(ip, ctr, wt, wc, ac, 1, now + cf[r, CF_DEBT] * fp[tb.F_CYCLE_S], mm)
+                        _apply(s, net, 1, now + cf[r, CF_DEBT] * fp[tb.F_CYCLE_S])
                     else:
                         ci[r, CI_HN] = bh.add(hk, hkey, hpos, r, ci[r, CI_HN], dest, nr, mask, shift)
                         ci[r, CI_PENDING] += 1
                         cf[r, CF_DEBT] += cost[K_INSERT]
-                    _flush(r, now, ci, cf, fp, hh, ctr, PH_TOP)
+                    _flush(r, now, ci, cf, net, PH_TOP)
                     return
             elif ci[r, CI_PENDING] > 0:
                 cf[r, CF_DEBT] += cost[K_TEST]
-                ci[r, CI_FINISHED] += _receive(r, now, ci, cf, cost, ktab, ac, ms, ai, pk, pq, dq, rk,
-                                               ip, fp, hh, ctr, wt, wc)
+                ci[r, CI_FINISHED] += _receive(r, now, s, net)
             elif mm:
                 ci[r, CI_OTHER] = 0
                 if ci[r, CI_ALIVE]:  # _finish's ``yield outreq``: FINISHED may not overtake the last data send
@@ -232,11 +270,11 @@ def _cpu(r, now, ci, cf, ran, cost, ktab, tabs, ai, lay, ac, wc, ms, hk, hkey, h
                 phase = PH_FIN
                 continue
             else:
-                _wait_inbox(r, now, ci, rk, hh, ctr, PH_DRAIN_RECV)
+                _wait_inbox(r, now, ci, net, PH_DRAIN_RECV)
                 return
             # _test_and_send: MPI_Test the outstanding send
             cf[r, CF_DEBT] += cost[K_TEST]
-            _flush(r, now, ci, cf, fp, hh, ctr, PH_TESTED)
+            _flush(r, now, ci, cf, net, PH_TESTED)
             return
         elif phase == PH_TESTED:
             ac[AC_TESTS] += 1
@@ -250,14 +288,14 @@ def _cpu(r, now, ci, cf, ran, cost, ktab, tabs, ai, lay, ac, wc, ms, hk, hkey, h
                 ac[AC_UPDATES] += k
                 ci[r, CI_DEST], ci[r, CI_K] = dest, k
                 cf[r, CF_DEBT] += ktab[k, KT_SEND]
-                _flush(r, now, ci, cf, fp, hh, ctr, PH_SENT)
+                _flush(r, now, ci, cf, net, PH_SENT)
                 return
             # blocked: any_of([outreq, inbox.wait()])
             ac[AC_BLOCKED] += 1
             cf[r, CF_BLK] = now
             ci[r, CI_COND] = COND_WAIT
             ci[r, CI_SKIP] = 0
-            _wait_inbox(r, now, ci, rk, hh, ctr, PH_BLOCKED)
+            _wait_inbox(r, now, ci, net, PH_BLOCKED)
             return
         elif phase == PH_SENT:
             k = ci[r, CI_K]
@@ -281,24 +319,23 @@ def _cpu(r, now, ci, cf, ran, cost, ktab, tabs, ai, lay, ac, wc, ms, hk, hkey, h
                 ac[AC_BLOCKED] += spins
             phase = PH_TOP
         elif phase == PH_DRAIN:
-            _wait_inbox(r, now, ci, rk, hh, ctr, PH_DRAIN_RECV)
+            _wait_inbox(r, now, ci, net, PH_DRAIN_RECV)
             return
         elif phase == PH_DRAIN_RECV:
             cf[r, CF_DEBT] += cost[K_TEST]
             if mm:
-                ci[r, CI_FINISHED] += _receive(r, now, ci, cf, cost, ktab, ac, ms, ai, pk, pq, dq, rk,
-                                               ip, fp, hh, ctr, wt, wc)
-                _flush(r, now, ci, cf, fp, hh, ctr, PH_FIN_CHECK)
+                ci[r, CI_FINISHED] += _receive(r, now, s, net)
+                _flush(r, now, ci, cf, net, PH_FIN_CHECK)
             else:
-                _receive(r, now, ci, cf, cost, ktab, ac, ms, ai, pk, pq, dq, rk, ip, fp, hh, ctr, wt, wc)
-                _flush(r, now, ci, cf, fp, hh, ctr, PH_DRAIN)
+                _receive(r, now, s, net)
+                _flush(r, now, ci, cf, net, PH_DRAIN)
             return
         elif phase == PH_FIN:  # _finish: FINISHED to every other rank
             if ci[r, CI_OTHER] == r:
                 ci[r, CI_OTHER] += 1
             if ci[r, CI_OTHER] < nr:
                 cf[r, CF_DEBT] += ktab[0, KT_SEND]
-                _flush(r, now, ci, cf, fp, hh, ctr, PH_FIN_SENT)
+                _flush(r, now, ci, cf, net, PH_FIN_SENT)
                 return
             phase = PH_FIN_CHECK
         elif phase == PH_FIN_SENT:
@@ -309,7 +346,7 @@ def _cpu(r, now, ci, cf, ran, cost, ktab, tabs, ai, lay, ac, wc, ms, hk, hkey, h
             phase = PH_FIN
         elif phase == PH_FIN_CHECK:
             if ci[r, CI_FINISHED] < nr - 1 or ci[r, CI_DATA_IN] < ci[r, CI_DATA_TO]:  # see Baseline._finish
-                _wait_inbox(r, now, ci, rk, hh, ctr, PH_DRAIN_RECV)
+                _wait_inbox(r, now, ci, net, PH_DRAIN_RECV)
                 return
             if ci[r, CI_SENDS] == 0:
                 _rank_done(r, ci, ac, ai, ctr)
@@ -321,8 +358,9 @@ def _cpu(r, now, ci, cf, ran, cost, ktab, tabs, ai, lay, ac, wc, ms, hk, hkey, h
 
 
 @njit(cache=True, _nrt=False)
-def _send_done_event(r, now, ci, rk, hh, ctr):
+def _send_done_event(r, now, ci, net):
     """The outstanding send's Process event: it triggers the blocked test's condition if still waiting."""
+    rk = net.ranks
     if ci[r, CI_COND] != COND_WAIT:
         return
     ci[r, CI_COND] = COND_SET
@@ -330,80 +368,72 @@ def _send_done_event(r, now, ci, rk, hh, ctr):
         rk[r, tb.RK_WAIT] = 0  # the inbox waiter is left behind; its later event does nothing
     else:
         ci[r, CI_SKIP] += 1  # the inbox event is already scheduled, before the condition's
-    ev.push(hh, ctr, now, ev.NORMAL, r << 3 | tb.EV_CPU)
+    ev.push(net.queue, net.counters, now, ev.NORMAL, r << 3 | tb.EV_CPU)
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def _prefetch_cpu(q, ctr, ci, cf, ran, hk):
+def _prefetch_cpu(s, net):
     """When the next event resumes a CPU, start loading its rank's rows (core.prefetch_next asks only for
     ``rk``): its state (two cache lines), cycle debt, random stream and heap root."""
-    r = c.next_cpu_rank(q, ctr)
+    r = c.next_cpu_rank(net.queue, net.counters)
     if r >= 0:
-        row = ci[r]
+        row = s.rank_ints[r]
         tb.prefetch_row(row, 0)
         tb.prefetch_row(row, 8)
-        tb.prefetch_row(cf, r)
-        tb.prefetch_row(ran, r)
-        tb.prefetch_row(hk, r)
+        tb.prefetch_row(s.rank_floats, r)
+        tb.prefetch_row(net.streams, r)
+        tb.prefetch_row(s.bucket_heap, r)
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def _loop(ci, cf, ran, cost, ktab, tabs, ai, lay, ac, wc, ms, hk, hkey, hpos,
-          pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, wt, now):
+def _loop(s, net, now):
     """Process events until done (True), or until the batch ends (a table must grow, the sequence be
     renumbered, or the driver pauses: False)."""
+    ci, ac, ms, pk, hh, ctr = s.rank_ints, s.alg_counters, s.messages, net.packets, net.queue, net.counters
     while ctr[tb.C_HEAP_N] > 0 and ctr[tb.C_DONE] == 0:
         if ev.needs_room(hh, ctr) or ac[AC_MSG_NFREE] < MSG_MARGIN:
             return now, False
         now, payload = ev.pop(hh, ctr)
-        c.prefetch_next(hh, ctr, pk, pf, pq, dq, lf, lb, nbr, coords, ip, rk)
-        _prefetch_cpu(hh, ctr, ci, cf, ran, hk)
+        c.prefetch_next(net)
+        _prefetch_cpu(s, net)
         ctr[tb.C_EVENTS] += 1
         kind = payload & 7
         a = payload >> 3
         if kind == tb.EV_CPU:
-            _cpu(a, now, ci, cf, ran, cost, ktab, tabs, ai, lay, ac, wc, ms, hk, hkey, hpos,
-                 pk, pf, pq, dq, rk, ip, fp, hh, ctr, wt)
+            _cpu(a, now, s, net)
         elif kind == EV_ISEND:
             if not ms[a, MS_FIN]:
                 ac[AC_PACKETS] += ms[a, MS_NPK]
-            _isend(a, now, ci, ac, ms, tabs, ai, pk, pf, pq, dq, ip, hh, ctr)
+            _isend(a, now, s, net)
         elif kind == EV_SEND_DONE:
             if ci[a, CI_PHASE] == PH_FIN_REQ:  # the Process event resumes _finish directly
                 ci[a, CI_PHASE] = PH_FIN
-                _cpu(a, now, ci, cf, ran, cost, ktab, tabs, ai, lay, ac, wc, ms, hk, hkey, hpos,
-                     pk, pf, pq, dq, rk, ip, fp, hh, ctr, wt)
+                _cpu(a, now, s, net)
             else:
-                _send_done_event(a, now, ci, rk, hh, ctr)
+                _send_done_event(a, now, ci, net)
         elif kind == tb.EV_RESUME and pk[a, tb.PK_STATE] == W_ISEND:
             pk[a, tb.PK_STATE] = tb.W_NONE
             m = pk[a, tb.PK_MSG]
-            c.launch(pk, pf, ip, hh, ctr, a, now)
+            c.launch(net, a, now)
             ms[m, MS_SENT] += 1
-            _isend(m, now, ci, ac, ms, tabs, ai, pk, pf, pq, dq, ip, hh, ctr)
+            _isend(m, now, s, net)
         else:
-            c.network_event(kind, a, pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, now)
+            c.network_event(kind, a, net, now)
         if ev.batch_over(ctr):
             return now, False
     return now, True
 
 
-#: The per-packet tables (rows indexed by packet number): gupsim.engines.fast.driver grows them together.
-PACKET_ARRAYS = ("pk", "pf")
-#: The kernel's own tables that :func:`grow_tables` may give more rows (a checkpoint's may be longer).
-GROWN_ARRAYS = ("ms",)
-
-
 def grow_tables(a: dict) -> None:
     """Between batches (gupsim.engines.fast.driver): double the message table when fewer than MSG_MARGIN rows are free."""
-    if a["ac"][AC_MSG_NFREE] < MSG_MARGIN:
-        old = a["ms"].shape[0]
-        a["ms"] = tb.grow_on_lines(a["ms"], 2 * old)
-        _link_messages(a["ms"], a["ac"], old, 2 * old)
+    if a["alg_counters"][AC_MSG_NFREE] < MSG_MARGIN:
+        old = a["messages"].shape[0]
+        a["messages"] = tb.grow_on_lines(a["messages"], 2 * old)
+        _link_messages(a["messages"], a["alg_counters"], old, 2 * old)
 
 
 def prepare(sim, options) -> dict:
-    """Per-rank state, buckets and cost tables for :func:`run` (called by :mod:`gupsim.engines.fast`)."""
+    """Per-rank state, buckets and cost tables: the kernel's arrays, by :class:`State` field."""
     alg, net, cm = sim.algorithm, sim.net_cfg, sim.cost
     R = sim.num_ranks
     limit = options.max_pending
@@ -429,7 +459,7 @@ def prepare(sim, options) -> dict:
     ai = np.zeros(8, dtype=np.int64)
     ai[A_LIMIT], ai[A_EVERY] = limit, options.receive_test_every
     ai[A_MESSAGES_MODE], ai[A_NRANKS] = int(options.termination == "messages"), R
-    ai[A_HMASK], ai[A_HSHIFT] = buckets.pop("mask"), buckets.pop("shift")
+    ai[A_HMASK], ai[A_HSHIFT] = buckets["mask"], buckets["shift"]
     ci = tb.line_aligned((R, CI_COLS), np.int64, 0)
     ci[:, CI_LEFT] = sim.run.updates_per_process
     nmsg = 2 * R + 2 * MSG_MARGIN
@@ -438,27 +468,29 @@ def prepare(sim, options) -> dict:
     ac[AC_MSG_FREE] = -1
     _link_messages(ms, ac, 0, nmsg)
     return {
-        "ci": ci, "cf": np.zeros((R, 2)), "cost": np.array([cm.generate, cm.update, cm.mpi_test, insert, spin_s]),
-        "ktab": ktab, "tabs": tabs, "ai": ai, "ac": ac, "wc": np.zeros((2, 5), dtype=np.int64), "ms": ms,
-        **buckets,
+        "rank_ints": ci, "rank_floats": np.zeros((R, 2)),
+        "costs": np.array([cm.generate, cm.update, cm.mpi_test, insert, spin_s]),
+        "message_costs": ktab, "message_packets": tabs, "params": ai, "alg_counters": ac,
+        "window_marks": np.zeros((2, 5), dtype=np.int64), "messages": ms,
+        "bucket_heap": buckets["heap"], "bucket_dests": buckets["dests"], "bucket_positions": buckets["positions"],
     }
 
 
 def ended(state: dict) -> np.ndarray:
     """Ranks whose process has returned (``termination: messages``, all FINISHED in and its sends done)."""
-    return state["ci"][:, CI_PHASE] == PH_DONE
+    return state["rank_ints"][:, CI_PHASE] == PH_DONE
 
 
-def remaining(state: dict) -> int:
-    return int(state["ci"][:, CI_LEFT].sum())
+def updates_left(state: dict) -> np.ndarray:
+    return state["rank_ints"][:, CI_LEFT]
 
 
 def window_counters(state: dict) -> list[dict]:
-    return [dict(zip(COUNTER_NAMES, (int(v) for v in w))) for w in state["wc"]]
+    return [dict(zip(COUNTER_NAMES, (int(v) for v in w))) for w in state["window_marks"]]
 
 
 def counters(state: dict) -> dict:
-    ac = state["ac"]
+    ac = state["alg_counters"]
     return {"updates_sent": int(ac[AC_UPDATES]), "messages_sent": int(ac[AC_MESSAGES]),
             "packets_sent": int(ac[AC_PACKETS]), "send_tests": int(ac[AC_TESTS]),
             "send_tests_blocked": int(ac[AC_BLOCKED]), "finished_ranks": int(ac[AC_RANKS_DONE])}
@@ -466,3 +498,10 @@ def counters(state: dict) -> dict:
 
 def error_message(code: int, state: dict) -> str:
     return f"baseline fast kernel: internal error {code}"
+
+
+#: Arrays about 24.8 KB per rank (bucket heap and table, max_pending 1024); the 4,096-node run peaked at 432 MB RSS.
+KERNEL = Kernel(name="baseline", state=State, loop=_loop, prepare=prepare, counters=counters,
+                window_counters=window_counters, ended=ended, updates_left=updates_left, error_message=error_message,
+                per_rank_bytes=32_000, options=frozenset({"termination", "max_pending", "receive_test_every"}),
+                grow_tables=grow_tables, grown_arrays=("messages",))

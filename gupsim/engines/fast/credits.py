@@ -9,7 +9,7 @@ FIFO per dimension plus a node-local one (:func:`fifo_group`, :func:`rec_pool`),
 :class:`gupsim.engines.reference.torus_network.Network`.
 
 **Deferred credit returns.**  A credit return is an event of its own at a
-later time, and those events were 37-46% of all events (docs/performance-log.md, second pass).
+later time, and those events were 37-46% of all events on the whole machine (docs/performance-log.md).
 Almost always nobody waits on the pool when its room comes back, and then the
 return's only effect is ``free += chunks``, which commutes with everything
 except a read of that pool.  So :func:`give_later` keeps the return *beside
@@ -44,9 +44,9 @@ from gupsim.engines.fast.tables import C_DEFER_FULL, C_DONE, C_ERROR, C_EVENTS, 
 
 
 #: Deferred returns kept per pool (``dq[pool, :, :]``, its second axis); a return that finds them full goes
-#: into the heap.  0 defers nothing: every return is a heap event, as before deferring (tests compare the two).
-#: 8 measured a little faster than 4 (2-10% of returns found the slots full, against 10-17%) for 64 MB more
-#: address space on the whole machine, most of it never touched (docs/performance-log.md, third pass).
+#: into the heap.  0 defers nothing: every return is a heap event (tests compare the two).  8 measured a
+#: little faster than 4 (2-10% of returns found the slots full, against 10-17%) for 64 MB more address space
+#: on the whole machine, most of it never touched (docs/performance-log.md).
 DEFER_SLOTS = 8
 
 
@@ -96,16 +96,17 @@ def reschedule(pq, dq, hh, ctr, pool):
 
 
 @njit(cache=True, _nrt=False)
-def room(pq, dq, ctr, pool):
+def room(net, pool):
     """The pool's free chunks now (its due returns applied)."""
-    settle(pq, dq, ctr, pool)
-    return pq[pool, PQ_FREE]
+    settle(net.pools, net.deferred, net.counters, pool)
+    return net.pools[pool, PQ_FREE]
 
 
 @njit(cache=True, _nrt=False)
-def take(pq, dq, ctr, pool, chunks, bubble):
+def take(net, pool, chunks, bubble):
     """:meth:`Credits.take`: room now, without overtaking a waiter."""
-    settle(pq, dq, ctr, pool)
+    pq = net.pools
+    settle(pq, net.deferred, net.counters, pool)
     if bubble:
         if pq[pool, 0] >= 0 or pq[pool, 2] >= 0 or pq[pool, PQ_FREE] < chunks + bubble:
             return False
@@ -116,10 +117,10 @@ def take(pq, dq, ctr, pool, chunks, bubble):
 
 
 @njit(cache=True, _nrt=False)
-def enqueue(pk, pq, dq, hh, ctr, pool, p, cls):
+def enqueue(net, pool, p, cls):
     """Append packet ``p`` to the pool's continuing (0) or entering (1) queue."""
-    reschedule(pq, dq, hh, ctr, pool)
-    list_append(pk, pq, pool, p, 2 * cls, PK_NEXT)
+    reschedule(net.pools, net.deferred, net.queue, net.counters, pool)
+    list_append(net.packets, net.pools, pool, p, 2 * cls, PK_NEXT)
 
 
 @njit(cache=True, inline="always", _nrt=False)
@@ -135,25 +136,28 @@ def list_append(pk, pq, pool, p, head, link):
 
 
 @njit(cache=True, _nrt=False)
-def watch_room(pq, dq, rk, hh, ctr, ip, r, g):
+def watch_room(net, r, g):
     """Rank ``r``'s CPU waits for room in its injection FIFO of group ``g`` (:data:`WAKE_ROOM` << g);
     that FIFO's returns must wake it."""
-    rk[r, RK_WAIT] |= WAKE_ROOM << g
-    reschedule(pq, dq, hh, ctr, ip[I_POOL_INJ] + r * ip[I_FIFO_GROUPS] + g)
+    ip = net.int_params
+    net.ranks[r, RK_WAIT] |= WAKE_ROOM << g
+    reschedule(net.pools, net.deferred, net.queue, net.counters, ip[I_POOL_INJ] + r * ip[I_FIFO_GROUPS] + g)
 
 
 @njit(cache=True, _nrt=False)
-def wake(rk, hh, ctr, rank, now):
-    rk[rank, RK_WAIT] = 0
-    push(hh, ctr, now, NORMAL, rank << 3 | EV_CPU)
+def wake(net, rank, now):
+    """Rank ``rank``'s CPU, waiting without a pending event, resumes now."""
+    net.ranks[rank, RK_WAIT] = 0
+    push(net.queue, net.counters, now, NORMAL, rank << 3 | EV_CPU)
 
 
 @njit(cache=True, _nrt=False)
-def give(pk, pq, rk, ip, hh, ctr, pool, chunks, now):
+def give(net, pool, chunks, now):
     """:meth:`Credits.give`: return room, grant waiters in order, fire watchers.
 
     Returns kept beside the pool need not be settled first: with a waiter or a watcher there are none,
     and without, this only adds room, as they do."""
+    pk, pq, rk, ip = net.packets, net.pools, net.ranks, net.int_params
     pq[pool, PQ_FREE] += chunks
     for cls in range(2):
         h = 2 * cls
@@ -167,12 +171,12 @@ def give(pk, pq, rk, ip, hh, ctr, pool, chunks, now):
                 src = pk[p, PK_SRC]
                 rk[src, RK_GRANTED] = 1
                 if rk[src, RK_WAIT] & WAKE_GRANT:
-                    wake(rk, hh, ctr, src, now)
+                    wake(net, src, now)
             else:
-                push(hh, ctr, now, NORMAL, p << 3 | EV_RESUME)
+                push(net.queue, net.counters, now, NORMAL, p << 3 | EV_RESUME)
     r, bit = _room_watch(ip, pool)
     if r >= 0 and rk[r, RK_WAIT] & bit and pq[pool, PQ_FREE] >= ip[I_MAXCH]:
-        wake(rk, hh, ctr, r, now)
+        wake(net, r, now)
 
 
 @njit(cache=True, inline="always", _nrt=False)
@@ -195,13 +199,14 @@ def _room_watch(ip, pool):
 
 
 @njit(cache=True, _nrt=False)
-def give_later(pk, pq, dq, rk, ip, hh, ctr, pool, chunks, now, delay):
+def give_later(net, pool, chunks, now, delay):
     """:meth:`Network.release_later`: kept beside the pool (deferred) unless someone waits on it."""
     if delay <= 0.0:
-        give(pk, pq, rk, ip, hh, ctr, pool, chunks, now)
+        give(net, pool, chunks, now)
         return
+    pq, dq, hh, ctr = net.pools, net.deferred, net.queue, net.counters
     payload = (pool << 8) | (chunks << 3) | EV_GIVE
-    if _watched(pq, rk, ip, pool):
+    if _watched(pq, net.ranks, net.int_params, pool):
         push(hh, ctr, now + delay, NORMAL, payload)
         return
     n = pq[pool, PQ_DEFERRED]

@@ -4,9 +4,8 @@ the kernel batch by batch (:mod:`gupsim.engines.fast.driver`) and reports what t
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from types import ModuleType, SimpleNamespace
-from typing import Any, Callable
+from types import SimpleNamespace
+from typing import Any
 
 import numpy as np
 
@@ -24,6 +23,7 @@ from gupsim.engines.fast import routed
 from gupsim.engines.fast import baseline
 from gupsim.engines.fast import core as c, credits as cr, events as ev, stream, tables as tb
 from gupsim.engines.fast import driver
+from gupsim.engines.fast.contract import KernelRegistry, register_kernel
 
 #: The fast engine's largest packet: event payloads keep a pool's returned chunks in 5 bits.
 MAX_FAST_CHUNKS = 31
@@ -31,42 +31,11 @@ MAX_FAST_CHUNKS = 31
 MAX_FAST_UPDATES = np.iinfo(np.int64).max
 
 
-@dataclass(frozen=True)
-class Kernel:
-    """A compiled algorithm: its module and its measured peak bytes per process."""
-
-    module: Callable[[], ModuleType]
-    per_rank_bytes: int
-    #: Options the kernel implements; any other option must keep its default, else SimPy runs.
-    options: frozenset[str] = frozenset()
-
-
-def _one_packet() -> ModuleType:
-    return one_packet
-
-
-def _routed() -> ModuleType:
-    return routed
-
-
-def _baseline() -> ModuleType:
-    return baseline
-
-
-#: Algorithms with a fast kernel; the others always run on SimPy.
-KERNELS: dict[str, Kernel] = {
-    # Peak RSS above the fixed part, per process (docs/performance.md, "Memory"): one-packet 2.6-4.5 KB
-    # on short runs up to 131,072 processes, 12.5 KB on a long 16x16x16 run whose buffers fill up;
-    # routed 10-23 KB up to 32x32x32 and 34 KB on the whole 64x32x32 (its drain keeps the most packets).
-    "one-packet": Kernel(_one_packet, per_rank_bytes=16_000,
-                         options=frozenset({"payload_bytes", "wire_bytes", "local_overhead_cycles",
-                                            "remote_overhead_cycles"})),
-    "routed": Kernel(_routed, per_rank_bytes=48_000,
-                     options=frozenset({"software_header_bytes", "bucket_capacity"})),
-    # arrays ~24.8 KB per rank (bucket heap + hash, max_pending 1024); the 4,096-node run peaked at 432 MB RSS
-    "baseline": Kernel(_baseline, per_rank_bytes=32_000,
-                       options=frozenset({"termination", "max_pending", "receive_test_every"})),
-}
+#: Algorithms with a fast kernel (each module's ``KERNEL``, checked against the contract as it registers);
+#: the others always run on SimPy.
+KERNELS = KernelRegistry()
+for _kernel in (one_packet.KERNEL, routed.KERNEL, baseline.KERNEL):
+    register_kernel(KERNELS, _kernel)
 
 
 def check_memory(run: RunConfig) -> int:
@@ -87,7 +56,7 @@ class FastSimulation:
         m = self.machine = run.machine
         shape = parse_shape(run.shape)
         self.ppn = m.cpu.processes_per_node
-        kernel = KERNELS[run.algorithm]
+        self.kernel = KERNELS[run.algorithm]
         self.memory_estimate_bytes = check_memory(run)
         self.topology = make_topology(m.network.topology_kind(math.prod(shape)), shape)
         self.num_ranks = self.topology.num_nodes * self.ppn
@@ -99,7 +68,6 @@ class FastSimulation:
         # The kernels model no DMA engine (choose_engine refuses one), so the stand-in has no header either.
         self.net = network_standin(m, self.topology)
         self.algorithm = algorithm_class(run.algorithm)(self, options)
-        self._module = kernel.module()
 
     # ------------------------------------------------------------------ set-up
 
@@ -134,6 +102,7 @@ class FastSimulation:
         return first
 
     def _arrays(self) -> dict[str, Any]:
+        """The network's arrays, keyed by the fields of :class:`gupsim.engines.fast.contract.Network`."""
         net, topo = self.net_cfg, self.topology
         n, R = topo.num_nodes, self.num_ranks
         nlinks = n * topo.ports
@@ -181,37 +150,46 @@ class FastSimulation:
         hh = ev.new_queue(heap, ctr, ev.bucket_seconds(fp[tb.F_CHUNK_S] + fp[tb.F_ROUTER_S], R))
         c.start_cpus(hh, ctr, R)
         lay = self.layout
-        return {
-            "pk": pk, "pf": np.zeros((packets, tb.PF_COLS)),
-            "pq": pq, "dq": dq, "rk": rk,
-            "lf": np.zeros((nlinks, 3)), "lb": np.zeros(nlinks, dtype=np.int64),
-            "ip": ip, "fp": fp, "nbr": np.ascontiguousarray(topo.neighbor_array().ravel()),
+        arrays = {
+            "packets": pk, "packet_times": np.zeros((packets, tb.PF_COLS)),
+            "pools": pq, "deferred": dq, "ranks": rk,
+            "link_times": np.zeros((nlinks, 3)), "link_bytes": np.zeros(nlinks, dtype=np.int64),
+            "int_params": ip, "float_params": fp, "neighbors": np.ascontiguousarray(topo.neighbor_array().ravel()),
             "coords": np.ascontiguousarray(topo.coords_array()),
-            "hh": hh, "ctr": ctr, "wt": np.full(2, np.nan),
-            "ran": stream.starts_many(self.stream_starts()),
-            "lay": np.array([lay.table_size - 1, lay.top, lay.min_local_table_size, lay.remainder],
-                            dtype=np.uint64),
+            "queue": hh, "counters": ctr, "window_times": np.full(2, np.nan),
+            "streams": stream.starts_many(self.stream_starts()),
+            "layout": np.array([lay.table_size - 1, lay.top, lay.min_local_table_size, lay.remainder],
+                               dtype=np.uint64),
         }
+        return arrays
+
+    def _kernel_arrays(self) -> dict[str, Any]:
+        """The kernel's own arrays (its ``prepare``), refused in one line unless keyed by its state's fields."""
+        arrays = self.kernel.prepare(self, self.algorithm.options)
+        if tuple(arrays) != self.kernel.state._fields:
+            raise GupsimError(f"fast kernel {self.kernel.name!r}: prepare() gave {', '.join(arrays)}, its state "
+                              f"has {', '.join(self.kernel.state._fields)}")
+        return arrays
 
     # ------------------------------------------------------------------ run
 
     def execute(self, checkpoint: Any = None, batch_events: int | None = None, progress: Any = None) -> None:
         """Run to the end (resuming from ``checkpoint``, a :class:`gupsim.engines.fast.driver.Checkpoint`, if saved);
         ``progress(applied, total)`` hears how far it has got every batch (:func:`gupsim.engines.fast.driver.drive`)."""
-        mod = self._module
-        a = self._arrays() | mod.prepare(self, self.algorithm.options)
+        kernel = self.kernel
+        a = self._arrays() | self._kernel_arrays()
         now, self.earlier_wall_s, self.earlier_peak_rss_mb = driver.drive(
-            mod, a, checkpoint, driver.BATCH_EVENTS if batch_events is None else batch_events, self.total_updates,
+            kernel, a, checkpoint, driver.BATCH_EVENTS if batch_events is None else batch_events, self.total_updates,
             progress)
 
-        ctr = a["ctr"]
+        ctr = a["counters"]
         if ctr[tb.C_ERROR]:
-            raise SimulationError(mod.error_message(ctr[tb.C_ERROR], a))
+            raise SimulationError(kernel.error_message(ctr[tb.C_ERROR], a))
         if not ctr[tb.C_DONE]:
             # a property of the configuration, as on the SimPy engine (runner._deadlock): the same line
             ranks = self.num_ranks
-            stuck = (a["ci"][:ranks, mod.CI_LEFT] > 0) | (a["rk"][:ranks, tb.RK_IN_HEAD] >= 0)
-            waiting = stuck if stuck.any() else ~mod.ended(a)[:ranks]
+            stuck = (kernel.updates_left(a)[:ranks] > 0) | (a["ranks"][:ranks, tb.RK_IN_HEAD] >= 0)
+            waiting = stuck if stuck.any() else ~kernel.ended(a)[:ranks]
             raise DeadlockError.report(now, np.flatnonzero(waiting).tolist(),
                                        int(ctr[tb.C_INJECTED] - ctr[tb.C_DELIVERED]), int(ctr[tb.C_APPLIED]),
                                        self.total_updates, self.algorithm.deadlock_hint())
@@ -226,18 +204,18 @@ class FastSimulation:
                             "buckets_moved": int(ctr[tb.C_MOVED]),
                             "overflow_refiled": int(ctr[tb.C_REFILED])}
         self.applied = int(ctr[tb.C_APPLIED])
-        self.generated = self.total_updates - mod.remaining(a)
-        self.window_times = [float(t) for t in a["wt"]]
-        self.window_counters = mod.window_counters(a)
-        lf, nlinks = a["lf"], a["ip"][tb.I_NLINKS]
+        self.generated = self.total_updates - int(kernel.updates_left(a).sum())
+        self.window_times = [float(t) for t in a["window_times"]]
+        self.window_counters = kernel.window_counters(a)
+        lf, nlinks = a["link_times"], a["int_params"][tb.I_NLINKS]
         self.net = SimpleNamespace(
             cfg=self.net_cfg, topology=self.topology,
             packets_injected=int(ctr[tb.C_INJECTED]), wire_bytes_injected=int(ctr[tb.C_WIRE]),
             packets_delivered=int(ctr[tb.C_DELIVERED]), packet_hops=int(ctr[tb.C_HOPS]),
-            link_bytes=a["lb"][:nlinks], link_busy_s=lf[:, 1], link_blocked_s=lf[:, 2])
+            link_bytes=a["link_bytes"][:nlinks], link_busy_s=lf[:, 1], link_blocked_s=lf[:, 2])
         self.net.link_stats = lambda: link_stats(self.topology, self.net.link_bytes, self.net.link_busy_s,
                                                  self.net.link_blocked_s)
-        for key, value in mod.counters(a).items():
+        for key, value in kernel.counters(a).items():
             setattr(self.algorithm, key, value)
 
 
