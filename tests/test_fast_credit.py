@@ -18,7 +18,6 @@ import pytest
 
 from gupsim.config import load_machine
 from gupsim.engines.fast import credits as cr, events as ev, tables as tb
-from gupsim.engines.fast.contract import Network
 from gupsim.app.reporting import model_fields
 from gupsim.engines.run import make_run_config, simulate
 from tests.test_fast import assert_engines_agree
@@ -114,12 +113,8 @@ def test_settling_orders_returns_by_the_latest_key_popped():
     ip = np.zeros(tb.N_IPARAMS, dtype=np.int64)
     ip[tb.I_POOL_INJ], ip[tb.I_NRANKS] = 10, 1  # pool 0 is not an injection FIFO
     pk = np.zeros((1, tb.PK_COLS), dtype=np.int32)
-    unused = np.zeros(1)  # the network's tables a credit return does not read
-    net = Network(packets=pk, packet_times=unused, pools=pq, deferred=dq, ranks=rk, link_times=unused,
-                  link_bytes=unused, int_params=ip, float_params=unused, neighbors=unused, coords=unused, queue=hh,
-                  counters=ctr, window_times=unused, streams=unused, layout=unused)
     ev.push(hh, ctr, 1.0, ev.NORMAL, 0 << 3 | tb.EV_CPU)  # seq 0: a NORMAL event at t=1
-    cr.give_later(net, 0, 3, 0.0, 1.0)  # seq 1: 3 chunks return at t=1
+    cr.give_later(pk, pq, dq, rk, ip, hh, ctr, 0, 3, 0.0, 1.0)  # seq 1: 3 chunks return at t=1
     ev.push(hh, ctr, 1.0, ev.NORMAL, 1 << 3 | tb.EV_CPU)  # seq 2: another NORMAL event at t=1
     assert pq[0, tb.PQ_DEFERRED] == 1 and ctr[tb.C_HEAP_N] == 2
     ev.pop(hh, ctr)  # seq 0

@@ -125,10 +125,8 @@ def _link_messages(ms, ac, first, last):
 
 
 @njit(cache=True, _nrt=False)
-def _apply(s, net, k, t):
+def _apply(ip, ctr, wt, wc, ac, k, t, messages_mode):
     """:meth:`Simulation.apply` of ``k`` updates at ``t``: window marks and the counter end."""
-    ip, ctr, wt, wc, ac = net.int_params, net.counters, net.window_times, s.window_marks, s.alg_counters
-    messages_mode = s.params[A_MESSAGES_MODE]
     before = ctr[tb.C_APPLIED]
     n = before + k
     ctr[tb.C_APPLIED] = n
@@ -143,9 +141,8 @@ def _apply(s, net, k, t):
 
 
 @njit(cache=True, _nrt=False)
-def _send_ended(r, now, s, net, m):
+def _send_ended(r, now, ci, ac, ms, m, ai, ctr, hh):
     """The send process of message ``m`` has injected its last packet."""
-    ci, ac, ms, ai, ctr = s.rank_ints, s.alg_counters, s.messages, s.params, net.counters
     if ms[m, MS_FIN]:
         ci[r, CI_SENDS] -= 1
         if ci[r, CI_SENDS] == 0 and ci[r, CI_PHASE] == PH_FIN_WAIT:
@@ -153,7 +150,7 @@ def _send_ended(r, now, s, net, m):
         return
     ci[r, CI_ALIVE] = 0
     if ci[r, CI_COND] == COND_WAIT or ci[r, CI_PHASE] == PH_FIN_REQ:
-        ev.push(net.queue, ctr, now, ev.NORMAL, r << 3 | EV_SEND_DONE)
+        ev.push(hh, ctr, now, ev.NORMAL, r << 3 | EV_SEND_DONE)
 
 
 @njit(cache=True, _nrt=False)
@@ -165,9 +162,8 @@ def _rank_done(r, ci, ac, ai, ctr):
 
 
 @njit(cache=True, _nrt=False)
-def _isend(m, now, s, net):
+def _isend(m, now, ci, ac, ms, tabs, ai, pk, pf, pq, dq, ip, hh, ctr):
     """``_isend``: inject the message's packets in order while the injection FIFO has room."""
-    ms, tabs, pk, ip, ctr = s.messages, s.message_packets, net.packets, net.int_params, net.counters
     src, k, npk = ms[m, MS_SRC], ms[m, MS_K], ms[m, MS_NPK]
     inj = cr.inj_pool(ip, src, ms[m, MS_DST])
     while ms[m, MS_SENT] < npk:
@@ -176,22 +172,20 @@ def _isend(m, now, s, net):
         pk[p, tb.PK_SRC], pk[p, tb.PK_DST], pk[p, tb.PK_CHUNKS] = src, ms[m, MS_DST], tabs[k, col]
         pk[p, tb.PK_WIRE], pk[p, tb.PK_PAYLOAD] = tabs[k, col + 1], tabs[k, col + 2]
         pk[p, tb.PK_MSG], pk[p, tb.PK_N] = m, k
-        if not cr.take(net, inj, pk[p, tb.PK_CHUNKS], 0):
+        if not cr.take(pq, dq, ctr, inj, pk[p, tb.PK_CHUNKS], 0):
             pk[p, tb.PK_STATE] = W_ISEND
             pk[p, tb.PK_BUBBLE] = 0
-            cr.enqueue(net, inj, p, 0)
+            cr.enqueue(pk, pq, dq, hh, ctr, inj, p, 0)
             return
-        c.launch(net, p, now)
+        c.launch(pk, pf, ip, hh, ctr, p, now)
         ms[m, MS_SENT] += 1
-    _send_ended(src, now, s, net, m)
+    _send_ended(src, now, ci, ac, ms, m, ai, ctr, hh)
 
 
 @njit(cache=True, _nrt=False)
-def _receive(r, now, s, net):
+def _receive(r, now, ci, cf, cost, ktab, ac, ms, ai, pk, pq, dq, rk, ip, fp, hh, ctr, wt, wc):
     """``_receive``: copy every arrived packet out; apply completed messages; FINISHED ones counted."""
-    ci, cf, cost, ktab, ac, ms = s.rank_ints, s.rank_floats, s.costs, s.message_costs, s.alg_counters, s.messages
-    pk, rk, ip = net.packets, net.ranks, net.int_params
-    cycle_s = net.float_params[tb.F_CYCLE_S]
+    cycle_s = fp[tb.F_CYCLE_S]
     finished = 0
     while rk[r, tb.RK_IN_HEAD] >= 0:
         p = c.inbox_pop(pk, rk, r)
@@ -205,12 +199,13 @@ def _receive(r, now, s, net):
             else:
                 ci[r, CI_DATA_IN] += 1
                 cf[r, CF_DEBT] += cost[K_UPD] * k
-                _apply(s, net, k, now + cf[r, CF_DEBT] * cycle_s)
+                _apply(ip, ctr, wt, wc, ac, k, now + cf[r, CF_DEBT] * cycle_s, ai[A_MESSAGES_MODE])
             ms[m, MS_NEXT] = ac[AC_MSG_FREE]
             ac[AC_MSG_FREE] = m
             ac[AC_MSG_NFREE] += 1
-        cr.give_later(net, cr.rec_pool(pk, ip, p), pk[p, tb.PK_CHUNKS], now, cf[r, CF_DEBT] * cycle_s)
-        c.free_packet(pk, net.counters, p)
+        cr.give_later(pk, pq, dq, rk, ip, hh, ctr, cr.rec_pool(pk, ip, p), pk[p, tb.PK_CHUNKS], now,
+                     cf[r, CF_DEBT] * cycle_s)
+        c.free_packet(pk, ctr, p)
     return finished
 
 
@@ -218,12 +213,11 @@ _flush = c.flush_cpu  # the CPU turns its cycle debt into time (core.py)
 
 
 @njit(cache=True, _nrt=False)
-def _wait_inbox(r, now, ci, net, phase):
+def _wait_inbox(r, now, ci, rk, hh, ctr, phase):
     """``yield inbox.wait()``: an event now if a packet is there, else a wake-up on delivery."""
-    rk = net.ranks
     ci[r, CI_PHASE] = phase
     if rk[r, tb.RK_IN_HEAD] >= 0:
-        ev.push(net.queue, net.counters, now, ev.NORMAL, r << 3 | tb.EV_CPU)
+        ev.push(hh, ctr, now, ev.NORMAL, r << 3 | tb.EV_CPU)
     else:
         rk[r, tb.RK_WAIT] = tb.WAKE_INBOX
 
@@ -231,8 +225,10 @@ def _wait_inbox(r, now, ci, net, phase):
 @njit(cache=True, _nrt=False)
 def _cpu(r, now, s, net):
     ci, cf, cost, ktab, tabs, ai = s.rank_ints, s.rank_floats, s.costs, s.message_costs, s.message_packets, s.params
-    ac, ms, hk, hkey, hpos = s.alg_counters, s.messages, s.bucket_heap, s.bucket_dests, s.bucket_positions
-    ip, fp, hh, ctr, ran, lay = net.int_params, net.float_params, net.queue, net.counters, net.streams, net.layout
+    ac, wc, ms, hk, hkey, hpos = s.alg_counters, s.window_marks, s.messages, s.bucket_heap, s.bucket_dests, \
+        s.bucket_positions
+    pk, pq, dq, rk, ip = net.packets, net.pools, net.deferred, net.ranks, net.int_params
+    fp, hh, ctr, wt, ran, lay = net.float_params, net.queue, net.counters, net.window_times, net.streams, net.layout
     nr = ip[tb.I_NRANKS]
     mask, shift = ai[A_HMASK], ai[A_HSHIFT]
     mm = ai[A_MESSAGES_MODE]
@@ -243,7 +239,8 @@ def _cpu(r, now, s, net):
                 ci[r, CI_ITER] += 1
                 if ci[r, CI_ITER] % ai[A_EVERY] == 0:
                     cf[r, CF_DEBT] += cost[K_TEST]
-                    ci[r, CI_FINISHED] += _receive(r, now, s, net)
+                    ci[r, CI_FINISHED] += _receive(r, now, ci, cf, cost, ktab, ac, ms, ai, pk, pq, dq, rk,
+                                                   ip, fp, hh, ctr, wt, wc)
                 if ci[r, CI_PENDING] < ai[A_LIMIT]:
                     value = stream.next_ran(ran[r])
                     ran[r] = value
@@ -252,16 +249,17 @@ def _cpu(r, now, s, net):
                     cf[r, CF_DEBT] += cost[K_GEN]
                     if dest == r:
                         cf[r, CF_DEBT] += cost[K_UPD]
-                        _apply(s, net, 1, now + cf[r, CF_DEBT] * fp[tb.F_CYCLE_S])
+                        _apply(ip, ctr, wt, wc, ac, 1, now + cf[r, CF_DEBT] * fp[tb.F_CYCLE_S], mm)
                     else:
                         ci[r, CI_HN] = bh.add(hk, hkey, hpos, r, ci[r, CI_HN], dest, nr, mask, shift)
                         ci[r, CI_PENDING] += 1
                         cf[r, CF_DEBT] += cost[K_INSERT]
-                    _flush(r, now, ci, cf, net, PH_TOP)
+                    _flush(r, now, ci, cf, fp, hh, ctr, PH_TOP)
                     return
             elif ci[r, CI_PENDING] > 0:
                 cf[r, CF_DEBT] += cost[K_TEST]
-                ci[r, CI_FINISHED] += _receive(r, now, s, net)
+                ci[r, CI_FINISHED] += _receive(r, now, ci, cf, cost, ktab, ac, ms, ai, pk, pq, dq, rk,
+                                               ip, fp, hh, ctr, wt, wc)
             elif mm:
                 ci[r, CI_OTHER] = 0
                 if ci[r, CI_ALIVE]:  # _finish's ``yield outreq``: FINISHED may not overtake the last data send
@@ -270,11 +268,11 @@ def _cpu(r, now, s, net):
                 phase = PH_FIN
                 continue
             else:
-                _wait_inbox(r, now, ci, net, PH_DRAIN_RECV)
+                _wait_inbox(r, now, ci, rk, hh, ctr, PH_DRAIN_RECV)
                 return
             # _test_and_send: MPI_Test the outstanding send
             cf[r, CF_DEBT] += cost[K_TEST]
-            _flush(r, now, ci, cf, net, PH_TESTED)
+            _flush(r, now, ci, cf, fp, hh, ctr, PH_TESTED)
             return
         elif phase == PH_TESTED:
             ac[AC_TESTS] += 1
@@ -288,14 +286,14 @@ def _cpu(r, now, s, net):
                 ac[AC_UPDATES] += k
                 ci[r, CI_DEST], ci[r, CI_K] = dest, k
                 cf[r, CF_DEBT] += ktab[k, KT_SEND]
-                _flush(r, now, ci, cf, net, PH_SENT)
+                _flush(r, now, ci, cf, fp, hh, ctr, PH_SENT)
                 return
             # blocked: any_of([outreq, inbox.wait()])
             ac[AC_BLOCKED] += 1
             cf[r, CF_BLK] = now
             ci[r, CI_COND] = COND_WAIT
             ci[r, CI_SKIP] = 0
-            _wait_inbox(r, now, ci, net, PH_BLOCKED)
+            _wait_inbox(r, now, ci, rk, hh, ctr, PH_BLOCKED)
             return
         elif phase == PH_SENT:
             k = ci[r, CI_K]
@@ -319,23 +317,24 @@ def _cpu(r, now, s, net):
                 ac[AC_BLOCKED] += spins
             phase = PH_TOP
         elif phase == PH_DRAIN:
-            _wait_inbox(r, now, ci, net, PH_DRAIN_RECV)
+            _wait_inbox(r, now, ci, rk, hh, ctr, PH_DRAIN_RECV)
             return
         elif phase == PH_DRAIN_RECV:
             cf[r, CF_DEBT] += cost[K_TEST]
             if mm:
-                ci[r, CI_FINISHED] += _receive(r, now, s, net)
-                _flush(r, now, ci, cf, net, PH_FIN_CHECK)
+                ci[r, CI_FINISHED] += _receive(r, now, ci, cf, cost, ktab, ac, ms, ai, pk, pq, dq, rk,
+                                               ip, fp, hh, ctr, wt, wc)
+                _flush(r, now, ci, cf, fp, hh, ctr, PH_FIN_CHECK)
             else:
-                _receive(r, now, s, net)
-                _flush(r, now, ci, cf, net, PH_DRAIN)
+                _receive(r, now, ci, cf, cost, ktab, ac, ms, ai, pk, pq, dq, rk, ip, fp, hh, ctr, wt, wc)
+                _flush(r, now, ci, cf, fp, hh, ctr, PH_DRAIN)
             return
         elif phase == PH_FIN:  # _finish: FINISHED to every other rank
             if ci[r, CI_OTHER] == r:
                 ci[r, CI_OTHER] += 1
             if ci[r, CI_OTHER] < nr:
                 cf[r, CF_DEBT] += ktab[0, KT_SEND]
-                _flush(r, now, ci, cf, net, PH_FIN_SENT)
+                _flush(r, now, ci, cf, fp, hh, ctr, PH_FIN_SENT)
                 return
             phase = PH_FIN_CHECK
         elif phase == PH_FIN_SENT:
@@ -346,7 +345,7 @@ def _cpu(r, now, s, net):
             phase = PH_FIN
         elif phase == PH_FIN_CHECK:
             if ci[r, CI_FINISHED] < nr - 1 or ci[r, CI_DATA_IN] < ci[r, CI_DATA_TO]:  # see Baseline._finish
-                _wait_inbox(r, now, ci, net, PH_DRAIN_RECV)
+                _wait_inbox(r, now, ci, rk, hh, ctr, PH_DRAIN_RECV)
                 return
             if ci[r, CI_SENDS] == 0:
                 _rank_done(r, ci, ac, ai, ctr)
@@ -358,9 +357,8 @@ def _cpu(r, now, s, net):
 
 
 @njit(cache=True, _nrt=False)
-def _send_done_event(r, now, ci, net):
+def _send_done_event(r, now, ci, rk, hh, ctr):
     """The outstanding send's Process event: it triggers the blocked test's condition if still waiting."""
-    rk = net.ranks
     if ci[r, CI_COND] != COND_WAIT:
         return
     ci[r, CI_COND] = COND_SET
@@ -368,34 +366,36 @@ def _send_done_event(r, now, ci, net):
         rk[r, tb.RK_WAIT] = 0  # the inbox waiter is left behind; its later event does nothing
     else:
         ci[r, CI_SKIP] += 1  # the inbox event is already scheduled, before the condition's
-    ev.push(net.queue, net.counters, now, ev.NORMAL, r << 3 | tb.EV_CPU)
+    ev.push(hh, ctr, now, ev.NORMAL, r << 3 | tb.EV_CPU)
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def _prefetch_cpu(s, net):
+def _prefetch_cpu(q, ctr, ci, cf, ran, hk):
     """When the next event resumes a CPU, start loading its rank's rows (core.prefetch_next asks only for
     ``rk``): its state (two cache lines), cycle debt, random stream and heap root."""
-    r = c.next_cpu_rank(net.queue, net.counters)
+    r = c.next_cpu_rank(q, ctr)
     if r >= 0:
-        row = s.rank_ints[r]
+        row = ci[r]
         tb.prefetch_row(row, 0)
         tb.prefetch_row(row, 8)
-        tb.prefetch_row(s.rank_floats, r)
-        tb.prefetch_row(net.streams, r)
-        tb.prefetch_row(s.bucket_heap, r)
+        tb.prefetch_row(cf, r)
+        tb.prefetch_row(ran, r)
+        tb.prefetch_row(hk, r)
 
 
 @njit(cache=True, nogil=True, _nrt=False)
 def _loop(s, net, now):
     """Process events until done (True), or until the batch ends (a table must grow, the sequence be
     renumbered, or the driver pauses: False)."""
-    ci, ac, ms, pk, hh, ctr = s.rank_ints, s.alg_counters, s.messages, net.packets, net.queue, net.counters
+    ci, ac, ms, tabs, ai = s.rank_ints, s.alg_counters, s.messages, s.message_packets, s.params
+    pk, pf, pq, dq, rk, ip = net.packets, net.packet_times, net.pools, net.deferred, net.ranks, net.int_params
+    hh, ctr = net.queue, net.counters
     while ctr[tb.C_HEAP_N] > 0 and ctr[tb.C_DONE] == 0:
         if ev.needs_room(hh, ctr) or ac[AC_MSG_NFREE] < MSG_MARGIN:
             return now, False
         now, payload = ev.pop(hh, ctr)
         c.prefetch_next(net)
-        _prefetch_cpu(s, net)
+        _prefetch_cpu(hh, ctr, ci, s.rank_floats, net.streams, s.bucket_heap)
         ctr[tb.C_EVENTS] += 1
         kind = payload & 7
         a = payload >> 3
@@ -404,19 +404,19 @@ def _loop(s, net, now):
         elif kind == EV_ISEND:
             if not ms[a, MS_FIN]:
                 ac[AC_PACKETS] += ms[a, MS_NPK]
-            _isend(a, now, s, net)
+            _isend(a, now, ci, ac, ms, tabs, ai, pk, pf, pq, dq, ip, hh, ctr)
         elif kind == EV_SEND_DONE:
             if ci[a, CI_PHASE] == PH_FIN_REQ:  # the Process event resumes _finish directly
                 ci[a, CI_PHASE] = PH_FIN
                 _cpu(a, now, s, net)
             else:
-                _send_done_event(a, now, ci, net)
+                _send_done_event(a, now, ci, rk, hh, ctr)
         elif kind == tb.EV_RESUME and pk[a, tb.PK_STATE] == W_ISEND:
             pk[a, tb.PK_STATE] = tb.W_NONE
             m = pk[a, tb.PK_MSG]
-            c.launch(net, a, now)
+            c.launch(pk, pf, ip, hh, ctr, a, now)
             ms[m, MS_SENT] += 1
-            _isend(m, now, s, net)
+            _isend(m, now, ci, ac, ms, tabs, ai, pk, pf, pq, dq, ip, hh, ctr)
         else:
             c.network_event(kind, a, net, now)
         if ev.batch_over(ctr):

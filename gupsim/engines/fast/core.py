@@ -135,7 +135,7 @@ def free_packet(pk, ctr, p):
 
 
 @njit(cache=True, _nrt=False)
-def flush_cpu(r, now, ci, cf, net, phase):
+def flush_cpu(r, now, ci, cf, fp, hh, ctr, phase):
     """:meth:`Cpu.flush`: rank ``r`` resumes in ``phase`` after its cycle debt.
 
     Every kernel keeps a rank's phase in column 0 of its integer rank table ``ci`` and its
@@ -144,16 +144,15 @@ def flush_cpu(r, now, ci, cf, net, phase):
     cycles = cf[r, 0]
     cf[r, 0] = 0.0
     ci[r, 0] = phase
-    push(net.queue, net.counters, now + cycles * net.float_params[F_CYCLE_S], NORMAL, r << 3 | EV_CPU)
+    push(hh, ctr, now + cycles * fp[F_CYCLE_S], NORMAL, r << 3 | EV_CPU)
 
 
 # ================================================================== transit
 
 
 @njit(cache=True, _nrt=False)
-def launch(net, p, now):
+def launch(pk, pf, ip, hh, ctr, p, now):
     """:meth:`Network.launch`: ``p`` holds its injection room; start its transit now."""
-    pk, ip, ctr = net.packets, net.int_params, net.counters
     ctr[C_INJECTED] += 1
     ctr[C_WIRE] += pk[p, PK_WIRE]
     src = pk[p, PK_SRC]
@@ -161,8 +160,8 @@ def launch(net, p, now):
     pk[p, PK_DIM] = -1
     pk[p, PK_HELD] = inj_pool(ip, src, pk[p, PK_DST])
     pk[p, PK_LINK] = -1
-    net.packet_times[p, PF_START] = now
-    push(net.queue, ctr, now, URGENT, p << 3 | EV_HOP)
+    pf[p, PF_START] = now
+    push(hh, ctr, now, URGENT, p << 3 | EV_HOP)
 
 
 @njit(cache=True, inline="always", _nrt=False)
@@ -176,9 +175,8 @@ def _offset(a, b, length, wraps):
 
 
 @njit(cache=True, _nrt=False)
-def _dynamic_choice(net, node, dst, chunks):
+def _dynamic_choice(pk, pq, dq, ctr, lf, ip, coords, node, dst, chunks):
     """Least busy minimal link whose dynamic channel has room now, or -1."""
-    pq, lf, ip, coords = net.pools, net.link_times, net.int_params, net.coords
     best = -1
     base = ip[I_POOL_DYN]
     for d in range(3):
@@ -190,7 +188,7 @@ def _dynamic_choice(net, node, dst, chunks):
         for k in range(2 if both else 1):
             port = 2 * d + k if both else (2 * d if off > 0 else 2 * d + 1)
             link = node * 6 + port
-            if room(net, base + link) >= chunks and (best < 0 or lf[link, 0] < lf[best, 0]):
+            if room(pq, dq, ctr, base + link) >= chunks and (best < 0 or lf[link, 0] < lf[best, 0]):
                 best = link
     if best >= 0:
         pq[base + best, PQ_FREE] -= chunks
@@ -198,47 +196,44 @@ def _dynamic_choice(net, node, dst, chunks):
 
 
 @njit(cache=True, _nrt=False)
-def _go(net, p, link, pool, now):
+def _go(pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, hh, ctr, p, link, pool, now):
     """The packet holds room in ``pool`` behind ``link``: start on the link."""
-    pk, lf, fp, ctr = net.packets, net.link_times, net.float_params, net.counters
     serial = pk[p, PK_WIRE] / fp[F_RATE]
     ctr[C_HOPS] += 1
-    pk[p, PK_NODE] = net.neighbors[link]
+    pk[p, PK_NODE] = nbr[link]
     start = max(now, lf[link, 0])
     lf[link, 0] = start + serial
     lf[link, 1] += serial
-    net.link_bytes[link] += pk[p, PK_WIRE]
-    give_later(net, pk[p, PK_HELD], pk[p, PK_CHUNKS], now, start + serial - now)
-    if net.int_params[I_ORDERED]:
-        leave(net, pk[p, PK_HELD], start, now)
-        order_append(pk, net.pools, pool, p)
+    lb[link] += pk[p, PK_WIRE]
+    give_later(pk, pq, dq, rk, ip, hh, ctr, pk[p, PK_HELD], pk[p, PK_CHUNKS], now, start + serial - now)
+    if ip[I_ORDERED]:
+        leave(pk, pq, dq, hh, ctr, pk[p, PK_HELD], start, now)
+        order_append(pk, pq, pool, p)
     pk[p, PK_HELD] = pool
     pk[p, PK_LINK] = link  # the last link, once it has arrived: its reception FIFO group
-    net.packet_times[p, PF_START] = start
+    pf[p, PF_START] = start
     head = min(serial, fp[F_CHUNK_S]) + fp[F_ROUTER_S]
-    push(net.queue, ctr, now + (start + head - now), NORMAL, p << 3 | EV_HOP)
+    push(hh, ctr, now + (start + head - now), NORMAL, p << 3 | EV_HOP)
 
 
 @njit(cache=True, _nrt=False)
-def _arrive(net, p, now):
+def _arrive(pk, pf, pq, dq, rk, ip, fp, hh, ctr, p, now):
     """Room taken in the reception FIFO: wait for the tail."""
-    pk, fp = net.packets, net.float_params
-    if net.int_params[I_ORDERED]:
-        leave(net, pk[p, PK_HELD], now, now)
+    if ip[I_ORDERED]:
+        leave(pk, pq, dq, hh, ctr, pk[p, PK_HELD], now, now)
     serial = pk[p, PK_WIRE] / fp[F_RATE]
-    tail = net.packet_times[p, PF_START] + serial + fp[F_ROUTER_S] - now
+    tail = pf[p, PF_START] + serial + fp[F_ROUTER_S] - now
     if tail > 0:
-        push(net.queue, net.counters, now + tail, NORMAL, p << 3 | EV_TAIL)
+        push(hh, ctr, now + tail, NORMAL, p << 3 | EV_TAIL)
     else:
-        deliver(net, p, now)
+        deliver(pk, pq, rk, ip, hh, ctr, p, now)
 
 
 @njit(cache=True, _nrt=False)
-def deliver(net, p, now):
+def deliver(pk, pq, rk, ip, hh, ctr, p, now):
     """Tail in: free the last buffer, put the packet in the receiver's inbox, wake its CPU."""
-    pk, rk = net.packets, net.ranks
-    give(net, pk[p, PK_HELD], pk[p, PK_CHUNKS], now)
-    net.counters[C_DELIVERED] += 1
+    give(pk, pq, rk, ip, hh, ctr, pk[p, PK_HELD], pk[p, PK_CHUNKS], now)
+    ctr[C_DELIVERED] += 1
     r = pk[p, PK_DST]
     pk[p, PK_NEXT] = -1
     if rk[r, RK_IN_HEAD] < 0:
@@ -248,7 +243,7 @@ def deliver(net, p, now):
     rk[r, RK_IN_TAIL] = p
     rk[r, RK_IN_COUNT] += 1
     if rk[r, RK_WAIT] & WAKE_INBOX:
-        wake(net, r, now)
+        wake(rk, hh, ctr, r, now)
 
 
 @njit(cache=True, _nrt=False)
@@ -260,32 +255,30 @@ def inbox_pop(pk, rk, r):
 
 
 @njit(cache=True, _nrt=False)
-def hop(net, p, now):
+def hop(pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, p, now):
     """One step of :meth:`Network._transit`: the head is at ``PK_NODE``."""
-    pk = net.packets
-    if net.int_params[I_ORDERED]:
+    if ip[I_ORDERED]:
         # Still holding injection room means just launched (later hops hold link pools, and a packet that
         # waits goes on in hop_on): it enters its injection FIFO's order, as Network._transit starts.
-        if pk[p, PK_HELD] >= net.int_params[I_POOL_INJ]:
-            order_append(pk, net.pools, pk[p, PK_HELD], p)
-        if not front_ready(net, p, now):
+        if pk[p, PK_HELD] >= ip[I_POOL_INJ]:
+            order_append(pk, pq, pk[p, PK_HELD], p)
+        if not front_ready(pk, pq, dq, hh, ctr, p, now):
             return
-    hop_on(net, p, now)
+    hop_on(pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, p, now)
 
 
 @njit(cache=True, _nrt=False)
-def hop_on(net, p, now):
+def hop_on(pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, p, now):
     """:func:`hop` once the packet may leave its buffer."""
-    pk, ip, coords = net.packets, net.int_params, net.coords
     node = pk[p, PK_NODE]
     dst = node_of(ip, pk[p, PK_DST])
     chunks = pk[p, PK_CHUNKS]
     if node != dst:
         if ip[I_ADAPTIVE]:
-            link = _dynamic_choice(net, node, dst, chunks)
+            link = _dynamic_choice(pk, pq, dq, ctr, lf, ip, coords, node, dst, chunks)
             if link >= 0:
                 pk[p, PK_DIM] = -1  # re-entering the escape ring needs the bubble again
-                _go(net, p, link, ip[I_POOL_DYN] + link, now)
+                _go(pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, hh, ctr, p, link, ip[I_POOL_DYN] + link, now)
                 return
         port = -1
         for d in range(3):
@@ -297,22 +290,22 @@ def hop_on(net, p, now):
         d = port >> 1
         bubble = ip[I_BUBBLE] if d != pk[p, PK_DIM] else 0
         pk[p, PK_DIM] = d
-        if take(net, link, chunks, bubble):
-            _go(net, p, link, link, now)
+        if take(pq, dq, ctr, link, chunks, bubble):
+            _go(pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, hh, ctr, p, link, link, now)
         else:
             pk[p, PK_STATE] = W_LINK
             pk[p, PK_LINK] = link
             pk[p, PK_BUBBLE] = bubble
-            net.packet_times[p, PF_ASKED] = now
-            enqueue(net, link, p, 1 if bubble else 0)
+            pf[p, PF_ASKED] = now
+            enqueue(pk, pq, dq, hh, ctr, link, p, 1 if bubble else 0)
         return
     rec = rec_pool(pk, ip, p)
-    if take(net, rec, chunks, 0):
-        _arrive(net, p, now)
+    if take(pq, dq, ctr, rec, chunks, 0):
+        _arrive(pk, pf, pq, dq, rk, ip, fp, hh, ctr, p, now)
     else:
         pk[p, PK_STATE] = W_REC
         pk[p, PK_BUBBLE] = 0
-        enqueue(net, rec, p, 0)
+        enqueue(pk, pq, dq, hh, ctr, rec, p, 0)
 
 
 # ------------------------------------------------------------------ buffer_order fifo
@@ -326,76 +319,78 @@ def order_append(pk, pq, pool, p):
 
 
 @njit(cache=True, _nrt=False)
-def leave(net, pool, at, now):
+def leave(pk, pq, dq, hh, ctr, pool, at, now):
     """The oldest packet of ``pool`` has its next room and leaves at ``at``; wake the next if it waits."""
-    pk, pq, dq = net.packets, net.pools, net.deferred
     nxt = pk[pq[pool, PQ_OHEAD], PK_ONEXT]
     pq[pool, PQ_OHEAD] = nxt
     dq[pool, dq.shape[1] - 1, 0] = f2i(at)
     if nxt >= 0 and pk[nxt, PK_STATE] == W_FRONT:
-        push(net.queue, net.counters, now, NORMAL, nxt << 3 | EV_FRONT)
+        push(hh, ctr, now, NORMAL, nxt << 3 | EV_FRONT)
 
 
 @njit(cache=True, _nrt=False)
-def _front_time(net, p, now):
+def _front_time(pk, dq, hh, ctr, p, now):
     """At the head of its buffer: go on now, or (False) wait for the departure of the packet before it."""
-    pk, dq = net.packets, net.deferred
     wait = i2f(dq[pk[p, PK_HELD], dq.shape[1] - 1, 0]) - now
     if wait > 0:
         pk[p, PK_STATE] = W_FRONT_TIME
-        push(net.queue, net.counters, now + wait, NORMAL, p << 3 | EV_FRONT)
+        push(hh, ctr, now + wait, NORMAL, p << 3 | EV_FRONT)
         return False
     pk[p, PK_STATE] = W_NONE
     return True
 
 
 @njit(cache=True, _nrt=False)
-def front_ready(net, p, now):
-    pk = net.packets
-    if net.pools[pk[p, PK_HELD], PQ_OHEAD] != p:
+def front_ready(pk, pq, dq, hh, ctr, p, now):
+    if pq[pk[p, PK_HELD], PQ_OHEAD] != p:
         pk[p, PK_STATE] = W_FRONT
         return False
-    return _front_time(net, p, now)
+    return _front_time(pk, dq, hh, ctr, p, now)
 
 
 @njit(cache=True, _nrt=False)
-def front_event(net, p, now):
+def front_event(pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, p, now):
     """EV_FRONT: the packet before it left (check when), or that departure time has come (go on)."""
-    pk = net.packets
-    if pk[p, PK_STATE] == W_FRONT and not _front_time(net, p, now):
+    if pk[p, PK_STATE] == W_FRONT and not _front_time(pk, dq, hh, ctr, p, now):
         return
     pk[p, PK_STATE] = W_NONE
-    hop_on(net, p, now)
+    hop_on(pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, p, now)
 
 
 @njit(cache=True, _nrt=False)
-def resume(net, p, now):
+def resume(pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, hh, ctr, p, now):
     """A waiting packet was granted its room (already taken from the pool)."""
-    pk = net.packets
     state = pk[p, PK_STATE]
     pk[p, PK_STATE] = W_NONE
     if state == W_LINK:
         link = pk[p, PK_LINK]
-        net.link_times[link, 2] += now - net.packet_times[p, PF_ASKED]
-        _go(net, p, link, link, now)
+        lf[link, 2] += now - pf[p, PF_ASKED]
+        _go(pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, hh, ctr, p, link, link, now)
     else:
-        _arrive(net, p, now)
+        _arrive(pk, pf, pq, dq, rk, ip, fp, hh, ctr, p, now)
 
 
 @njit(cache=True, _nrt=False)
 def network_event(kind, a, net, now):
     """Handle every event kind except :data:`EV_CPU` (``a``: the packet, or for a credit return its pool and
-    chunks)."""
+    chunks).
+
+    The helpers it calls take only the tables they use, by position: a helper Numba does not inline copies
+    every argument it is given at each call, and the whole :class:`gupsim.engines.fast.contract.Network` at
+    every credit return and hop made the kernels 7-23% slower (docs/performance-log.md)."""
+    pk, pf, pq, dq, rk, ip = net.packets, net.packet_times, net.pools, net.deferred, net.ranks, net.int_params
+    lf, lb, fp, nbr, coords = net.link_times, net.link_bytes, net.float_params, net.neighbors, net.coords
+    hh, ctr = net.queue, net.counters
     if kind == EV_HOP:
-        hop(net, a, now)
+        hop(pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, a, now)
     elif kind == EV_RESUME:
-        resume(net, a, now)
+        resume(pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, hh, ctr, a, now)
     elif kind == EV_TAIL:
-        deliver(net, a, now)
+        deliver(pk, pq, rk, ip, hh, ctr, a, now)
     elif kind == EV_FRONT:
-        front_event(net, a, now)
+        front_event(pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, a, now)
     else:
-        give(net, a >> 5, (a & 31), now)
+        give(pk, pq, rk, ip, hh, ctr, a >> 5, (a & 31), now)
 
 
 @njit(cache=True, _nrt=False)

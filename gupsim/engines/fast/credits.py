@@ -96,17 +96,16 @@ def reschedule(pq, dq, hh, ctr, pool):
 
 
 @njit(cache=True, _nrt=False)
-def room(net, pool):
+def room(pq, dq, ctr, pool):
     """The pool's free chunks now (its due returns applied)."""
-    settle(net.pools, net.deferred, net.counters, pool)
-    return net.pools[pool, PQ_FREE]
+    settle(pq, dq, ctr, pool)
+    return pq[pool, PQ_FREE]
 
 
 @njit(cache=True, _nrt=False)
-def take(net, pool, chunks, bubble):
+def take(pq, dq, ctr, pool, chunks, bubble):
     """:meth:`Credits.take`: room now, without overtaking a waiter."""
-    pq = net.pools
-    settle(pq, net.deferred, net.counters, pool)
+    settle(pq, dq, ctr, pool)
     if bubble:
         if pq[pool, 0] >= 0 or pq[pool, 2] >= 0 or pq[pool, PQ_FREE] < chunks + bubble:
             return False
@@ -117,10 +116,10 @@ def take(net, pool, chunks, bubble):
 
 
 @njit(cache=True, _nrt=False)
-def enqueue(net, pool, p, cls):
+def enqueue(pk, pq, dq, hh, ctr, pool, p, cls):
     """Append packet ``p`` to the pool's continuing (0) or entering (1) queue."""
-    reschedule(net.pools, net.deferred, net.queue, net.counters, pool)
-    list_append(net.packets, net.pools, pool, p, 2 * cls, PK_NEXT)
+    reschedule(pq, dq, hh, ctr, pool)
+    list_append(pk, pq, pool, p, 2 * cls, PK_NEXT)
 
 
 @njit(cache=True, inline="always", _nrt=False)
@@ -136,28 +135,25 @@ def list_append(pk, pq, pool, p, head, link):
 
 
 @njit(cache=True, _nrt=False)
-def watch_room(net, r, g):
+def watch_room(pq, dq, rk, hh, ctr, ip, r, g):
     """Rank ``r``'s CPU waits for room in its injection FIFO of group ``g`` (:data:`WAKE_ROOM` << g);
     that FIFO's returns must wake it."""
-    ip = net.int_params
-    net.ranks[r, RK_WAIT] |= WAKE_ROOM << g
-    reschedule(net.pools, net.deferred, net.queue, net.counters, ip[I_POOL_INJ] + r * ip[I_FIFO_GROUPS] + g)
+    rk[r, RK_WAIT] |= WAKE_ROOM << g
+    reschedule(pq, dq, hh, ctr, ip[I_POOL_INJ] + r * ip[I_FIFO_GROUPS] + g)
 
 
 @njit(cache=True, _nrt=False)
-def wake(net, rank, now):
-    """Rank ``rank``'s CPU, waiting without a pending event, resumes now."""
-    net.ranks[rank, RK_WAIT] = 0
-    push(net.queue, net.counters, now, NORMAL, rank << 3 | EV_CPU)
+def wake(rk, hh, ctr, rank, now):
+    rk[rank, RK_WAIT] = 0
+    push(hh, ctr, now, NORMAL, rank << 3 | EV_CPU)
 
 
 @njit(cache=True, _nrt=False)
-def give(net, pool, chunks, now):
+def give(pk, pq, rk, ip, hh, ctr, pool, chunks, now):
     """:meth:`Credits.give`: return room, grant waiters in order, fire watchers.
 
     Returns kept beside the pool need not be settled first: with a waiter or a watcher there are none,
     and without, this only adds room, as they do."""
-    pk, pq, rk, ip = net.packets, net.pools, net.ranks, net.int_params
     pq[pool, PQ_FREE] += chunks
     for cls in range(2):
         h = 2 * cls
@@ -171,12 +167,12 @@ def give(net, pool, chunks, now):
                 src = pk[p, PK_SRC]
                 rk[src, RK_GRANTED] = 1
                 if rk[src, RK_WAIT] & WAKE_GRANT:
-                    wake(net, src, now)
+                    wake(rk, hh, ctr, src, now)
             else:
-                push(net.queue, net.counters, now, NORMAL, p << 3 | EV_RESUME)
+                push(hh, ctr, now, NORMAL, p << 3 | EV_RESUME)
     r, bit = _room_watch(ip, pool)
     if r >= 0 and rk[r, RK_WAIT] & bit and pq[pool, PQ_FREE] >= ip[I_MAXCH]:
-        wake(net, r, now)
+        wake(rk, hh, ctr, r, now)
 
 
 @njit(cache=True, inline="always", _nrt=False)
@@ -199,14 +195,13 @@ def _room_watch(ip, pool):
 
 
 @njit(cache=True, _nrt=False)
-def give_later(net, pool, chunks, now, delay):
+def give_later(pk, pq, dq, rk, ip, hh, ctr, pool, chunks, now, delay):
     """:meth:`Network.release_later`: kept beside the pool (deferred) unless someone waits on it."""
     if delay <= 0.0:
-        give(net, pool, chunks, now)
+        give(pk, pq, rk, ip, hh, ctr, pool, chunks, now)
         return
-    pq, dq, hh, ctr = net.pools, net.deferred, net.queue, net.counters
     payload = (pool << 8) | (chunks << 3) | EV_GIVE
-    if _watched(pq, net.ranks, net.int_params, pool):
+    if _watched(pq, rk, ip, pool):
         push(hh, ctr, now + delay, NORMAL, payload)
         return
     n = pq[pool, PQ_DEFERRED]

@@ -52,29 +52,27 @@ class State(NamedTuple):
 
 
 @njit(cache=True, _nrt=False)
-def _apply(net, t):
-    ip, ctr = net.int_params, net.counters
+def _apply(ip, ctr, wt, t):
     ctr[tb.C_APPLIED] += 1
     n = ctr[tb.C_APPLIED]
     if n == ip[tb.I_MARK0]:
-        net.window_times[0] = t
+        wt[0] = t
     if n == ip[tb.I_MARK1]:
-        net.window_times[1] = t
+        wt[1] = t
     if n == ip[tb.I_TOTAL]:
         ctr[tb.C_DONE] = 1
 
 
 @njit(cache=True, _nrt=False)
-def _receive(r, now, s, net):
-    pk, cf, cost = net.packets, s.rank_floats, s.costs
-    cycle_s = net.float_params[tb.F_CYCLE_S]
-    while net.ranks[r, tb.RK_IN_HEAD] >= 0:
-        p = c.inbox_pop(pk, net.ranks, r)
+def _receive(r, now, ci, cf, cost, pk, pq, dq, rk, ip, fp, hh, ctr, wt):
+    cycle_s = fp[tb.F_CYCLE_S]
+    while rk[r, tb.RK_IN_HEAD] >= 0:
+        p = c.inbox_pop(pk, rk, r)
         cf[r, CF_DEBT] += cost[K_RECV_UPD]
         debt_s = cf[r, CF_DEBT] * cycle_s
-        cr.give_later(net, cr.rec_pool(pk, net.int_params, p), pk[p, tb.PK_CHUNKS], now, debt_s)
-        _apply(net, now + debt_s)
-        c.free_packet(pk, net.counters, p)
+        cr.give_later(pk, pq, dq, rk, ip, hh, ctr, cr.rec_pool(pk, ip, p), pk[p, tb.PK_CHUNKS], now, debt_s)
+        _apply(ip, ctr, wt, now + debt_s)
+        c.free_packet(pk, ctr, p)
 
 
 _flush = c.flush_cpu  # the CPU turns its cycle debt into time (core.py)
@@ -83,14 +81,15 @@ _flush = c.flush_cpu  # the CPU turns its cycle debt into time (core.py)
 @njit(cache=True, _nrt=False)
 def _cpu(r, now, s, net):
     ci, cf, cost, ai = s.rank_ints, s.rank_floats, s.costs, s.packet_params
-    pk, rk, hh, ctr, ran, lay = net.packets, net.ranks, net.queue, net.counters, net.streams, net.layout
+    pk, pf, pq, dq, rk, ip = net.packets, net.packet_times, net.pools, net.deferred, net.ranks, net.int_params
+    fp, hh, ctr, wt, ran, lay = net.float_params, net.queue, net.counters, net.window_times, net.streams, net.layout
     phase = ci[r, CI_PHASE]
     while True:
         if phase == PH_TOP:
             if ci[r, CI_LEFT] == 0:
                 phase = PH_DRAIN
                 continue
-            _receive(r, now, s, net)
+            _receive(r, now, ci, cf, cost, pk, pq, dq, rk, ip, fp, hh, ctr, wt)
             value = stream.next_ran(ran[r])
             ran[r] = value
             ci[r, CI_LEFT] -= 1
@@ -98,12 +97,12 @@ def _cpu(r, now, s, net):
             cf[r, CF_DEBT] += cost[K_GEN]
             if dest == r:
                 cf[r, CF_DEBT] += cost[K_UPD_LOCAL]
-                _apply(net, now + cf[r, CF_DEBT] * net.float_params[tb.F_CYCLE_S])
-                _flush(r, now, ci, cf, net, PH_TOP)
+                _apply(ip, ctr, wt, now + cf[r, CF_DEBT] * fp[tb.F_CYCLE_S])
+                _flush(r, now, ci, cf, fp, hh, ctr, PH_TOP)
                 return
             cf[r, CF_DEBT] += cost[K_SEND_REMOTE]
             ci[r, CI_DEST] = dest
-            _flush(r, now, ci, cf, net, PH_SEND)
+            _flush(r, now, ci, cf, fp, hh, ctr, PH_SEND)
             return
         elif phase == PH_SEND:
             p = c.alloc_packet(pk, ctr)
@@ -114,9 +113,9 @@ def _cpu(r, now, s, net):
             pk[p, tb.PK_PAYLOAD] = ai[A_PAYLOAD]
             pk[p, tb.PK_N] = 1
             ci[r, CI_SENDS] += 1
-            inj = cr.inj_pool(net.int_params, r, ci[r, CI_DEST])
-            if cr.take(net, inj, ai[A_CHUNKS], 0):
-                c.launch(net, p, now)
+            inj = cr.inj_pool(ip, r, ci[r, CI_DEST])
+            if cr.take(pq, dq, ctr, inj, ai[A_CHUNKS], 0):
+                c.launch(pk, pf, ip, hh, ctr, p, now)
                 phase = PH_TOP
                 continue
             ci[r, CI_BLOCKED] += 1
@@ -125,12 +124,12 @@ def _cpu(r, now, s, net):
             pk[p, tb.PK_STATE] = tb.W_INJ
             pk[p, tb.PK_BUBBLE] = 0
             rk[r, tb.RK_GRANTED] = 0
-            cr.enqueue(net, inj, p, 0)
+            cr.enqueue(pk, pq, dq, hh, ctr, inj, p, 0)
             phase = PH_BLK_CHECK
             continue
         elif phase == PH_BLK_CHECK:
             if rk[r, tb.RK_GRANTED]:
-                c.launch(net, ci[r, CI_BLK_PKT], now)
+                c.launch(pk, pf, ip, hh, ctr, ci[r, CI_BLK_PKT], now)
                 cf[r, CF_BLOCKED_S] += now - cf[r, CF_BLK_START]
                 phase = PH_TOP
                 continue
@@ -147,8 +146,8 @@ def _cpu(r, now, s, net):
             ev.push(hh, ctr, now, ev.NORMAL, r << 3 | tb.EV_CPU)
             return
         elif phase == PH_BLK_WOKE:
-            _receive(r, now, s, net)
-            _flush(r, now, ci, cf, net, PH_BLK_CHECK)
+            _receive(r, now, ci, cf, cost, pk, pq, dq, rk, ip, fp, hh, ctr, wt)
+            _flush(r, now, ci, cf, fp, hh, ctr, PH_BLK_CHECK)
             return
         elif phase == PH_DRAIN:
             ci[r, CI_PHASE] = PH_DRAIN_RECV
@@ -158,8 +157,8 @@ def _cpu(r, now, s, net):
                 rk[r, tb.RK_WAIT] = tb.WAKE_INBOX
             return
         else:  # PH_DRAIN_RECV
-            _receive(r, now, s, net)
-            _flush(r, now, ci, cf, net, PH_DRAIN)
+            _receive(r, now, ci, cf, cost, pk, pq, dq, rk, ip, fp, hh, ctr, wt)
+            _flush(r, now, ci, cf, fp, hh, ctr, PH_DRAIN)
             return
 
 

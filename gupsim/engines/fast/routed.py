@@ -78,8 +78,7 @@ class State(NamedTuple):
 
 
 @njit(cache=True, _nrt=False)
-def _apply(s, net, t):
-    ip, ctr, wt, wc, ac = net.int_params, net.counters, net.window_times, s.window_marks, s.alg_counters
+def _apply(ip, ctr, wt, wc, ac, t):
     ctr[tb.C_APPLIED] += 1
     n = ctr[tb.C_APPLIED]
     for k in range(2):
@@ -92,14 +91,12 @@ def _apply(s, net, t):
 
 
 @njit(cache=True, _nrt=False)
-def _route_one(r, value, now, s, net):
+def _route_one(r, value, now, ci, cf, rd, bv, bl, rc, ai, cost, lay, ac, ip, fp, ctr, wt, wc):
     """routeUpdates for one update: apply it or bucket it; False if its dimension's bucket is full."""
-    ci, cf, rd, bv, bl, rc = s.rank_ints, s.rank_debt, s.dims, s.bucket_values, s.bucket_lengths, s.rank_coords
-    ai, cost, ac, lay = s.params, s.costs, s.alg_counters, net.layout
     owner = stream.owner_of(value, lay[0], lay[1], lay[2], lay[3])
     if owner == r:
         cf[r] += cost[K_UPD]
-        _apply(s, net, now + cf[r] * net.float_params[tb.F_CYCLE_S])
+        _apply(ip, ctr, wt, wc, ac, now + cf[r] * fp[tb.F_CYCLE_S])
         return True
     d = 0
     while rc[r, d] == rc[owner, d]:
@@ -135,11 +132,8 @@ def _router(r, d, slot, rc, ai, ip):
 
 
 @njit(cache=True, _nrt=False)
-def _write_packets(r, d, now, s, net):
+def _write_packets(r, d, now, ci, cf, rd, bv, bl, pv, rc, ai, tabs, ac, pk, pf, pq, dq, ip, hh, ctr):
     """Write as many packets of dimension ``d``'s full bucket as the FIFO takes; True when done."""
-    ci, cf, rd, bv, bl, pv = s.rank_ints, s.rank_debt, s.dims, s.bucket_values, s.bucket_lengths, s.packet_updates
-    rc, ai, tabs, ac = s.rank_coords, s.params, s.packet_costs, s.alg_counters
-    pk, ip, ctr = net.packets, net.int_params, net.counters
     slot = rd[r, d, RD_FULL]
     row = r * ai[A_NSLOTS] + slot
     router = _router(r, d, slot, rc, ai, ip)
@@ -150,7 +144,7 @@ def _write_packets(r, d, now, s, net):
         off = rd[r, d, RD_SENDOFF]
         k = min(ai[A_PER_PACKET], bl[row] - off)
         chunks = np.int64(tabs[k, 0])
-        if not cr.take(net, inj, chunks, 0):
+        if not cr.take(pq, dq, ctr, inj, chunks, 0):
             return False
         p = c.alloc_packet(pk, ctr)
         pk[p, tb.PK_SRC], pk[p, tb.PK_DST], pk[p, tb.PK_CHUNKS] = r, router, chunks
@@ -158,7 +152,7 @@ def _write_packets(r, d, now, s, net):
         pk[p, tb.PK_MSG], pk[p, tb.PK_N] = d, k
         for i in range(k):
             pv[p, i] = bv[row, off + i]
-        c.launch(net, p, now)
+        c.launch(pk, pf, ip, hh, ctr, p, now)
         rd[r, d, RD_SENDOFF] = off + k
         ci[r, CI_PENDING] -= k
         cf[r] += tabs[k, 2]
@@ -172,10 +166,11 @@ def _write_packets(r, d, now, s, net):
 
 @njit(cache=True, _nrt=False)
 def _cpu(r, now, s, net):
-    ci, cf, rd, pv, rc = s.rank_ints, s.rank_debt, s.dims, s.packet_updates, s.rank_coords
-    ai, cost, tabs, ac, ws = s.params, s.costs, s.packet_costs, s.alg_counters, s.wait_start
-    pk, rk, ip, fp, hh, ctr = net.packets, net.ranks, net.int_params, net.float_params, net.queue, net.counters
-    ran, lay = net.streams, net.layout
+    ci, cf, rd, bv, bl, pv = s.rank_ints, s.rank_debt, s.dims, s.bucket_values, s.bucket_lengths, s.packet_updates
+    rc, ai, cost, tabs, ac, wc, ws = s.rank_coords, s.params, s.costs, s.packet_costs, s.alg_counters, \
+        s.window_marks, s.wait_start
+    pk, pf, pq, dq, rk, ip = net.packets, net.packet_times, net.pools, net.deferred, net.ranks, net.int_params
+    fp, hh, ctr, wt, ran, lay = net.float_params, net.queue, net.counters, net.window_times, net.streams, net.layout
     nd = ai[A_NDIMS]
     cycle_s = fp[tb.F_CYCLE_S]
     if ci[r, CI_PHASE] == PH_COND:
@@ -205,7 +200,8 @@ def _cpu(r, now, s, net):
                 if rd[r, d, RD_FULL] < 0:
                     continue
                 ac[AC_SENDS] += 1
-                if _write_packets(r, d, now, s, net):
+                if _write_packets(r, d, now, ci, cf, rd, bv, bl, pv, rc, ai, tabs, ac,
+                                  pk, pf, pq, dq, ip, hh, ctr):
                     progressed = True
                 else:
                     ac[AC_BLOCKED] += 1
@@ -228,7 +224,8 @@ def _cpu(r, now, s, net):
                             break
                         rd[r, d, RD_WHEAD] = pk[p, tb.PK_NEXT]
                         cf[r] += tabs[pk[p, tb.PK_N], 3]
-                        cr.give_later(net, cr.rec_pool(pk, ip, p), pk[p, tb.PK_CHUNKS], now, cf[r] * cycle_s)
+                        cr.give_later(pk, pq, dq, rk, ip, hh, ctr, cr.rec_pool(pk, ip, p),
+                                     pk[p, tb.PK_CHUNKS], now, cf[r] * cycle_s)
                         rd[r, d, RD_RBP], rd[r, d, RD_RBPOS] = p, 0
                         ci[r, CI_PENDING] += pk[p, tb.PK_N]
                         if ci[r, CI_PENDING] > MAX_PENDING:
@@ -239,7 +236,8 @@ def _cpu(r, now, s, net):
                     start = pos
                     for i in range(pos, n):  # each update reads its owner's coordinates: ask for them all now
                         tb.prefetch_row(rc, stream.owner_of(pv[p, i], lay[0], lay[1], lay[2], lay[3]))
-                    while pos < n and _route_one(r, pv[p, pos], now, s, net):
+                    while pos < n and _route_one(r, pv[p, pos], now, ci, cf, rd, bv, bl, rc, ai, cost, lay,
+                                                 ac, ip, fp, ctr, wt, wc):
                         pos += 1
                         ci[r, CI_PENDING] -= 1
                     if pos > start:
@@ -260,7 +258,7 @@ def _cpu(r, now, s, net):
                     ran[r] = value
                     ci[r, CI_LEFT] -= 1
                     cf[r] += cost[K_GEN]
-                    _route_one(r, value, now, s, net)
+                    _route_one(r, value, now, ci, cf, rd, bv, bl, rc, ai, cost, lay, ac, ip, fp, ctr, wt, wc)
                     progressed = True
             elif not progressed:
                 quiet = True
@@ -268,7 +266,8 @@ def _cpu(r, now, s, net):
                     if rd[r, d, RD_WHEAD] >= 0 or rd[r, d, RD_RBP] >= 0:
                         quiet = False
                 if quiet:
-                    progressed = _flush_partial(r, now, s, net)
+                    progressed = _flush_partial(r, now, ci, cf, rd, bv, bl, pv, rc, ai, tabs, ac,
+                                                pk, pf, pq, dq, ip, hh, ctr)
             if cf[r] != 0.0:
                 cycles = cf[r]
                 cf[r] = 0.0
@@ -285,7 +284,7 @@ def _cpu(r, now, s, net):
             groups = ip[tb.I_FIFO_GROUPS]
             for d in range(nd):
                 if rd[r, d, RD_FULL] >= 0:
-                    if cr.room(net, ip[tb.I_POOL_INJ] + r * groups + cr.dim_group(ip, d)) >= ip[tb.I_MAXCH]:
+                    if cr.room(pq, dq, ctr, ip[tb.I_POOL_INJ] + r * groups + cr.dim_group(ip, d)) >= ip[tb.I_MAXCH]:
                         room = True
             if rk[r, tb.RK_IN_HEAD] >= 0 or room:
                 ev.push(hh, ctr, now, ev.NORMAL, r << 3 | tb.EV_CPU)
@@ -294,14 +293,13 @@ def _cpu(r, now, s, net):
                 # the FIFOs' returns must now wake this CPU: they become events again
                 for d in range(nd):
                     if rd[r, d, RD_FULL] >= 0:
-                        cr.watch_room(net, r, cr.dim_group(ip, d))
+                        cr.watch_room(pq, dq, rk, hh, ctr, ip, r, cr.dim_group(ip, d))
             return
 
 
 @njit(cache=True, _nrt=False)
-def _flush_partial(r, now, s, net):
+def _flush_partial(r, now, ci, cf, rd, bv, bl, pv, rc, ai, tabs, ac, pk, pf, pq, dq, ip, hh, ctr):
     """FinishLogic: send the largest partial bucket (ties: the highest router rank)."""
-    rd, bl, rc, ai, ip = s.dims, s.bucket_lengths, s.rank_coords, s.params, net.int_params
     best_len, best_router, best_slot, best_d = 0, -1, -1, -1
     base = r * ai[A_NSLOTS]
     for d in range(ai[A_NDIMS]):
@@ -315,23 +313,23 @@ def _flush_partial(r, now, s, net):
     if best_slot < 0 or rd[r, best_d, RD_FULL] >= 0:
         return False
     rd[r, best_d, RD_FULL] = best_slot
-    _write_packets(r, best_d, now, s, net)
+    _write_packets(r, best_d, now, ci, cf, rd, bv, bl, pv, rc, ai, tabs, ac, pk, pf, pq, dq, ip, hh, ctr)
     return True
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def _prefetch_cpu(s, net):
+def _prefetch_cpu(q, ctr, ci, cf, rd, ran, ws):
     """When the next event resumes a CPU, start loading its rank's rows (core.prefetch_next asks for the
-    first, ``ranks``; a CPU step reads several more tables)."""
-    r = c.next_cpu_rank(net.queue, net.counters)
+    first, ``rk``; a CPU step reads several more tables)."""
+    r = c.next_cpu_rank(q, ctr)
     if r >= 0:
-        tb.prefetch_row(s.rank_ints, r)
-        tb.prefetch_row(s.rank_debt, r)
-        rows = s.dims[r]
+        tb.prefetch_row(ci, r)
+        tb.prefetch_row(cf, r)
+        rows = rd[r]
         for d in range(rows.shape[0]):
             tb.prefetch_row(rows, d)
-        tb.prefetch_row(net.streams, r)
-        tb.prefetch_row(s.wait_start, r)
+        tb.prefetch_row(ran, r)
+        tb.prefetch_row(ws, r)
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -344,7 +342,7 @@ def _loop(s, net, now):
             return now, False
         now, payload = ev.pop(hh, ctr)
         c.prefetch_next(net)
-        _prefetch_cpu(s, net)
+        _prefetch_cpu(hh, ctr, s.rank_ints, s.rank_debt, s.dims, net.streams, s.wait_start)
         ctr[tb.C_EVENTS] += 1
         kind = payload & 7
         a = payload >> 3
