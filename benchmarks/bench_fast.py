@@ -193,7 +193,7 @@ def slope_plots(rows: list[dict]) -> dict:
 
 
 def slope_plot(rows: list[dict], label: str) -> dict:
-    """Log-log CPU seconds against work (the issue's updates x mean hops), packet-hops and events; the fitted slopes
+    """Log-log CPU seconds against work (updates x mean hops), packet-hops and events; the fitted slopes
     of the slope series ``label`` (its figure: :data:`SLOPE_SERIES`)."""
     import matplotlib
 

@@ -259,7 +259,7 @@ def test_fast_estimate_covers_measured_peaks():
     for algorithm in KERNELS:
         sim = FastSimulation(make_run_config(machine=machine, shape="16x16x16", algorithm=algorithm,
                                              updates_per_process=16))
-        arrays = sim._arrays() | sim._module.prepare(sim, sim.algorithm.options)
+        arrays = sim._arrays() | sim._kernel_arrays()
         held = sum(sum(x.nbytes for x in a) if isinstance(a, tuple) else a.nbytes  # the queue is a tuple
                    for a in arrays.values())
         assert held < 4096 * (KERNELS[algorithm].per_rank_bytes + FAST_NODE_BYTES), algorithm

@@ -85,7 +85,7 @@ def test_kernel_buckets_pop_what_the_reference_buckets_pop(nr, limit, ops):
     from gupsim.engines.fast import bucket_heap as bh
 
     t = bh.tables(nr, limit)  # sized as the baseline kernel sizes them for nr ranks; rank 0's rows
-    hk, hkey, hpos, mask, shift = t["hk"][:1], t["hkey"][:1], t["hpos"][:1], t["mask"], t["shift"]
+    hk, hkey, hpos, mask, shift = t["heap"][:1], t["dests"][:1], t["positions"][:1], t["mask"], t["shift"]
     n = 0
     ref = Buckets()
     for add, x in ops:

@@ -10,7 +10,6 @@ gave a traceback, a hang or a line of megabytes before.  Bad input exits 2; a fa
 from __future__ import annotations
 
 import json
-import os
 import resource
 import subprocess
 import sys

@@ -48,11 +48,11 @@ def _tampered(saved_routed, tmp_path, name, change):
 
 
 @pytest.mark.parametrize("name, change, shown", [
-    ("rk", lambda x: x[:10], "array 'rk' is int32 (10, "),  # the tester's case: one array cut to 10 rows
-    ("pk", lambda x: x[:10], "array 'pk' is int32 (10, "),  # a table that may grow, cut below a fresh run's
-    ("ctr", lambda x: x.astype(np.float64), "array 'ctr' is float64"),
-    ("lf", lambda x: x[:, :2], "array 'lf' is float64"),
-    ("hh0", lambda x: x[:3], "array 'hh0'"),
+    ("ranks", lambda x: x[:10], "array 'ranks' is int32 (10, "),  # the tester's case: one array cut to 10 rows
+    ("packets", lambda x: x[:10], "array 'packets' is int32 (10, "),  # a table that may grow, cut below a fresh run's
+    ("counters", lambda x: x.astype(np.float64), "array 'counters' is float64"),
+    ("link_times", lambda x: x[:, :2], "array 'link_times' is float64"),
+    ("queue0", lambda x: x[:3], "array 'queue0'"),
 ])
 def test_a_tampered_checkpoint_is_one_line_naming_the_array(saved_routed, tmp_path, name, change, shown):
     config, checkpoint = _tampered(saved_routed, tmp_path, name, change)
@@ -64,13 +64,13 @@ def test_a_tampered_checkpoint_is_one_line_naming_the_array(saved_routed, tmp_pa
 
 
 def test_packet_tables_of_different_lengths_are_refused(saved_routed, tmp_path):
-    config, checkpoint = _tampered(saved_routed, tmp_path, "pf", lambda x: np.concatenate([x, x]))
+    config, checkpoint = _tampered(saved_routed, tmp_path, "packet_times", lambda x: np.concatenate([x, x]))
     with pytest.raises(GupsimError, match=r"packet tables differ in rows"):
         _record(config, checkpoint)
 
 
 def test_an_untampered_checkpoint_still_resumes(saved_routed, tmp_path):
-    config, checkpoint = _tampered(saved_routed, tmp_path, "pk", lambda x: x)
+    config, checkpoint = _tampered(saved_routed, tmp_path, "packets", lambda x: x)
     assert _record(config, checkpoint)[0] == _record(config)[0]
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 
-import matplotlib.colors
 import pandas as pd
 import pytest
 

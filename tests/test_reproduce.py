@@ -253,9 +253,6 @@ def test_table4_compares_the_whole_machine_with_the_upc_run_on_the_same_torus_fr
 def test_an_installed_gupsim_reproduces_into_out_only(tmp_path, monkeypatch, capsys):
     """From an installed package (no checkout with docs/ around it) reproduce writes its CSVs into --out and
     touches no page: it had written docs/validation.md and docs/model.md beside site-packages."""
-    import gupsim.config
-    import gupsim.app.reporting
-    from gupsim.studies import validation
 
     import gupsim.app.cli as cli
 

@@ -1,13 +1,13 @@
 """The fast engine: Numba-compiled kernels that run the reference model on whole machines.
 
-The SimPy model (``network.py``, ``node.py``, ``algorithms/``) is the
+The SimPy model (:mod:`gupsim.engines.reference`, :mod:`gupsim.algorithms`) is the
 readable reference and what docs/model.md teaches.  It schedules tens of
 Python events per update and reaches about 1,000 nodes in minutes; the
 seeds' most interesting rows (seed 000 Table 4 at 16K and 64K nodes, seed
 001's 131,072 processes) need the whole 64x32x32 torus.  This package runs
-the same model as compiled event loops over NumPy arrays (issue 4):
+the same model as compiled event loops over NumPy arrays:
 
-* :mod:`gupsim.engines.fast.core`: the network of ``network.py`` (links, bubble
+* :mod:`gupsim.engines.fast.core`: the torus network of the reference (links, bubble
   flow control, deterministic and adaptive routing, buffer order), on
   :mod:`gupsim.engines.fast.credits` (credit pools and FIFOs, deferred credit
   returns), :mod:`gupsim.engines.fast.events` (the event queue in SimPy's order) and
@@ -15,7 +15,9 @@ the same model as compiled event loops over NumPy arrays (issue 4):
 * :mod:`gupsim.engines.fast.stream`: the HPCC generator and owner function, bit for
   bit;
 * one module per algorithm with a kernel (:data:`KERNELS`), each a state
-  machine of the reference process, spending cycles in the same order;
+  machine of the reference process, spending cycles in the same order, and
+  each exporting a :class:`gupsim.engines.fast.contract.Kernel` that says what
+  it provides (checked as it registers);
 * :mod:`gupsim.engines.fast.driver`: runs a kernel batch by batch, and saves and
   resumes a long run (checkpoints).
 
@@ -34,8 +36,9 @@ co-processor and virtual-node mode.  The engines differ only in ``events``
 (SimPy counts its bookkeeping events too) and speed.
 """
 
-from gupsim.engines.fast.engine import (KERNELS, MAX_FAST_CHUNKS, MAX_FAST_UPDATES, FastSimulation, Kernel,
-                                        check_memory, simulate_fast)
+from gupsim.engines.fast.contract import Kernel
+from gupsim.engines.fast.engine import (KERNELS, MAX_FAST_CHUNKS, MAX_FAST_UPDATES, FastSimulation, check_memory,
+                                        simulate_fast)
 
 __all__ = ["KERNELS", "MAX_FAST_CHUNKS", "MAX_FAST_UPDATES", "FastSimulation", "Kernel", "check_memory",
            "simulate_fast"]

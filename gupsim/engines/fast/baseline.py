@@ -34,10 +34,13 @@ Checked bit for bit against SimPy in ``tests/test_fast_baseline.py``.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
 
 from gupsim.engines.fast import bucket_heap as bh, core as c, credits as cr, events as ev, stream, tables as tb
+from gupsim.engines.fast.contract import Kernel
 
 # Event kinds of this kernel (core uses 0..4).
 EV_ISEND = 5       # a = message: its send process starts (SimPy's Initialize of _isend)
@@ -68,6 +71,35 @@ KT_SEND, KT_RECV = range(2)
 # cost parameters
 K_GEN, K_UPD, K_TEST, K_INSERT, K_SPIN_S = range(5)
 COUNTER_NAMES = ("updates", "messages", "packets", "send_tests", "send_tests_blocked")
+
+
+class State(NamedTuple):
+    """The kernel's own arrays (its network and streams: :class:`gupsim.engines.fast.contract.Network`)."""
+
+    #: [ci] int64 (ranks, ``CI_COLS``): phase, updates left, pending updates, the blocked test's condition, ...
+    rank_ints: np.ndarray
+    #: [cf] float64 (ranks, 2): cycle debt, when the blocked send test started.
+    rank_floats: np.ndarray
+    #: [cost] float64 (``K_*``,): cycles to generate, update, test, insert; seconds per spin of a blocked test.
+    costs: np.ndarray
+    #: [ktab] float64 (max_pending + 1, 2): per k updates in a message, its send and receive cycles.
+    message_costs: np.ndarray
+    #: [tabs] int64 (max_pending + 1, ``T_COLS``): per k updates, its packets and their sizes.
+    message_packets: np.ndarray
+    #: [ai] int64 (8,): pending limit, receive-test interval, termination, the bucket table's mask and shift.
+    params: np.ndarray
+    #: [ac] int64 (8,): the algorithm's counters and the message table's free list (``AC_*``).
+    alg_counters: np.ndarray
+    #: [wc] int64 (2, 5): the counters at the window's two marks.
+    window_marks: np.ndarray
+    #: [ms] int64 (messages, ``MS_COLS``): messages in flight (grows between batches).
+    messages: np.ndarray
+    #: [hk] int64 (ranks, heap capacity): each rank's max-heap of bucket sizes (:mod:`bucket_heap`).
+    bucket_heap: np.ndarray
+    #: [hkey] int32 (ranks, table size): the destination in each slot of the bucket table.
+    bucket_dests: np.ndarray
+    #: [hpos] int32 (ranks, table size): the heap position of each slot's bucket.
+    bucket_positions: np.ndarray
 
 
 # ================================================================== messages
@@ -191,8 +223,12 @@ def _wait_inbox(r, now, ci, rk, hh, ctr, phase):
 
 
 @njit(cache=True, _nrt=False)
-def _cpu(r, now, ci, cf, ran, cost, ktab, tabs, ai, lay, ac, wc, ms, hk, hkey, hpos,
-         pk, pf, pq, dq, rk, ip, fp, hh, ctr, wt):
+def _cpu(r, now, s, net):
+    ci, cf, cost, ktab, tabs, ai = s.rank_ints, s.rank_floats, s.costs, s.message_costs, s.message_packets, s.params
+    ac, wc, ms, hk, hkey, hpos = s.alg_counters, s.window_marks, s.messages, s.bucket_heap, s.bucket_dests, \
+        s.bucket_positions
+    pk, pq, dq, rk, ip = net.packets, net.pools, net.deferred, net.ranks, net.int_params
+    fp, hh, ctr, wt, ran, lay = net.float_params, net.queue, net.counters, net.window_times, net.streams, net.layout
     nr = ip[tb.I_NRANKS]
     mask, shift = ai[A_HMASK], ai[A_HSHIFT]
     mm = ai[A_MESSAGES_MODE]
@@ -348,22 +384,23 @@ def _prefetch_cpu(q, ctr, ci, cf, ran, hk):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def _loop(ci, cf, ran, cost, ktab, tabs, ai, lay, ac, wc, ms, hk, hkey, hpos,
-          pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, wt, now):
+def _loop(s, net, now):
     """Process events until done (True), or until the batch ends (a table must grow, the sequence be
     renumbered, or the driver pauses: False)."""
+    ci, ac, ms, tabs, ai = s.rank_ints, s.alg_counters, s.messages, s.message_packets, s.params
+    pk, pf, pq, dq, rk, ip = net.packets, net.packet_times, net.pools, net.deferred, net.ranks, net.int_params
+    hh, ctr = net.queue, net.counters
     while ctr[tb.C_HEAP_N] > 0 and ctr[tb.C_DONE] == 0:
         if ev.needs_room(hh, ctr) or ac[AC_MSG_NFREE] < MSG_MARGIN:
             return now, False
         now, payload = ev.pop(hh, ctr)
-        c.prefetch_next(hh, ctr, pk, pf, pq, dq, lf, lb, nbr, coords, ip, rk)
-        _prefetch_cpu(hh, ctr, ci, cf, ran, hk)
+        c.prefetch_next(net)
+        _prefetch_cpu(hh, ctr, ci, s.rank_floats, net.streams, s.bucket_heap)
         ctr[tb.C_EVENTS] += 1
         kind = payload & 7
         a = payload >> 3
         if kind == tb.EV_CPU:
-            _cpu(a, now, ci, cf, ran, cost, ktab, tabs, ai, lay, ac, wc, ms, hk, hkey, hpos,
-                 pk, pf, pq, dq, rk, ip, fp, hh, ctr, wt)
+            _cpu(a, now, s, net)
         elif kind == EV_ISEND:
             if not ms[a, MS_FIN]:
                 ac[AC_PACKETS] += ms[a, MS_NPK]
@@ -371,8 +408,7 @@ def _loop(ci, cf, ran, cost, ktab, tabs, ai, lay, ac, wc, ms, hk, hkey, hpos,
         elif kind == EV_SEND_DONE:
             if ci[a, CI_PHASE] == PH_FIN_REQ:  # the Process event resumes _finish directly
                 ci[a, CI_PHASE] = PH_FIN
-                _cpu(a, now, ci, cf, ran, cost, ktab, tabs, ai, lay, ac, wc, ms, hk, hkey, hpos,
-                     pk, pf, pq, dq, rk, ip, fp, hh, ctr, wt)
+                _cpu(a, now, s, net)
             else:
                 _send_done_event(a, now, ci, rk, hh, ctr)
         elif kind == tb.EV_RESUME and pk[a, tb.PK_STATE] == W_ISEND:
@@ -382,28 +418,22 @@ def _loop(ci, cf, ran, cost, ktab, tabs, ai, lay, ac, wc, ms, hk, hkey, hpos,
             ms[m, MS_SENT] += 1
             _isend(m, now, ci, ac, ms, tabs, ai, pk, pf, pq, dq, ip, hh, ctr)
         else:
-            c.network_event(kind, a, pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, now)
+            c.network_event(kind, a, net, now)
         if ev.batch_over(ctr):
             return now, False
     return now, True
 
 
-#: The per-packet tables (rows indexed by packet number): gupsim.engines.fast.driver grows them together.
-PACKET_ARRAYS = ("pk", "pf")
-#: The kernel's own tables that :func:`grow_tables` may give more rows (a checkpoint's may be longer).
-GROWN_ARRAYS = ("ms",)
-
-
 def grow_tables(a: dict) -> None:
     """Between batches (gupsim.engines.fast.driver): double the message table when fewer than MSG_MARGIN rows are free."""
-    if a["ac"][AC_MSG_NFREE] < MSG_MARGIN:
-        old = a["ms"].shape[0]
-        a["ms"] = tb.grow_on_lines(a["ms"], 2 * old)
-        _link_messages(a["ms"], a["ac"], old, 2 * old)
+    if a["alg_counters"][AC_MSG_NFREE] < MSG_MARGIN:
+        old = a["messages"].shape[0]
+        a["messages"] = tb.grow_on_lines(a["messages"], 2 * old)
+        _link_messages(a["messages"], a["alg_counters"], old, 2 * old)
 
 
 def prepare(sim, options) -> dict:
-    """Per-rank state, buckets and cost tables for :func:`run` (called by :mod:`gupsim.engines.fast`)."""
+    """Per-rank state, buckets and cost tables: the kernel's arrays, by :class:`State` field."""
     alg, net, cm = sim.algorithm, sim.net_cfg, sim.cost
     R = sim.num_ranks
     limit = options.max_pending
@@ -429,7 +459,7 @@ def prepare(sim, options) -> dict:
     ai = np.zeros(8, dtype=np.int64)
     ai[A_LIMIT], ai[A_EVERY] = limit, options.receive_test_every
     ai[A_MESSAGES_MODE], ai[A_NRANKS] = int(options.termination == "messages"), R
-    ai[A_HMASK], ai[A_HSHIFT] = buckets.pop("mask"), buckets.pop("shift")
+    ai[A_HMASK], ai[A_HSHIFT] = buckets["mask"], buckets["shift"]
     ci = tb.line_aligned((R, CI_COLS), np.int64, 0)
     ci[:, CI_LEFT] = sim.run.updates_per_process
     nmsg = 2 * R + 2 * MSG_MARGIN
@@ -438,28 +468,30 @@ def prepare(sim, options) -> dict:
     ac[AC_MSG_FREE] = -1
     _link_messages(ms, ac, 0, nmsg)
     return {
-        "ci": ci, "cf": np.zeros((R, 2)), "cost": np.array([cm.generate, cm.update, cm.mpi_test, insert, spin_s]),
-        "ktab": ktab, "tabs": tabs, "ai": ai, "ac": ac, "wc": np.zeros((2, 5), dtype=np.int64), "ms": ms,
-        **buckets,
+        "rank_ints": ci, "rank_floats": np.zeros((R, 2)),
+        "costs": np.array([cm.generate, cm.update, cm.mpi_test, insert, spin_s]),
+        "message_costs": ktab, "message_packets": tabs, "params": ai, "alg_counters": ac,
+        "window_marks": np.zeros((2, 5), dtype=np.int64), "messages": ms,
+        "bucket_heap": buckets["heap"], "bucket_dests": buckets["dests"], "bucket_positions": buckets["positions"],
     }
 
 
 def ended(state: dict) -> np.ndarray:
     """Ranks whose process has returned (``termination: messages``, all FINISHED in and its sends done)."""
-    return state["ci"][:, CI_PHASE] == PH_DONE
+    return state["rank_ints"][:, CI_PHASE] == PH_DONE
 
 
-def remaining(state: dict) -> int:
-    return int(state["ci"][:, CI_LEFT].sum())
+def updates_left(state: dict) -> np.ndarray:
+    return state["rank_ints"][:, CI_LEFT]
 
 
 def window_counters(state: dict) -> list[dict]:
-    return [dict(zip(COUNTER_NAMES, (int(v) for v in w))) for w in state["wc"]]
+    return [dict(zip(COUNTER_NAMES, (int(v) for v in w))) for w in state["window_marks"]]
 
 
 def counters(state: dict) -> dict:
     """The reference class's counters (:meth:`gupsim.algorithms.baseline.Baseline.counters`) at the end."""
-    ac = state["ac"]
+    ac = state["alg_counters"]
     return {"updates": int(ac[AC_UPDATES]), "messages": int(ac[AC_MESSAGES]), "packets": int(ac[AC_PACKETS]),
             "send_tests": int(ac[AC_TESTS]), "send_tests_blocked": int(ac[AC_BLOCKED]),
             "finished_ranks": int(ac[AC_RANKS_DONE])}
@@ -467,3 +499,10 @@ def counters(state: dict) -> dict:
 
 def error_message(code: int, state: dict) -> str:
     return f"baseline fast kernel: internal error {code}"
+
+
+#: Arrays about 24.8 KB per rank (bucket heap and table, max_pending 1024); the 4,096-node run peaked at 432 MB RSS.
+KERNEL = Kernel(name="baseline", state=State, loop=_loop, prepare=prepare, counters=counters,
+                window_counters=window_counters, ended=ended, updates_left=updates_left, error_message=error_message,
+                per_rank_bytes=32_000, options=frozenset({"termination", "max_pending", "receive_test_every"}),
+                grow_tables=grow_tables, grown_arrays=("messages",))

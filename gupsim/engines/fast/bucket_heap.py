@@ -11,8 +11,7 @@ readable reference (a lazy max-heap of ``(size, destination)``).  Without
   what the lazy heap pops.  Each key carries, in its low ``shift`` bits, the
   slot of its destination in the hash table: moving an entry during a sift
   updates the table without searching it, one cache miss per level instead of
-  two (those misses were most of a pop's cost at 4,096 ranks; docs/performance-log.md,
-  ninth pass).
+  two (those misses were most of a pop's cost at 4,096 ranks; docs/performance-log.md).
 * ``hkey`` / ``hpos``: an open-addressing table (linear probing, Knuth's
   multiplicative hash) from destination to heap position, emptied by
   backward-shift deletion, so there are no tombstones and a shifted entry's
@@ -126,12 +125,13 @@ def pop_largest(hk, hkey, hpos, r, n, nr, mask, shift):
 
 
 def tables(R: int, limit: int) -> dict:
-    """Every rank's empty heap (``hk``) and table (``hkey``, ``hpos``), sized for ``limit`` pending
-    updates, and the table's ``mask`` and the ``shift`` that puts a heap key above its slot."""
+    """Every rank's empty heap (``heap``: ``hk`` in the functions above) and table (``dests``, ``positions``:
+    ``hkey``, ``hpos``), sized for ``limit`` pending updates, and the table's ``mask`` and the ``shift`` that
+    puts a heap key above its slot."""
     heap_cap = max(1, min(limit, R))
     hcap = 1 << max(1, (2 * heap_cap - 1).bit_length())
     shift = hcap.bit_length() - 1
     if (((limit + 1) * 2 * R) << shift) >= 1 << 62:
         raise ValueError("baseline kernel: max_pending x processes too large for the heap's keys")
-    return {"hk": np.zeros((R, heap_cap), dtype=np.int64), "hkey": np.full((R, hcap), -1, dtype=np.int32),
-            "hpos": np.zeros((R, hcap), dtype=np.int32), "mask": hcap - 1, "shift": shift}
+    return {"heap": np.zeros((R, heap_cap), dtype=np.int64), "dests": np.full((R, hcap), -1, dtype=np.int32),
+            "positions": np.zeros((R, hcap), dtype=np.int32), "mask": hcap - 1, "shift": shift}

@@ -1,7 +1,7 @@
 """How long a fast run spent getting its kernels from Numba, kept apart from the run's own wall time.
 
 On an empty Numba cache the first fast run compiles every kernel it calls, about 30 s, against a second or
-two of simulation on a small machine; counted into ``wall_s`` it made the first run of a session look 20
+two of simulation on a small machine; counted into ``wall_s`` it would make the first run in a process look 20
 times slower than the next.  Numba announces its work through :mod:`numba.core.event`:
 ``numba:compiler_lock`` is held while a dispatcher compiles a signature or loads it from the cache, and
 ``numba:compile`` starts only when there is no cached version, i.e. a real compilation.  The listeners are

@@ -66,17 +66,19 @@ def next_cpu_rank(q, ctr):
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def prefetch_next(q, ctr, pk, pf, pq, dq, lf, lb, nbr, coords, ip, rk):
+def prefetch_next(net):
     """Start loading what the next events will read while the current one runs: at 16,384 nodes and more
     those rows are rarely in the cache.  A pipeline two events deep: the event after next (the least of the
     root's children, nearly always) gets its first row; the next one, whose first row was asked for one event
     ago, gets the rows that row leads to when it is a head about to go on, reaching a router or woken at the
     front of its buffer (its node's links, their buffers, byte counts and far ends, the coordinates of its
     node and destination, the pool its credit returns to, and the packet behind it in that buffer)."""
+    pk, pf, pq, dq, rk, ip = net.packets, net.packet_times, net.pools, net.deferred, net.ranks, net.int_params
+    lf, lb, nbr, coords, ctr = net.link_times, net.link_bytes, net.neighbors, net.coords, net.counters
     n = ctr[C_HEAP_N]
     if n == 0:
         return
-    hh = q[0]
+    hh = net.queue[0]
     payload = hh[0, 1] & PAYLOAD_MASK
     _prefetch_first(payload, pk, pf, pq, rk)
     if payload & 7 == EV_HOP or payload & 7 == EV_FRONT:  # a head about to go on (hop_on)
@@ -369,8 +371,16 @@ def resume(pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, hh, ctr, p, now):
 
 
 @njit(cache=True, _nrt=False)
-def network_event(kind, a, pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, now):
-    """Handle every event kind except :data:`EV_CPU`."""
+def network_event(kind, a, net, now):
+    """Handle every event kind except :data:`EV_CPU` (``a``: the packet, or for a credit return its pool and
+    chunks).
+
+    The helpers it calls take only the tables they use, by position: a helper Numba does not inline copies
+    every argument it is given at each call, and the whole :class:`gupsim.engines.fast.contract.Network` at
+    every credit return and hop made the kernels 7-23% slower (docs/performance-log.md)."""
+    pk, pf, pq, dq, rk, ip = net.packets, net.packet_times, net.pools, net.deferred, net.ranks, net.int_params
+    lf, lb, fp, nbr, coords = net.link_times, net.link_bytes, net.float_params, net.neighbors, net.coords
+    hh, ctr = net.queue, net.counters
     if kind == EV_HOP:
         hop(pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, a, now)
     elif kind == EV_RESUME:

@@ -9,7 +9,7 @@ FIFO per dimension plus a node-local one (:func:`fifo_group`, :func:`rec_pool`),
 :class:`gupsim.engines.reference.torus_network.Network`.
 
 **Deferred credit returns.**  A credit return is an event of its own at a
-later time, and those events were 37-46% of all events (docs/performance-log.md, second pass).
+later time, and those events were 37-46% of all events on the whole machine (docs/performance-log.md).
 Almost always nobody waits on the pool when its room comes back, and then the
 return's only effect is ``free += chunks``, which commutes with everything
 except a read of that pool.  So :func:`give_later` keeps the return *beside
@@ -44,9 +44,9 @@ from gupsim.engines.fast.tables import C_DEFER_FULL, C_DONE, C_ERROR, C_EVENTS, 
 
 
 #: Deferred returns kept per pool (``dq[pool, :, :]``, its second axis); a return that finds them full goes
-#: into the heap.  0 defers nothing: every return is a heap event, as before deferring (tests compare the two).
-#: 8 measured a little faster than 4 (2-10% of returns found the slots full, against 10-17%) for 64 MB more
-#: address space on the whole machine, most of it never touched (docs/performance-log.md, third pass).
+#: into the heap.  0 defers nothing: every return is a heap event (tests compare the two).  8 measured a
+#: little faster than 4 (2-10% of returns found the slots full, against 10-17%) for 64 MB more address space
+#: on the whole machine, most of it never touched (docs/performance-log.md).
 DEFER_SLOTS = 8
 
 

@@ -1,7 +1,7 @@
-"""Run a compiled kernel batch by batch; keep a long run's state on disk and resume it (issue 4).
+"""Run a compiled kernel batch by batch; keep a long run's state on disk and resume it.
 
-Every kernel of :data:`gupsim.engines.fast.KERNELS` is a compiled loop, ``_loop``,
-that processes events until its batch ends: a table must grow, the sequence
+Every kernel of :data:`gupsim.engines.fast.engine.KERNELS` has a compiled loop (:attr:`Kernel.loop
+<gupsim.engines.fast.contract.Kernel>`) that processes events until its batch ends: a table must grow, the sequence
 numbers must be renumbered, or the event count reached the driver's pause
 point (``tables.C_PAUSE_AT``, every :data:`BATCH_EVENTS` events).  Between
 batches this driver, in Python, renumbers when due, grows the tables that are
@@ -16,12 +16,14 @@ batches is what the kernel's own batch ends do (renumbering and growing are
 done only when due), so a run cut into any number of batches, or stopped and
 resumed from a file, gives the uncut run's record bit for bit
 (``tests/test_fast_checkpoint.py``).  Why it is needed: seed 000 Table 4's
-65,536-node row is about an hour and a half of CPU, at the length of a working
-session on a shared box; a run lost near its end was lost whole.
+65,536-node row is about an hour and a half of CPU on a shared box, and a run
+stopped near its end without a saved state is lost whole.
 
 A saved state belongs to one run made by one version of the code: the file
 carries the caller's key (:attr:`Checkpoint.key`) and a file with another key,
-or other tables, is refused in one line.
+or other tables (another kernel's, or arrays under names this code does not use), is refused in one line.
+The arrays are saved under their field names (:class:`gupsim.engines.fast.contract.Network` and the kernel's
+``state``), the event queue as ``queue0``, ``queue1``, ...
 """
 
 from __future__ import annotations
@@ -33,14 +35,14 @@ import time
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
 from typing import Callable
 
 import numpy as np
 
 from gupsim.base.errors import GupsimError, cannot_write, probe_write
-from gupsim.engines.fast import core as c, credits as cr, tables as tb
 from gupsim.base.memory import peak_rss_mb
+from gupsim.engines.fast import core as c, credits as cr, tables as tb
+from gupsim.engines.fast.contract import NETWORK_PACKET_ARRAYS, QUEUE, Kernel, Network
 
 #: Events per batch: the driver gets control back every few seconds of a whole-machine run.
 BATCH_EVENTS = 1 << 24
@@ -59,10 +61,10 @@ class Checkpoint:
     every_s: float = CHECKPOINT_EVERY_S
 
 
-def drive(mod: ModuleType, a: dict, checkpoint: Checkpoint | None = None,
+def drive(kernel: Kernel, a: dict, checkpoint: Checkpoint | None = None,
           batch_events: int = BATCH_EVENTS, total_updates: int = 0,
           progress: Callable[[int, int], None] | None = None) -> tuple[float, float, float]:
-    """Run kernel module ``mod`` on state ``a`` (updated in place) to its end.
+    """Run ``kernel`` on the arrays ``a`` (updated in place; keyed by field name) to its end.
 
     Each save logs the updates applied so far out of ``total_updates``; ``progress``, if given, is told them
     (and ``total_updates``) at the start, after every batch and at the end.  Returns the final simulated time,
@@ -70,24 +72,23 @@ def drive(mod: ModuleType, a: dict, checkpoint: Checkpoint | None = None,
     that spent them (by the processes whose checkpoint it resumed; 0 and 0 for a fresh run)."""
     if batch_events < 1:
         raise GupsimError(f"batch_events must be at least 1 (got {batch_events})")
-    code = mod._loop.py_func.__code__
-    names = code.co_varnames[:code.co_argcount - 1]  # the last argument is the time
     now, earlier_s, earlier_peak_mb = 0.0, 0.0, 0.0
     if checkpoint is not None and checkpoint.path.exists():
-        now, earlier_s, earlier_peak_mb = load(checkpoint, a, mod)
+        now, earlier_s, earlier_peak_mb = load(checkpoint, a, kernel)
     elif checkpoint is not None:
         _check_writable(checkpoint.path)  # now, not at the first save ten minutes in
     started = saved = time.monotonic()
     if progress is not None:
-        progress(int(a["ctr"][tb.C_APPLIED]), total_updates)
+        progress(int(a["counters"][tb.C_APPLIED]), total_updates)
     while True:
-        ctr = a["ctr"]
+        ctr = a["counters"]
         ctr[tb.C_PAUSE_AT] = ctr[tb.C_EVENTS] + batch_events
-        now, finished = mod._loop(*(a[k] for k in names), now)
+        # rebuilt every batch: the tables that grew between batches are new arrays
+        now, finished = kernel.loop(kernel.state_of(a), network_of(a), now)
         if finished:
-            now = cr.settle_all(a["hh"], ctr, a["pq"], a["dq"], now)
+            now = cr.settle_all(a[QUEUE], ctr, a["pools"], a["deferred"], now)
         else:
-            _between_batches(mod, a)
+            _between_batches(kernel, a)
         if progress is not None:
             progress(int(ctr[tb.C_APPLIED]), total_updates)
         if finished:
@@ -96,24 +97,28 @@ def drive(mod: ModuleType, a: dict, checkpoint: Checkpoint | None = None,
             wall_s = earlier_s + time.monotonic() - started
             save(checkpoint, a, now, wall_s, max(earlier_peak_mb, peak_rss_mb()))
             saved = time.monotonic()
-            _log_progress(checkpoint, a["ctr"], total_updates, wall_s)
+            _log_progress(checkpoint, a["counters"], total_updates, wall_s)
     if checkpoint is not None:
         checkpoint.path.unlink(missing_ok=True)
     return now, earlier_s, earlier_peak_mb
 
 
-def _between_batches(mod: ModuleType, a: dict) -> None:
+def network_of(a: dict) -> Network:
+    """The network's tuple from the run's arrays."""
+    return Network(*(a[name] for name in Network._fields))
+
+
+def _between_batches(kernel: Kernel, a: dict) -> None:
     """Renumber when due, keep the queue's margin, and double the per-packet tables when short of rows."""
-    ctr = a["ctr"]
-    a["hh"] = cr.between_batches(a["hh"], ctr, a["pq"], a["dq"])
+    ctr = a["counters"]
+    a[QUEUE] = cr.between_batches(a[QUEUE], ctr, a["pools"], a["deferred"])
     if ctr[tb.C_NFREE] < tb.PACKET_MARGIN:
-        old = a["pk"].shape[0]
-        for name in mod.PACKET_ARRAYS:
+        old = a["packets"].shape[0]
+        for name in NETWORK_PACKET_ARRAYS + kernel.packet_arrays:
             a[name] = tb.grow_on_lines(a[name], 2 * old)
-        c.link_free_list(a["pk"], old, 2 * old, ctr)
-    grow_tables = getattr(mod, "grow_tables", None)  # a kernel's own tables (baseline: its messages)
-    if grow_tables is not None:
-        grow_tables(a)
+        c.link_free_list(a["packets"], old, 2 * old, ctr)
+    if kernel.grow_tables is not None:
+        kernel.grow_tables(a)
 
 
 def _log_progress(checkpoint: Checkpoint, ctr: np.ndarray, total_updates: int, wall_s: float) -> None:
@@ -134,8 +139,8 @@ def _check_writable(path: Path) -> None:
 def save(checkpoint: Checkpoint, a: dict, now: float, wall_s: float, peak_mb: float) -> None:
     """Write the state to ``checkpoint.path`` atomically (a stopped save leaves the previous file whole), with
     the wall seconds and the peak RSS of the run so far: a resumed run's record counts every piece."""
-    arrays = {name: value for name, value in a.items() if name != "hh"}
-    arrays |= {f"hh{i}": part for i, part in enumerate(a["hh"])}  # the queue is a tuple of arrays
+    arrays = {name: value for name, value in a.items() if name != QUEUE}
+    arrays |= {f"{QUEUE}{i}": part for i, part in enumerate(a[QUEUE])}  # the queue is a tuple of arrays
     path = Path(checkpoint.path)
     tmp = path.with_name(path.name + ".part")
     try:
@@ -150,10 +155,10 @@ def save(checkpoint: Checkpoint, a: dict, now: float, wall_s: float, peak_mb: fl
         raise GupsimError(f"{cannot_write('checkpoint', path, exc)} (the previous save, if any, is kept)") from None
 
 
-def load(checkpoint: Checkpoint, a: dict, mod: ModuleType) -> tuple[float, float, float]:
+def load(checkpoint: Checkpoint, a: dict, kernel: Kernel) -> tuple[float, float, float]:
     """Replace the arrays of ``a`` by the saved ones; return the saved time, wall seconds and peak RSS.
 
-    ``a`` is a fresh run's state of kernel module ``mod``: every saved array must have its dtype and columns,
+    ``a`` is a fresh run's state of ``kernel``: every saved array must have its dtype and columns,
     and its rows (or more, for the tables that grow between batches), since the kernels index them unchecked."""
     path = checkpoint.path
     try:
@@ -170,34 +175,35 @@ def load(checkpoint: Checkpoint, a: dict, mod: ModuleType) -> tuple[float, float
         raise GupsimError(f"checkpoint {path} belongs to {other} (key {theirs[:12]}, this run's {mine[:12]}): "
                           "delete it to start afresh")
     now, wall_s, peak_mb = (float(saved.pop(k)) for k in ("_now", "_wall_s", "_peak_mb"))
-    queue = sorted(k for k in saved if k.startswith("hh"))
-    expected = set(a) - {"hh"}
-    if set(saved) - set(queue) != expected or len(queue) != len(a["hh"]):
+    queue = sorted(k for k in saved if k.startswith(QUEUE))
+    expected = set(a) - {QUEUE}
+    if set(saved) - set(queue) != expected or len(queue) != len(a[QUEUE]):
         raise GupsimError(f"checkpoint {path} does not hold this kernel's tables: delete it to start afresh")
-    _check_shapes(path, saved, {k: a[k] for k in expected} | dict(zip(queue, a["hh"])), mod)
+    _check_shapes(path, saved, {k: a[k] for k in expected} | dict(zip(queue, a[QUEUE])), kernel)
     for k in expected:  # the tables made on cache lines (tables.line_aligned) are put on lines again
         if a[k].ctypes.data % tb.CACHE_LINE == 0 and saved[k].ctypes.data % tb.CACHE_LINE and saved[k].ndim:
             saved[k] = tb.grow_on_lines(saved[k], saved[k].shape[0])
         a[k] = saved[k]
-    a["hh"] = tuple(saved[k] for k in queue)
+    a[QUEUE] = tuple(saved[k] for k in queue)
     return now, wall_s, peak_mb
 
 
-def _check_shapes(path: Path, saved: dict, fresh: dict, mod: ModuleType) -> None:
+def _check_shapes(path: Path, saved: dict, fresh: dict, kernel: Kernel) -> None:
     """Refuse, naming the array, a saved array not shaped as this run's: an edited or damaged file that the
     kernels would read past the end of (a segmentation fault, not an error).  The tables that grow between
     batches (:func:`_between_batches`: the packet tables, the event queue's, the kernel's own) may have more
     rows, the packet tables all the same number."""
-    grown = set(mod.PACKET_ARRAYS) | set(getattr(mod, "GROWN_ARRAYS", ()))
+    packet_arrays = NETWORK_PACKET_ARRAYS + kernel.packet_arrays
+    grown = set(packet_arrays) | set(kernel.grown_arrays)
     for name, want in fresh.items():
-        got, grows = saved[name], name in grown or name.startswith("hh")
+        got, grows = saved[name], name in grown or name.startswith(QUEUE)
         more = grows and got.ndim == want.ndim and got.shape[0] >= want.shape[0]
         if got.dtype != want.dtype or got.shape[1:] != want.shape[1:] or (got.shape != want.shape and not more):
             also = " (or more rows)" if grows else ""
             raise GupsimError(f"checkpoint {path}: array {name!r} is {got.dtype} {got.shape}, this run's is "
                               f"{want.dtype} {want.shape}{also}; the file is damaged or not this run's: delete it "
                               "to start afresh")
-    rows = {name: saved[name].shape[0] for name in mod.PACKET_ARRAYS}
+    rows = {name: saved[name].shape[0] for name in packet_arrays}
     if len(set(rows.values())) > 1:
         raise GupsimError(f"checkpoint {path}: its packet tables differ in rows ({rows}); the file is damaged: "
                           "delete it to start afresh")

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from types import ModuleType
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -26,6 +25,7 @@ from gupsim.engines.fast import routed
 from gupsim.engines.fast import baseline
 from gupsim.engines.fast import core as c, credits as cr, events as ev, stream, tables as tb
 from gupsim.engines.fast import driver
+from gupsim.engines.fast.contract import KernelRegistry, register_kernel
 
 #: The fast engine's largest packet: event payloads keep a pool's returned chunks in 5 bits.
 MAX_FAST_CHUNKS = 31
@@ -33,42 +33,11 @@ MAX_FAST_CHUNKS = 31
 MAX_FAST_UPDATES = np.iinfo(np.int64).max
 
 
-@dataclass(frozen=True)
-class Kernel:
-    """A compiled algorithm: its module and its measured peak bytes per process."""
-
-    module: Callable[[], ModuleType]
-    per_rank_bytes: int
-    #: Options the kernel implements; any other option must keep its default, else SimPy runs.
-    options: frozenset[str] = frozenset()
-
-
-def _one_packet() -> ModuleType:
-    return one_packet
-
-
-def _routed() -> ModuleType:
-    return routed
-
-
-def _baseline() -> ModuleType:
-    return baseline
-
-
-#: Algorithms with a fast kernel; the others always run on SimPy.
-KERNELS: dict[str, Kernel] = {
-    # Peak RSS above the fixed part, per process (docs/performance.md, "Memory"): one-packet 2.6-4.5 KB
-    # on short runs up to 131,072 processes, 12.5 KB on a long 16x16x16 run whose buffers fill up;
-    # routed 10-23 KB up to 32x32x32 and 34 KB on the whole 64x32x32 (its drain keeps the most packets).
-    "one-packet": Kernel(_one_packet, per_rank_bytes=16_000,
-                         options=frozenset({"payload_bytes", "wire_bytes", "local_overhead_cycles",
-                                            "remote_overhead_cycles"})),
-    "routed": Kernel(_routed, per_rank_bytes=48_000,
-                     options=frozenset({"software_header_bytes", "bucket_capacity"})),
-    # arrays ~24.8 KB per rank (bucket heap + hash, max_pending 1024); the 4,096-node run peaked at 432 MB RSS
-    "baseline": Kernel(_baseline, per_rank_bytes=32_000,
-                       options=frozenset({"termination", "max_pending", "receive_test_every"})),
-}
+#: Algorithms with a fast kernel (each module's ``KERNEL``, checked against the contract as it registers);
+#: the others always run on SimPy.
+KERNELS = KernelRegistry()
+for _kernel in (one_packet.KERNEL, routed.KERNEL, baseline.KERNEL):
+    register_kernel(KERNELS, _kernel)
 
 
 def check_memory(run: RunConfig) -> int:
@@ -110,7 +79,7 @@ class FastSimulation:
         m = self.machine = run.machine
         shape = parse_shape(run.shape)
         self.ppn = m.cpu.processes_per_node
-        kernel = KERNELS[run.algorithm]
+        self.kernel = KERNELS[run.algorithm]
         self.memory_estimate_bytes = check_memory(run)
         self.topology = make_topology(m.network.topology_kind(math.prod(shape)), shape)
         self.num_ranks = self.topology.num_nodes * self.ppn
@@ -123,7 +92,6 @@ class FastSimulation:
         host = AlgorithmHost(run, m, self.topology, self.ppn, self.num_ranks, self.total_updates, self.cost,
                              network_standin(m, self.topology))
         self.algorithm = algorithm_class(run.algorithm)(host, options)
-        self._module = kernel.module()
         self._outcome: RunOutcome | None = None
         self.earlier_wall_s = self.earlier_peak_rss_mb = 0.0
         #: How the kernel's event queue went (not in the record); filled by :meth:`execute`.
@@ -162,6 +130,7 @@ class FastSimulation:
         return first
 
     def _arrays(self) -> dict[str, Any]:
+        """The network's arrays, keyed by the fields of :class:`gupsim.engines.fast.contract.Network`."""
         net, topo = self.net_cfg, self.topology
         n, R = topo.num_nodes, self.num_ranks
         nlinks = n * topo.ports
@@ -209,43 +178,52 @@ class FastSimulation:
         hh = ev.new_queue(heap, ctr, ev.bucket_seconds(fp[tb.F_CHUNK_S] + fp[tb.F_ROUTER_S], R))
         c.start_cpus(hh, ctr, R)
         lay = self.layout
-        return {
-            "pk": pk, "pf": np.zeros((packets, tb.PF_COLS)),
-            "pq": pq, "dq": dq, "rk": rk,
-            "lf": np.zeros((nlinks, 3)), "lb": np.zeros(nlinks, dtype=np.int64),
-            "ip": ip, "fp": fp, "nbr": np.ascontiguousarray(topo.neighbor_array().ravel()),
+        arrays = {
+            "packets": pk, "packet_times": np.zeros((packets, tb.PF_COLS)),
+            "pools": pq, "deferred": dq, "ranks": rk,
+            "link_times": np.zeros((nlinks, 3)), "link_bytes": np.zeros(nlinks, dtype=np.int64),
+            "int_params": ip, "float_params": fp, "neighbors": np.ascontiguousarray(topo.neighbor_array().ravel()),
             "coords": np.ascontiguousarray(topo.coords_array()),
-            "hh": hh, "ctr": ctr, "wt": np.full(2, np.nan),
-            "ran": stream.starts_many(self.stream_starts()),
-            "lay": np.array([lay.table_size - 1, lay.top, lay.min_local_table_size, lay.remainder],
-                            dtype=np.uint64),
+            "queue": hh, "counters": ctr, "window_times": np.full(2, np.nan),
+            "streams": stream.starts_many(self.stream_starts()),
+            "layout": np.array([lay.table_size - 1, lay.top, lay.min_local_table_size, lay.remainder],
+                               dtype=np.uint64),
         }
+        return arrays
+
+    def _kernel_arrays(self) -> dict[str, Any]:
+        """The kernel's own arrays (its ``prepare``), refused in one line unless keyed by its state's fields."""
+        arrays = self.kernel.prepare(self, self.algorithm.options)
+        if tuple(arrays) != self.kernel.state._fields:
+            raise GupsimError(f"fast kernel {self.kernel.name!r}: prepare() gave {', '.join(arrays)}, its state "
+                              f"has {', '.join(self.kernel.state._fields)}")
+        return arrays
 
     # ------------------------------------------------------------------ run
 
     def execute(self, checkpoint: Any = None, batch_events: int | None = None, progress: Any = None) -> None:
         """Run to the end (resuming from ``checkpoint``, a :class:`gupsim.engines.fast.driver.Checkpoint`, if saved);
         ``progress(applied, total)`` hears how far it has got every batch (:func:`gupsim.engines.fast.driver.drive`)."""
-        mod = self._module
-        a = self._arrays() | mod.prepare(self, self.algorithm.options)
+        kernel = self.kernel
+        a = self._arrays() | self._kernel_arrays()
         now, self.earlier_wall_s, self.earlier_peak_rss_mb = driver.drive(
-            mod, a, checkpoint, driver.BATCH_EVENTS if batch_events is None else batch_events, self.total_updates,
+            kernel, a, checkpoint, driver.BATCH_EVENTS if batch_events is None else batch_events, self.total_updates,
             progress)
 
         self._check_finished(a, now)
-        self.queue_stats = _queue_stats(a["ctr"])
+        self.queue_stats = _queue_stats(a["counters"])
         self._outcome = self._measure(a, now)
 
     def _check_finished(self, a: dict[str, Any], now: float) -> None:
         """Raise the kernel's own error, or a deadlock (a queue that emptied before the run finished)."""
-        mod, ctr = self._module, a["ctr"]
+        kernel, ctr = self.kernel, a["counters"]
         if ctr[tb.C_ERROR]:
-            raise SimulationError(mod.error_message(ctr[tb.C_ERROR], a))
+            raise SimulationError(kernel.error_message(ctr[tb.C_ERROR], a))
         if not ctr[tb.C_DONE]:
             # a property of the configuration, as on the SimPy engine (Simulation.deadlock): the same line
             ranks = self.num_ranks
-            stuck = (a["ci"][:ranks, mod.CI_LEFT] > 0) | (a["rk"][:ranks, tb.RK_IN_HEAD] >= 0)
-            waiting = stuck if stuck.any() else ~mod.ended(a)[:ranks]
+            stuck = (kernel.updates_left(a)[:ranks] > 0) | (a["ranks"][:ranks, tb.RK_IN_HEAD] >= 0)
+            waiting = stuck if stuck.any() else ~kernel.ended(a)[:ranks]
             raise DeadlockError.report(now, np.flatnonzero(waiting).tolist(),
                                        int(ctr[tb.C_INJECTED] - ctr[tb.C_DELIVERED]), int(ctr[tb.C_APPLIED]),
                                        self.total_updates, self.algorithm.deadlock_hint())
@@ -253,19 +231,19 @@ class FastSimulation:
     def _measure(self, a: dict[str, Any], now: float) -> RunOutcome:
         """The outcome, read from the kernel's arrays; the algorithm's counters under the reference class's
         names (the kernel's ``counters`` and ``window_counters``), so that its ``metrics`` make the record."""
-        mod, ctr = self._module, a["ctr"]
-        lf, nlinks = a["lf"], a["ip"][tb.I_NLINKS]
-        window = tuple(mod.window_counters(a))
-        totals = mod.counters(a)
+        kernel, ctr = self.kernel, a["counters"]
+        lf, nlinks = a["link_times"], a["int_params"][tb.I_NLINKS]
+        window = tuple(kernel.window_counters(a))
+        totals = kernel.counters(a)
         return RunOutcome(
             run=self.run, topology=self.topology, processes=self.num_ranks, total_updates=self.total_updates,
             sim_time_s=now, events=int(ctr[tb.C_EVENTS]), updates_applied=int(ctr[tb.C_APPLIED]),
-            updates_generated=self.total_updates - mod.remaining(a),
-            window_times=tuple(float(t) for t in a["wt"]), window_counters=window, totals=totals,
+            updates_generated=self.total_updates - int(kernel.updates_left(a).sum()),
+            window_times=tuple(float(t) for t in a["window_times"]), window_counters=window, totals=totals,
             algorithm_metrics=self.algorithm.metrics(window, totals),
             packets_injected=int(ctr[tb.C_INJECTED]), packets_delivered=int(ctr[tb.C_DELIVERED]),
             wire_bytes_injected=int(ctr[tb.C_WIRE]), packet_hops=int(ctr[tb.C_HOPS]),
-            links=link_stats(self.topology, a["lb"][:nlinks], lf[:, 1], lf[:, 2]),
+            links=link_stats(self.topology, a["link_bytes"][:nlinks], lf[:, 1], lf[:, 2]),
             earlier_wall_s=self.earlier_wall_s, earlier_peak_rss_mb=self.earlier_peak_rss_mb)
 
     def outcome(self) -> RunOutcome:

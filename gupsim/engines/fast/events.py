@@ -55,7 +55,7 @@ HEAP_MARGIN = 1 << 16
 # floats do, so no float compare or float<->int conversion is needed) and one int64 key
 # ``prio << 62 | seq << PAYLOAD_BITS | payload``.  Sequence numbers are unique, so comparing keys
 # compares (priority, order of scheduling) and the payload never decides.  Four children are 64 bytes,
-# a cache line, where the float64 rows of (time, seq, payload) took 96 (docs/performance-log.md, second pass).
+# a cache line, where float64 rows of (time, seq, payload) would take 96 (docs/performance-log.md).
 
 
 def new_heap(n):
@@ -154,7 +154,7 @@ def heap_pop(hh, ctr):
 # ================================================================== event queue
 #
 # The heap's cost grows with its length: a pop sifts through log4(n) levels, the bottom ones out of cache
-# once the machine has tens of thousands of processes (docs/performance-log.md, second pass).  So the queue the kernels use
+# once the machine has tens of thousands of processes (docs/performance-log.md).  So the queue the kernels use
 # is a calendar in front of the heap: time is cut into buckets of a fixed width, numbered from t = 0
 # (``floor(t / width)``, a non-decreasing function of t, so equal times share a bucket); the heap holds the
 # events of buckets up to the current one (``C_CUR``) and only those; later events wait unordered in their
@@ -176,7 +176,7 @@ BUCKET_RANKS = 32
 #: Lists per calendar slot (4, as :func:`_advance` walks them).  An event is filed in the list its sequence
 #: number picks; moving a bucket into the heap walks the four lists side by side, so four of the far table's
 #: cache misses are outstanding at once instead of one (the walk was 9-11% of a whole-machine run's time:
-#: docs/performance-log.md, sixth pass).  The order of insertion into the heap changes no pop: keys are unique.
+#: docs/performance-log.md).  The order of insertion into the heap changes no pop: keys are unique.
 CAL_LISTS = 4
 assert CAL_LISTS == 4, "_advance walks exactly four lists a slot (e0..e3)"
 
@@ -269,11 +269,11 @@ def _advance(q, ctr):
         ctr[C_CUR] = cur
         # The overflow is redistributed when the calendar reaches its first bucket, not as soon as that bucket
         # comes within the slots' reach: then every entry due in the next ``slots`` buckets goes into the
-        # slots in one pass, and an entry left over waits at least ``slots`` buckets for the next pass.
-        # (At the earliest moment, the pass came again as soon as the calendar moved one bucket on while
-        # the overflow was dense just beyond the slots, each pass walking the whole list: the 64-rack UPC
-        # run, whose CPU steps of about 3 us outreach the slots' 2.3 us, slowed from 0.43 to 0.12 M events
-        # per second as it went; docs/performance-log.md, fifth pass.)
+        # slots in one walk, and an entry left over waits at least ``slots`` buckets for the next walk.
+        # (Redistributed at the earliest moment, the walk would come again each time the calendar moved one
+        # bucket on while the overflow was dense just beyond the slots, each walk covering the whole list:
+        # the 64-rack UPC run, whose CPU steps of about 3 us outreach the slots' 2.3 us, then slows from
+        # 0.43 to 0.12 M events per second as it goes; docs/performance-log.md.)
         if ctr[C_OV_MIN] <= cur:
             ctr[C_OV_MIN] = _NO_BUCKET
             for k in range(CAL_LISTS):

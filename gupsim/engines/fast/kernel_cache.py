@@ -12,7 +12,7 @@ elsewhere keep Numba's own locators.  Imported by :mod:`gupsim.engines.fast.tabl
 anything is compiled.
 
 Where the cache is: the folder named by ``NUMBA_CACHE_DIR`` if the user set
-one, else ``gupsim/fast/__pycache__`` if it is writable (a checkout, an
+one, else ``gupsim/engines/fast/__pycache__`` if it is writable (a checkout, an
 editable install), else the user's cache folder, ``~/.cache/gupsim/numba``
 (``$XDG_CACHE_HOME`` honoured), so that a read-only install caches too.  The
 last is a locator of its own rather than ``NUMBA_CACHE_DIR`` set by gupsim:

@@ -18,10 +18,13 @@ where the reference checks it.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
 
 from gupsim.engines.fast import core as c, credits as cr, events as ev, stream, tables as tb
+from gupsim.engines.fast.contract import Kernel
 
 PH_LOOP, PH_AFTER_FLUSH, PH_COND, PH_POLLED = 0, 1, 2, 3
 CI_PHASE, CI_LEFT, CI_PROGRESSED, CI_PENDING = range(4)
@@ -40,6 +43,38 @@ A_NSLOTS = 12
 K_GEN, K_UPD, K_HOP, K_POLL_S = range(4)
 ERR_PENDING = 1
 MAX_PENDING = 1024
+
+
+class State(NamedTuple):
+    """The kernel's own arrays (its network and streams: :class:`gupsim.engines.fast.contract.Network`)."""
+
+    #: [ci] int64 (ranks, ``CI_COLS``): phase, updates left, whether the last pass progressed, updates held.
+    rank_ints: np.ndarray
+    #: [cf] float64 (ranks,): cycle debt.
+    rank_debt: np.ndarray
+    #: [rd] int64 (ranks, dimensions, ``RD_COLS``): full bucket, its send offset, the packet being routed and
+    #: where in it, the arrived packets not yet received (head, tail).
+    dims: np.ndarray
+    #: [bv] uint64 (ranks x bucket slots, capacity): the updates in each bucket.
+    bucket_values: np.ndarray
+    #: [bl] int64 (ranks x bucket slots,): each bucket's length.
+    bucket_lengths: np.ndarray
+    #: [pv] uint64 (packet rows, updates per packet): the updates each packet carries (grows with the packets).
+    packet_updates: np.ndarray
+    #: [rc] int64 (ranks, 4): each rank's router coordinates (x, y, z, core).
+    rank_coords: np.ndarray
+    #: [ai] int64 (16,): dimensions, bucket capacity, updates per packet, header bytes, lengths, offsets (``A_*``).
+    params: np.ndarray
+    #: [cost] float64 (``K_*``,): cycles to generate, update, route one hop; seconds per poll pass.
+    costs: np.ndarray
+    #: [tabs] float64 (updates per packet + 1, 4): per k updates, chunks, wire bytes, send and receive cycles.
+    packet_costs: np.ndarray
+    #: [ac] int64 (8,): the algorithm's counters (``AC_*``).
+    alg_counters: np.ndarray
+    #: [wc] int64 (2, 6): the counters at the window's two marks.
+    window_marks: np.ndarray
+    #: [ws] float64 (ranks,): when each waiting process started to wait.
+    wait_start: np.ndarray
 
 
 @njit(cache=True, _nrt=False)
@@ -130,8 +165,12 @@ def _write_packets(r, d, now, ci, cf, rd, bv, bl, pv, rc, ai, tabs, ac, pk, pf, 
 
 
 @njit(cache=True, _nrt=False)
-def _cpu(r, now, ci, cf, rd, bv, bl, pv, rc, ran, ai, cost, tabs, lay, ac, wc,
-         pk, pf, pq, dq, rk, ip, fp, hh, ctr, wt, ws):
+def _cpu(r, now, s, net):
+    ci, cf, rd, bv, bl, pv = s.rank_ints, s.rank_debt, s.dims, s.bucket_values, s.bucket_lengths, s.packet_updates
+    rc, ai, cost, tabs, ac, wc, ws = s.rank_coords, s.params, s.costs, s.packet_costs, s.alg_counters, \
+        s.window_marks, s.wait_start
+    pk, pf, pq, dq, rk, ip = net.packets, net.packet_times, net.pools, net.deferred, net.ranks, net.int_params
+    fp, hh, ctr, wt, ran, lay = net.float_params, net.queue, net.counters, net.window_times, net.streams, net.layout
     nd = ai[A_NDIMS]
     cycle_s = fp[tb.F_CYCLE_S]
     if ci[r, CI_PHASE] == PH_COND:
@@ -142,7 +181,7 @@ def _cpu(r, now, ci, cf, rd, bv, bl, pv, rc, ran, ai, cost, tabs, lay, ac, wc,
         return
     if ci[r, CI_PHASE] == PH_POLLED:
         # Resumed: count the passes a real loop spun meanwhile, as the reference does after its yield, so
-        # that a window mark crossed by another rank in between sees the same count (found 2026-11-26)
+        # that a window mark crossed by another rank in between sees the same count
         ci[r, CI_PHASE] = PH_LOOP
         full = 0
         for d in range(nd):
@@ -294,36 +333,30 @@ def _prefetch_cpu(q, ctr, ci, cf, rd, ran, ws):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def _loop(ci, cf, rd, bv, bl, pv, rc, ran, ai, cost, tabs, lay, ac, wc, ws,
-        pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, wt, now):
+def _loop(s, net, now):
     """Process events until done (True), or until the batch ends (a table must grow, the sequence be
     renumbered, or the driver pauses: False)."""
+    hh, ctr = net.queue, net.counters
     while ctr[tb.C_HEAP_N] > 0 and ctr[tb.C_DONE] == 0 and ctr[tb.C_ERROR] == 0:
         if ev.needs_room(hh, ctr):
             return now, False
         now, payload = ev.pop(hh, ctr)
-        c.prefetch_next(hh, ctr, pk, pf, pq, dq, lf, lb, nbr, coords, ip, rk)
-        _prefetch_cpu(hh, ctr, ci, cf, rd, ran, ws)
+        c.prefetch_next(net)
+        _prefetch_cpu(hh, ctr, s.rank_ints, s.rank_debt, s.dims, net.streams, s.wait_start)
         ctr[tb.C_EVENTS] += 1
         kind = payload & 7
         a = payload >> 3
         if kind == tb.EV_CPU:
-            _cpu(a, now, ci, cf, rd, bv, bl, pv, rc, ran, ai, cost, tabs, lay, ac, wc,
-                 pk, pf, pq, dq, rk, ip, fp, hh, ctr, wt, ws)
+            _cpu(a, now, s, net)
         else:
-            c.network_event(kind, a, pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, now)
+            c.network_event(kind, a, net, now)
         if ev.batch_over(ctr):
             return now, False
     return now, True
 
 
-#: The per-packet tables (rows indexed by packet number; ``pv`` holds each packet's updates):
-#: gupsim.engines.fast.driver grows them together.
-PACKET_ARRAYS = ("pk", "pf", "pv")
-
-
 def prepare(sim, options) -> dict:
-    """Buckets, receive state and parameters for :func:`run` (called by :mod:`gupsim.engines.fast`)."""
+    """Buckets, receive state and parameters: the kernel's arrays, by :class:`State` field."""
     alg, net, cm = sim.algorithm, sim.net_cfg, sim.cost
     lengths = alg.lengths
     nd, R = len(lengths), sim.num_ranks
@@ -350,36 +383,45 @@ def prepare(sim, options) -> dict:
     ci[:, CI_LEFT] = sim.run.updates_per_process
     rd = np.full((R, nd, RD_COLS), -1, dtype=np.int64)
     return {
-        "ci": ci, "cf": np.zeros(R), "rd": rd,
-        "bv": np.zeros((R * nslots, cap), dtype=np.uint64), "bl": np.zeros(R * nslots, dtype=np.int64),
-        "pv": np.zeros((4 * R + 2 * tb.PACKET_MARGIN, pp), dtype=np.uint64), "rc": rc, "ai": ai,
-        "cost": np.array([cm.generate, cm.update, sim.algorithm.hop_cycles, sim.algorithm.poll_pass_s]),
-        "tabs": tabs, "ac": np.zeros(8, dtype=np.int64), "wc": np.zeros((2, 6), dtype=np.int64),
-        "ws": np.zeros(R),  # when each waiting process started to wait
+        "rank_ints": ci, "rank_debt": np.zeros(R), "dims": rd,
+        "bucket_values": np.zeros((R * nslots, cap), dtype=np.uint64),
+        "bucket_lengths": np.zeros(R * nslots, dtype=np.int64),
+        "packet_updates": np.zeros((4 * R + 2 * tb.PACKET_MARGIN, pp), dtype=np.uint64), "rank_coords": rc,
+        "params": ai, "costs": np.array([cm.generate, cm.update, sim.algorithm.hop_cycles, sim.algorithm.poll_pass_s]),
+        "packet_costs": tabs, "alg_counters": np.zeros(8, dtype=np.int64),
+        "window_marks": np.zeros((2, 6), dtype=np.int64), "wait_start": np.zeros(R),
     }
 
 
 def ended(state: dict) -> np.ndarray:
     """Ranks whose process has returned: none (after its stream a process keeps routing, as the reference's)."""
-    return np.zeros(len(state["ci"]), dtype=bool)
+    return np.zeros(len(state["rank_ints"]), dtype=bool)
 
 
-def remaining(state: dict) -> int:
-    return int(state["ci"][:, CI_LEFT].sum())
+def updates_left(state: dict) -> np.ndarray:
+    return state["rank_ints"][:, CI_LEFT]
 
 
 def window_counters(state: dict) -> list[dict]:
     return [{"packets": int(w[0]), "updates": int(w[1]), "wire": int(w[2]), "send_tests": int(w[3]),
-             "send_tests_blocked": int(w[4]), "polls": int(w[5])} for w in state["wc"]]
+             "send_tests_blocked": int(w[4]), "polls": int(w[5])} for w in state["window_marks"]]
 
 
 def counters(state: dict) -> dict:
     """The reference class's counters (:meth:`gupsim.algorithms.routed.Routed.counters`) at the end."""
-    ac = state["ac"]
-    return {"packets": int(ac[AC_PACKETS]), "updates": int(ac[AC_UPDATES]), "wire": int(state["ctr"][tb.C_WIRE]),
+    ac = state["alg_counters"]
+    return {"packets": int(ac[AC_PACKETS]), "updates": int(ac[AC_UPDATES]), "wire": int(state["counters"][tb.C_WIRE]),
             "send_tests": int(ac[AC_SENDS]), "send_tests_blocked": int(ac[AC_BLOCKED]), "polls": int(ac[AC_POLLS]),
             "hops": int(ac[AC_HOPS])}
 
 
 def error_message(code: int, state: dict) -> str:
     return f"routed: a process holds more than {MAX_PENDING} pending updates (HPCC's limit)"
+
+
+#: Peak RSS above the fixed part, per process (docs/performance.md, "Memory"): 10-23 KB up to 32x32x32 and
+#: 34 KB on the whole 64x32x32 (its drain keeps the most packets).
+KERNEL = Kernel(name="routed", state=State, loop=_loop, prepare=prepare, counters=counters,
+                window_counters=window_counters, ended=ended, updates_left=updates_left, error_message=error_message,
+                per_rank_bytes=48_000, options=frozenset({"software_header_bytes", "bucket_capacity"}),
+                packet_arrays=("packet_updates",))

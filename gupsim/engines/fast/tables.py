@@ -8,7 +8,7 @@ sequence number is the order of scheduling, as SimPy's event id, so a run is
 deterministic.
 
 The tables the kernels read on every event are laid out on cache lines (:func:`line_aligned`): a packet row
-is one 64-byte line, a pool row or a rank's network row 32 bytes (docs/performance-log.md, ninth pass).  The
+is one 64-byte line, a pool row or a rank's network row 32 bytes (docs/performance-log.md).  The
 helpers here are bit casts between a time and the int64 bits the queue orders (:func:`f2i`, :func:`i2f`), a
 prefetch of one row (:func:`prefetch_row`), growing a table between batches (:func:`grow`), and the node of
 a rank (:func:`node_of`).  Nothing here changes a result; the model's steps are in
