@@ -1,4 +1,6 @@
-"""Shared fixtures: the BG/L machine and the published reference tables."""
+"""Shared fixtures and helpers: the fast engine's kernels compiled once, the BG/L machine, the published
+reference tables, the command line called in this process, and a fast run stopped after a checkpoint is
+saved (as a killed process would be)."""
 
 from __future__ import annotations
 
@@ -6,14 +8,34 @@ import pandas as pd
 import pytest
 from hypothesis import settings
 
+from gupsim.app.cli import main
 from gupsim.config import load_machine
+from gupsim.engines.fast import driver
+from gupsim.engines.run import compile_all
 from gupsim.studies.validation import reference_table
 
-# No wall-clock deadline on any property test: speed lives in benchmarks/, and a deadline made a
-# property test fail on a loaded 2-core box (test_cache's lookup-miss property, 2026-11-23).
+# No wall-clock deadline on any property test: speed lives in benchmarks/, and on a loaded 2-core box a
+# deadline fails a property test for the machine's load, not for the code.
 settings.register_profile("gupsim", deadline=None)
 settings.load_profile("gupsim")
 
+#: Where the session keeps the seconds the kernels took to compile (or load from Numba's cache).
+COMPILE_SECONDS = pytest.StashKey[float]()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def compiled_kernels(request):
+    """Compile every fast-engine kernel once, before the first test: a cold compile takes a minute or more on
+    a 2-core box, and would otherwise be charged to whichever test first runs the fast engine.  The seconds
+    are reported at the end of the session; with Numba's cache warm they are about one."""
+    request.config.stash[COMPILE_SECONDS] = compile_all()
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    seconds = config.stash.get(COMPILE_SECONDS, None)
+    if seconds is not None:
+        terminalreporter.write_line(f"fast-engine kernels compiled (or loaded from Numba's cache) once for the "
+                                    f"session, before the first test: {seconds:.1f} s")
 
 
 @pytest.fixture(scope="session")
@@ -22,6 +44,42 @@ def bgl():
 
 
 def reference(name: str) -> pd.DataFrame:
-    """A published table, from the project's own copy (gupsim/data/reference; tests/test_package_data.py
+    """A published table, from the project's own copy (gupsim/data/reference; tests/data/test_package_data.py
     checks it against ../shared/reference when that folder is there)."""
     return reference_table(name)
+
+
+def call_cli(capsys, *argv):
+    """``gupsim *argv`` in this process: its exit status, stdout and stderr."""
+    with pytest.raises(SystemExit) as exc:
+        main(list(argv))
+        raise SystemExit(0)
+    out = capsys.readouterr()
+    return exc.value.code or 0, out.out, out.err
+
+
+class Stopped(Exception):
+    """Stands for the process being killed after a save."""
+
+
+def stop_after_saves(monkeypatch, n):
+    """Make ``driver.save`` stop the run (raise :class:`Stopped`, as a killed process would) right after its
+    ``n``-th save, and save normally again from then on; return the simulated times saved."""
+    saves, real_save = [], driver.save
+
+    def save_then_stop(*args):
+        real_save(*args)
+        saves.append(args[2])
+        if len(saves) == n:
+            monkeypatch.setattr(driver, "save", real_save)
+            raise Stopped
+
+    monkeypatch.setattr(driver, "save", save_then_stop)
+    return saves
+
+
+def count_loads(monkeypatch):
+    """Count the checkpoints ``driver.load`` reads from now on (a resumed run reads one)."""
+    loaded, real_load = [], driver.load
+    monkeypatch.setattr(driver, "load", lambda *a: loaded.append(1) or real_load(*a))
+    return loaded

@@ -16,17 +16,17 @@ order:
   rows start before the small ones and the cores finish together.
 
 A run is a pure function of its configuration, so the records do not depend on
-the pool (``tests/test_runpool.py``).  Only records travel back (the simulation
+the pool (``tests/studies/test_runpool.py``).  Only records travel back (the simulation
 objects stay in the worker).
 
 **Keeping finished runs.**  With a ``cache_dir`` every record is written there
 (by joblib's ``Memory``) the moment its run ends, keyed by the configuration
 and by a digest of gupsim's model code (:func:`code_digest`: every module but
-those that only present, schedule or store results).  A reproduction that is
-stopped and started again reuses the runs it finished, and only those made by
-the same model code with the same configuration: editing a machine file or a
-model module starts afresh; editing the command line, the plots or this
-module does not.
+those of ``gupsim/app`` and ``gupsim/studies``, which only present, schedule or
+store results).  A reproduction that is stopped and started again reuses the
+runs it finished, and only those made by the same model code with the same
+configuration: editing a machine file or a model module starts afresh; editing
+the command line, the plots or this module does not.
 
 **Keeping unfinished runs.**  A fast run also saves its whole state to
 ``cache_dir/checkpoints`` every ten minutes of wall time
@@ -60,18 +60,20 @@ from gupsim.topology.base import parse_shape
 from gupsim.engines.fast import driver
 from gupsim.engines.fast import tables
 
-PACKAGE_DIR = Path(__file__).resolve().parent
+#: The gupsim package, whose model modules the code digest hashes.
+PACKAGE_DIR = Path(__file__).resolve().parents[1]
 #: One line per finished run (``gupsim reproduce`` shows them on stderr): hour-long rows are otherwise silent.
 log = logging.getLogger(__name__)
 
 
-#: Modules that only present, schedule or store results.  A run's record does not depend on them (a run
-#: never imports them: tests/test_runpool.py), so editing them keeps the kept runs and checkpoints.
-PRESENTATION_MODULES = frozenset({"cli.py", "cluster.py", "estimate.py", "plots.py", "reference_docs.py", "reporting.py", "runpool.py",
-                                  "store.py", "sweep.py", "validation.py", "rate_quality.py"})
-#: Folders of such modules: the reproduced tables' scripts build run configurations (a run's key holds the
-#: whole configuration) and compare records; no run imports them.
-PRESENTATION_PACKAGES = ("experiments/",)
+#: The packages that present, schedule or store results: the top two layers (pyproject.toml's layers
+#: contract).  A run's record does not depend on them, since no model or engine module may import them and a
+#: run never loads one (tests/studies/test_runpool.py), so editing them keeps the kept runs and checkpoints.
+#: Everything else under gupsim/ is the model the digest hashes, folder by folder: base, config, topology,
+#: model, algorithms, engines, data (its loaders read the machine files and tables) and the package's own
+#: ``__init__``.  The reproduced tables' scripts (studies/experiments) only build configurations, and a run's
+#: key holds its whole configuration.
+PRESENTATION_PACKAGES = frozenset({"app", "studies"})
 
 
 class _NoDocstrings(ast.NodeTransformer):
@@ -88,16 +90,21 @@ def _module_code(path: Path, mtime_ns: int, size: int) -> bytes:
     return ast.dump(_NoDocstrings().visit(ast.parse(path.read_bytes(), filename=str(path)))).encode()
 
 
+def model_files() -> list[Path]:
+    """The modules the code digest hashes: every module of the package outside :data:`PRESENTATION_PACKAGES`."""
+    return [path for path in sorted(PACKAGE_DIR.rglob("*.py"))
+            if path.relative_to(PACKAGE_DIR).parts[0] not in PRESENTATION_PACKAGES]
+
+
 def code_digest() -> str:
-    """A hash of the code of gupsim's modules but the presentation modules: a kept record is reused only by
-    the model code that made it.  Comments and docstrings are not code, so editing them keeps kept runs,
-    checkpoints and sweep rows (they had made every kept run stale, and a regeneration costs over an hour)."""
+    """A hash of the code of gupsim's model modules (:func:`model_files`): a kept record is reused only by the
+    model code that made it.  Comments and docstrings are not code, so editing them keeps kept runs,
+    checkpoints and sweep rows (a regeneration of the kept runs costs over an hour)."""
     h = hashlib.sha256()
-    for path in sorted(PACKAGE_DIR.rglob("*.py")):
+    for path in model_files():
+        stat = path.stat()
         name = path.relative_to(PACKAGE_DIR).as_posix()
-        if name not in PRESENTATION_MODULES and not name.startswith(PRESENTATION_PACKAGES):
-            stat = path.stat()
-            h.update(name.encode() + b"\0" + _module_code(path, stat.st_mtime_ns, stat.st_size) + b"\0")
+        h.update(name.encode() + b"\0" + _module_code(path, stat.st_mtime_ns, stat.st_size) + b"\0")
     return h.hexdigest()[:16]
 
 

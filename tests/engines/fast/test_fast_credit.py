@@ -20,7 +20,7 @@ from gupsim.config import load_machine
 from gupsim.engines.fast import credits as cr, events as ev, tables as tb
 from gupsim.app.reporting import model_fields
 from gupsim.engines.run import make_run_config, simulate
-from tests.test_fast import assert_engines_agree
+from tests.engines.fast.conftest import assert_engines_agree
 
 SLOW = {"network.link_bytes_per_s": 2e7}
 CONTENDED = [

@@ -22,7 +22,8 @@ from gupsim.base.errors import GupsimError
 from gupsim.engines.fast import driver, simulate_fast
 from gupsim.app.reporting import model_fields
 from gupsim.engines.run import make_run_config
-from tests.test_fast_checkpoint import Stopped, _config, _record, stop_after_saves
+from tests.conftest import Stopped, stop_after_saves
+from tests.engines.fast.conftest import _config, _record
 
 
 @pytest.fixture(scope="module")

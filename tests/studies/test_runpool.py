@@ -11,6 +11,7 @@ import pytest
 from gupsim.config import load_machine
 from gupsim.engines.run import make_run_config
 from gupsim.studies.runpool import DaskPool, SerialPool, reset_peak_rss, run_cost
+from tests.conftest import Stopped, count_loads, stop_after_saves
 
 #: What differs between two runs of one configuration: how long it took (and so its speed) and its memory.
 from gupsim.app.reporting import MEASURED_KEYS as MEASURED  # noqa: E402
@@ -112,11 +113,11 @@ def test_code_digest_follows_the_source():
 
 
 def test_a_run_imports_no_module_left_out_of_the_code_digest():
-    """The digest leaves out the presentation modules; that is safe only while no run can reach them."""
+    """The digest leaves out the presentation packages; that is safe only while no run can reach them."""
     import subprocess
     import sys
 
-    from gupsim.studies.runpool import PACKAGE_DIR, PRESENTATION_MODULES, PRESENTATION_PACKAGES
+    from gupsim.studies.runpool import PACKAGE_DIR, PRESENTATION_PACKAGES
 
     script = """
 import sys
@@ -143,15 +144,25 @@ print(" ".join(sorted(k for k in sys.modules if k.startswith("gupsim"))))
                          cwd=PACKAGE_DIR.parent).stdout.split()
     ran, out = int(out[0]), out[1:]
     assert ran >= 20 and "gupsim.engines.fast.core" in out and "gupsim.engines.reference.switched_network" in out
-    left_out = {"gupsim." + name.removesuffix(".py") for name in PRESENTATION_MODULES}
-    assert left_out.isdisjoint(out)
-    assert not [m for m in out if m.startswith(tuple("gupsim." + p.strip("/") for p in PRESENTATION_PACKAGES))]
+    left_out = tuple(f"gupsim.{package}" for package in sorted(PRESENTATION_PACKAGES))
+    assert left_out == ("gupsim.app", "gupsim.studies")
+    assert not [m for m in out if m in left_out or m.startswith(tuple(p + "." for p in left_out))]
+
+
+def test_the_code_digest_hashes_every_model_folder_and_no_presentation_one():
+    """The digest follows the folders: a module added to a model package is hashed without being listed."""
+    from gupsim.studies.runpool import PACKAGE_DIR, model_files
+
+    folders = {path.relative_to(PACKAGE_DIR).parts[0] for path in model_files()}
+    assert folders == {"__init__.py", "algorithms", "base", "config", "data", "engines", "model", "topology"}
+    every = set(PACKAGE_DIR.rglob("*.py"))
+    assert every - set(model_files()) == {p for p in every if p.relative_to(PACKAGE_DIR).parts[0] in ("app", "studies")}
+    assert PACKAGE_DIR / "engines" / "fast" / "core.py" in model_files()
 
 
 def test_a_pool_resumes_the_checkpoint_of_a_stopped_run_and_drops_other_codes(tmp_path, monkeypatch, caplog):
     import gupsim.studies.runpool as runpool
     from gupsim.engines.fast import driver
-    from tests.test_fast_checkpoint import Stopped, count_loads, stop_after_saves
 
     stale = tmp_path / "checkpoints" / "0123456789abcdef-0123.npz"  # left by other code
     stale.parent.mkdir(parents=True)

@@ -10,52 +10,12 @@ from __future__ import annotations
 
 import pytest
 
-from gupsim.config import load_machine
 from gupsim.base.errors import GupsimError
 from gupsim.engines.fast import KERNELS, FastSimulation, driver
 from gupsim.app.reporting import model_fields
-from gupsim.engines.run import make_record, make_run_config
-
-
-
-class Stopped(Exception):
-    """Stands for the process being killed after a save."""
-
-
-def _config(algorithm, updates=200):
-    machine = load_machine("bgl", {"network.topology": "torus"})
-    return make_run_config(machine=machine, shape="4x4x2", algorithm=algorithm, updates_per_process=updates,
-                           engine="fast")
-
-
-def stop_after_saves(monkeypatch, n):
-    """Make ``driver.save`` stop the run (raise :class:`Stopped`, as a killed process would) right after its
-    ``n``-th save, and save normally again from then on; return the simulated times saved."""
-    saves, real_save = [], driver.save
-
-    def save_then_stop(*args):
-        real_save(*args)
-        saves.append(args[2])
-        if len(saves) == n:
-            monkeypatch.setattr(driver, "save", real_save)
-            raise Stopped
-
-    monkeypatch.setattr(driver, "save", save_then_stop)
-    return saves
-
-
-def count_loads(monkeypatch):
-    """Count the checkpoints ``driver.load`` reads from now on (a resumed run reads one)."""
-    loaded, real_load = [], driver.load
-    monkeypatch.setattr(driver, "load", lambda *a: loaded.append(1) or real_load(*a))
-    return loaded
-
-
-def _record(config, checkpoint=None, batch_events=None):
-    sim = FastSimulation(config)
-    sim.execute(checkpoint, batch_events)
-    record = make_record(sim.outcome(), 0.0)
-    return model_fields(record), sim
+from gupsim.engines.run import make_record
+from tests.conftest import Stopped, count_loads, stop_after_saves
+from tests.engines.fast.conftest import _config, _record
 
 
 @pytest.mark.parametrize("algorithm", sorted(KERNELS))

@@ -23,7 +23,7 @@ import yaml
 from gupsim.config import MACHINES_DIR, load_machine
 from gupsim.base.errors import GupsimError
 from gupsim.engines.run import make_run_config, resolved_config
-from tests.test_cli import _call
+from tests.conftest import call_cli
 
 
 # --------------------------------------------------------------------------- helpers
@@ -165,25 +165,36 @@ def test_a_failed_row_names_the_run_it_was():
 # --------------------------------------------------------------------------- runpool
 
 
-def test_the_code_digest_covers_subpackages_and_leaves_out_only_the_presentation_modules(tmp_path, monkeypatch):
-    """A kept run is reused only by the model code that made it: an edit in gupsim/algorithms/ or
-    gupsim/fast/ must change the digest, an edit in cli.py must not."""
+def test_the_code_digest_covers_the_model_folders_and_leaves_out_only_app_and_studies(tmp_path, monkeypatch):
+    """A kept run is reused only by the model code that made it: an edit in gupsim/algorithms/, in a nested
+    gupsim/engines/fast/ or in a top-level module must change the digest, an edit in gupsim/app/ or
+    gupsim/studies/ must not."""
+    import os
+
     import gupsim.studies.runpool as runpool
 
     pkg = tmp_path / "pkg"
-    (pkg / "algorithms").mkdir(parents=True)
-    (pkg / "model.py").write_text("a = 1\n")
-    (pkg / "algorithms" / "alg.py").write_text("b = 1\n")
-    (pkg / "cli.py").write_text("c = 1\n")
+    versions = iter(range(1, 100))
+
+    def edit(name, text):
+        (pkg / name).write_text(text)
+        os.utime(pkg / name, ns=(1, next(versions)))  # a new version of the file, whatever the clock
+
+    for folder in ("algorithms", "engines/fast", "app", "studies/experiments"):
+        (pkg / folder).mkdir(parents=True)
+    files = {"model.py": "a", "algorithms/alg.py": "b", "engines/fast/core.py": "c", "app/cli.py": "d",
+             "studies/sweep.py": "e", "studies/experiments/table.py": "f"}
+    for name, var in files.items():
+        edit(name, f"{var} = 1\n")
     monkeypatch.setattr(runpool, "PACKAGE_DIR", pkg)
-    first = runpool.code_digest()
-    (pkg / "cli.py").write_text("c = 2\n")
-    assert runpool.code_digest() == first
-    (pkg / "algorithms" / "alg.py").write_text("b = 2\n")
-    second = runpool.code_digest()
-    assert second != first
-    (pkg / "model.py").write_text("a = 2\n")
-    assert runpool.code_digest() not in (first, second)
+    seen = {runpool.code_digest()}
+    for name in ("app/cli.py", "studies/sweep.py", "studies/experiments/table.py"):
+        edit(name, f"{files[name]} = 2\n")
+        assert runpool.code_digest() in seen, name
+    for name in ("algorithms/alg.py", "engines/fast/core.py", "model.py"):
+        edit(name, f"{files[name]} = 2\n")
+        assert runpool.code_digest() not in seen, name
+        seen.add(runpool.code_digest())
 
 
 def test_the_code_digest_ignores_comments_and_docstrings(tmp_path, monkeypatch):
@@ -496,7 +507,7 @@ def test_the_histogram_means_are_weighted_by_the_counts(figures, tmp_path):
 
 
 def test_run_passes_the_seed_and_the_table_size_to_the_run(capsys):
-    code, out, _ = _call(capsys, "run", "--shape", "2x2x2", "--updates", "64", "--seed", "3",
+    code, out, _ = call_cli(capsys, "run", "--shape", "2x2x2", "--updates", "64", "--seed", "3",
                          "--log2-table-size", "20", "--json", "--no-progress")
     assert code == 0
     config = json.loads(out)["config"]
@@ -505,8 +516,8 @@ def test_run_passes_the_seed_and_the_table_size_to_the_run(capsys):
 
 def test_bounds_uses_the_bytes_per_update_it_is_given(capsys):
     """Eq. (2) is inversely proportional to b: twice the bytes per update, half the network bound."""
-    _, one, _ = _call(capsys, "bounds", "--shape", "8x8x8", "--bytes-per-update", "50", "--json")
-    _, two, _ = _call(capsys, "bounds", "--shape", "8x8x8", "--bytes-per-update", "100", "--json")
+    _, one, _ = call_cli(capsys, "bounds", "--shape", "8x8x8", "--bytes-per-update", "50", "--json")
+    _, two, _ = call_cli(capsys, "bounds", "--shape", "8x8x8", "--bytes-per-update", "100", "--json")
     one, two = json.loads(one), json.loads(two)
     assert (one["bytes_per_update"], two["bytes_per_update"]) == (50, 100)
     assert one["network_bound_gups"] == pytest.approx(2 * two["network_bound_gups"])
@@ -518,7 +529,7 @@ def test_reproduce_keeps_runs_unless_fresh(capsys, tmp_path, monkeypatch):
     seen = []
     monkeypatch.setattr(cli, "run_experiments", lambda *a, **kw: seen.append(kw["cache_dir"]) or [])
     for extra in ((), ("--fresh",)):
-        code, _, err = _call(capsys, "reproduce", "bgl-table2", "--quick", "--out", str(tmp_path), *extra)
+        code, _, err = call_cli(capsys, "reproduce", "bgl-table2", "--quick", "--out", str(tmp_path), *extra)
         assert code == 0, err
     assert seen == [tmp_path / "runs", None]
 
@@ -533,7 +544,7 @@ def test_a_dry_run_counts_only_this_sweeps_points_as_done(capsys, tmp_path):
     store = ResultsStore(tmp_path / "st")
     for key in (points[0].key, "another-sweeps-point", "yet-another"):
         store.write({"key": key, "status": "ok", "error": "", "gups": 1.0, "code": code_digest()})
-    code, out, _ = _call(capsys, "sweep", str(path), "--store", str(tmp_path / "st"), "--dry-run")
+    code, out, _ = call_cli(capsys, "sweep", str(path), "--store", str(tmp_path / "st"), "--dry-run")
     assert code == 0
     lines = out.splitlines()
     assert lines[0].startswith(f"{points[0].key}  done  ") and lines[1].startswith(f"{points[1].key}  todo  ")
@@ -550,8 +561,8 @@ def test_runs_lists_other_codes_runs_only_with_all(capsys, tmp_path, monkeypatch
     monkeypatch.setattr(runpool, "code_digest", lambda: "0ther0ther0ther0")
     SerialPool(tmp_path / "runs").records([cfg])
     monkeypatch.setattr(runpool, "code_digest", lambda: real)
-    _, mine, _ = _call(capsys, "runs", "--out", str(tmp_path))
-    _, everything, _ = _call(capsys, "runs", "--out", str(tmp_path), "--all")
+    _, mine, _ = call_cli(capsys, "runs", "--out", str(tmp_path))
+    _, everything, _ = call_cli(capsys, "runs", "--out", str(tmp_path), "--all")
     assert "one-packet" not in mine and ": 0 kept runs, " in mine and "1 kept by other code" in mine
     assert "one-packet" in everything and "0ther0ther0ther0" in everything
 

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from gupsim.algorithms.baseline import Baseline
 from gupsim.config import load_machine
 from gupsim.engines.run import make_run_config, simulate
-from tests.test_fast import assert_engines_agree
+from tests.engines.fast.conftest import assert_engines_agree
 
 SLOW = {"network.link_bytes_per_s": 2e6}  # ~90x slower links: most send tests block
 #: Slow links, small chunks, adaptive routing: a rank's later packets pass its earlier ones on the torus

@@ -10,13 +10,10 @@ from hypothesis import strategies as st
 from gupsim.model import hpcc
 from gupsim.config import load_machine
 from gupsim.base.errors import GupsimError
-from gupsim.app.reporting import MEASURED_KEYS, model_fields
+from gupsim.app.reporting import model_fields
 from gupsim.engines.run import RECORD_KEYS, make_run_config, simulate
+from tests.engines.fast.conftest import assert_engines_agree
 
-#: Differ by construction: the engines schedule different bookkeeping events and run at different speeds.
-VOLATILE = MEASURED_KEYS | {"events", "engine", "config"}
-#: Summed over ranks in a different order (float addition); the sums agree to rounding.
-ROUNDED = {"alg_cpu_blocked_s"}  # compared to rel 1e-9: a long run sums ~1e5 terms (fuzz: 2e-12 apart)
 UPC = {"payload_bytes": 64, "wire_bytes": 75, "local_overhead_cycles": 40.0, "remote_overhead_cycles": 60.0}
 
 PER_DIM = {"network.fifos": "per-dimension", "network.link_bytes_per_s": 1e7}
@@ -47,24 +44,6 @@ CASES = [
     ("routed", "4x2x2", 600, {**IN_ORDER, **PER_DIM, "cpu.processes_per_node": 2}, {}),
     ("routed", "4x4x2", 600, {**IN_ORDER, **PER_DIM, "network.topology": "torus", "network.routing": "adaptive"}, {}),
 ]
-
-
-def assert_engines_agree(fast_sim, fast, ref_sim, ref):
-    """Every reported metric exactly (NaN where the reference has NaN), and every link counter."""
-    assert (fast["engine"], ref["engine"]) == ("fast", "simpy")
-    assert set(fast) == set(ref)
-    for key in sorted(set(ref) - VOLATILE):
-        if key in ROUNDED:
-            assert fast[key] == pytest.approx(ref[key], rel=1e-9), key
-        elif isinstance(ref[key], float) and np.isnan(ref[key]):
-            assert np.isnan(fast[key]), key
-        else:
-            assert fast[key] == ref[key], key
-    fo, ro = fast_sim.outcome(), ref_sim.outcome()
-    f, r = fo.links, ro.links
-    for column in ("bytes", "busy_s", "blocked_s"):
-        np.testing.assert_array_equal(f[column], r[column])
-    assert fo.packets_delivered == fo.packets_injected
 
 
 def _run(algorithm, shape, updates, sets, options, engine, seed=0):

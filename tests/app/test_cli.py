@@ -6,20 +6,12 @@ import json
 
 import pytest
 
-from gupsim.app.cli import main
+from tests.conftest import call_cli
 from gupsim.engines.run import RECORD_KEYS
 
 
-def _call(capsys, *argv):
-    with pytest.raises(SystemExit) as exc:
-        main(list(argv))
-        raise SystemExit(0)
-    out = capsys.readouterr()
-    return exc.value.code or 0, out.out, out.err
-
-
 def test_run_json_prints_exactly_one_object_with_the_record_keys(capsys):
-    code, out, _ = _call(capsys, "run", "--shape", "2x2x2", "--algorithm", "one-packet", "--updates", "300", "--json")
+    code, out, _ = call_cli(capsys, "run", "--shape", "2x2x2", "--algorithm", "one-packet", "--updates", "300", "--json")
     assert code == 0
     record = json.loads(out)
     assert set(RECORD_KEYS) <= set(record)
@@ -28,7 +20,7 @@ def test_run_json_prints_exactly_one_object_with_the_record_keys(capsys):
 
 
 def test_run_summary_and_verify(capsys):
-    code, out, _ = _call(capsys, "run", "--shape", "2x2x2", "--updates", "1500", "--verify")
+    code, out, _ = call_cli(capsys, "run", "--shape", "2x2x2", "--updates", "1500", "--verify")
     assert code == 0
     assert "GUPS (25-75% window, not steady)" in out and "HPCC verification" in out and "passed" in out  # 1500 < 4096
 
@@ -37,21 +29,21 @@ def test_the_checkpoint_interval_help_gives_the_drivers_default(capsys):
     """The help names the default as a literal (importing the kernels' driver would slow every command)."""
     from gupsim.engines.fast import driver
 
-    code, out, _ = _call(capsys, "run", "--help")
+    code, out, _ = call_cli(capsys, "run", "--help")
     assert code == 0
     assert f"[default: {driver.CHECKPOINT_EVERY_S:g}]" in " ".join(out.split())
 
 
 def test_set_changes_the_machine(capsys):
-    _, slow, _ = _call(capsys, "run", "--shape", "2x2x2", "--algorithm", "one-packet", "--updates", "400", "--json")
-    _, fast, _ = _call(capsys, "run", "--shape", "2x2x2", "--algorithm", "one-packet", "--updates", "400", "--json",
+    _, slow, _ = call_cli(capsys, "run", "--shape", "2x2x2", "--algorithm", "one-packet", "--updates", "400", "--json")
+    _, fast, _ = call_cli(capsys, "run", "--shape", "2x2x2", "--algorithm", "one-packet", "--updates", "400", "--json",
                        "--set", "link_bytes_per_s=350e6")
     assert json.loads(fast)["config"]["machine"]["network"]["link_bytes_per_s"] == 350e6
     assert json.loads(fast)["sim_time_s"] < json.loads(slow)["sim_time_s"]
 
 
 def test_bounds_json(capsys):
-    code, out, _ = _call(capsys, "bounds", "--shape", "64x32x32", "--json")
+    code, out, _ = call_cli(capsys, "bounds", "--shape", "64x32x32", "--json")
     b = json.loads(out)
     assert code == 0 and b["nodes"] == 65536 and b["bottleneck"] == "network"
     assert {"cpu_bound_gups", "network_bound_gups", "alpha_over_C", "bytes_per_update"} <= set(b)
@@ -80,7 +72,7 @@ def test_bounds_json(capsys):
     ],
 )
 def test_bad_input_is_one_clear_line_and_exit_2(capsys, argv, expected):
-    code, out, err = _call(capsys, *argv)
+    code, out, err = call_cli(capsys, *argv)
     assert code == 2
     assert expected in err
     assert "Traceback" not in err
@@ -89,7 +81,7 @@ def test_bad_input_is_one_clear_line_and_exit_2(capsys, argv, expected):
 
 
 def test_list(capsys):
-    code, out, _ = _call(capsys, "list")
+    code, out, _ = call_cli(capsys, "list")
     assert "baseline" in out and "one-packet" in out and "torus" in out and "bgl" in out
 
 
@@ -97,7 +89,7 @@ def test_list_gives_each_algorithms_options_with_defaults_that_validate(capsys):
     from gupsim.algorithms import available_algorithms, validate_options
     from gupsim.config.overrides import parse_key_value
 
-    _, out, _ = _call(capsys, "list")
+    _, out, _ = call_cli(capsys, "list")
     rows = {line.split()[0]: line.split()[1:] for line in out.splitlines() if line.startswith("  ")
             and line.split()[0] in available_algorithms()}
     assert sorted(rows) == available_algorithms()
@@ -108,9 +100,9 @@ def test_list_gives_each_algorithms_options_with_defaults_that_validate(capsys):
 
 
 def test_short_runs_are_flagged_as_not_steady(capsys):
-    code, out, _ = _call(capsys, "run", "--shape", "2x2x2", "--updates", "100")
+    code, out, _ = call_cli(capsys, "run", "--shape", "2x2x2", "--updates", "100")
     assert "treat the rate as indicative" in out
-    code, out, _ = _call(capsys, "run", "--shape", "2x2x2", "--updates", "100", "--json")
+    code, out, _ = call_cli(capsys, "run", "--shape", "2x2x2", "--updates", "100", "--json")
     assert json.loads(out)["steady_state"] is False
 
 
@@ -122,17 +114,17 @@ def test_runs_lists_the_kept_runs_and_a_missing_folder_is_one_line(capsys, tmp_p
     config = make_run_config(machine=load_machine("bgl"), shape="2x2x2", algorithm="one-packet",
                              updates_per_process=64)
     events = SerialPool(tmp_path / "runs").records([config])[0]["events"]
-    code, out, _ = _call(capsys, "runs", "--out", str(tmp_path))
+    code, out, _ = call_cli(capsys, "runs", "--out", str(tmp_path))
     assert code == 0 and "one-packet" in out and f"{events:,}" in out
     assert ": 1 kept runs, " in out.splitlines()[-1] and "unreadable" not in out
     (pickle,) = (tmp_path / "runs").rglob("output.pkl")
     pickle.write_bytes(pickle.read_bytes()[:40])
-    code, out, _ = _call(capsys, "runs", "--out", str(tmp_path))
+    code, out, _ = call_cli(capsys, "runs", "--out", str(tmp_path))
     assert code == 0 and out.splitlines()[-1].endswith(": 0 kept runs, 0 events, 0 s of wall time in all; 0 kept "
                                                        "by other code (not reused); 0 unfinished; 1 unreadable "
                                                        "(damaged files: the next reproduce runs them again)")
     (tmp_path / "empty" / "runs").mkdir(parents=True)
-    code, out, _ = _call(capsys, "runs", "--out", str(tmp_path / "empty"))
+    code, out, _ = call_cli(capsys, "runs", "--out", str(tmp_path / "empty"))
     assert code == 0 and ": 0 kept runs, 0 events, " in out
-    code, _, err = _call(capsys, "runs", "--out", str(tmp_path / "nowhere"))
+    code, _, err = call_cli(capsys, "runs", "--out", str(tmp_path / "nowhere"))
     assert code == 2 and err.startswith("gupsim: error: ") and len(err.strip().splitlines()) == 1

@@ -1,0 +1,48 @@
+"""Helpers the fast engine's tests share: the bit-for-bit comparison of two engines' runs, and a small run's
+record made batch by batch, from a checkpoint if one is given."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gupsim.app.reporting import MEASURED_KEYS, model_fields
+from gupsim.config import load_machine
+from gupsim.engines.fast import FastSimulation
+from gupsim.engines.run import make_record, make_run_config
+
+#: Differ by construction: the engines schedule different bookkeeping events and run at different speeds.
+VOLATILE = MEASURED_KEYS | {"events", "engine", "config"}
+#: Summed over ranks in a different order (float addition); the sums agree to rounding.
+ROUNDED = {"alg_cpu_blocked_s"}  # compared to rel 1e-9: a long run sums ~1e5 terms (fuzz: 2e-12 apart)
+
+
+def assert_engines_agree(fast_sim, fast, ref_sim, ref):
+    """Every reported metric exactly (NaN where the reference has NaN), and every link counter."""
+    assert (fast["engine"], ref["engine"]) == ("fast", "simpy")
+    assert set(fast) == set(ref)
+    for key in sorted(set(ref) - VOLATILE):
+        if key in ROUNDED:
+            assert fast[key] == pytest.approx(ref[key], rel=1e-9), key
+        elif isinstance(ref[key], float) and np.isnan(ref[key]):
+            assert np.isnan(fast[key]), key
+        else:
+            assert fast[key] == ref[key], key
+    fo, ro = fast_sim.outcome(), ref_sim.outcome()
+    f, r = fo.links, ro.links
+    for column in ("bytes", "busy_s", "blocked_s"):
+        np.testing.assert_array_equal(f[column], r[column])
+    assert fo.packets_delivered == fo.packets_injected
+
+
+def _config(algorithm, updates=200):
+    machine = load_machine("bgl", {"network.topology": "torus"})
+    return make_run_config(machine=machine, shape="4x4x2", algorithm=algorithm, updates_per_process=updates,
+                           engine="fast")
+
+
+def _record(config, checkpoint=None, batch_events=None):
+    sim = FastSimulation(config)
+    sim.execute(checkpoint, batch_events)
+    record = make_record(sim.outcome(), 0.0)
+    return model_fields(record), sim
