@@ -96,7 +96,7 @@ class Baseline(Algorithm):
 
         Not a simulation: the sum of the steps' cycles, for rows the SimPy engine
         cannot run, labelled as a model wherever it is shown.  The full
-        simulation agrees with it while the SBF is near zero (tests/test_cache.py).
+        simulation agrees with it while the SBF is near zero (tests/model/test_cache.py).
         """
         cost = CostModel.from_machine(machine)
         cache = baseline_cache_costs(getattr(machine, "cache", None), machine.mpi.peer_state_bytes, ranks,

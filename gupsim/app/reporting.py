@@ -2,7 +2,7 @@
 measure the simulator rather than the model (:data:`MEASURED_KEYS`).
 
 A run is a pure function of (config, seed): every field of its record but the measured ones is equal, bit
-for bit, between two runs of one configuration (``tests/test_simulation.py``), on one engine or after a
+for bit, between two runs of one configuration (``tests/engines/reference/test_simulation.py``), on one engine or after a
 checkpoint's resume.  The measured fields live here, in a presentation module, so that naming them is not a
 change of model code (``gupsim.studies.runpool.code_digest``) that would make every kept run stale.
 """

@@ -16,7 +16,7 @@ allocates), a part per node (links, their buffers, the topology:
 (``gupsim.engines.fast.KERNELS``: its queues, buckets, and the packets and events in
 flight, which grow with the load).  Those figures are peak RSS measured at up
 to the whole 64x32x32 machine, short and long runs (docs/performance.md),
-with a margin; ``tests/test_fast_memory.py`` checks them against a measured
+with a margin; ``tests/engines/fast/test_fast_memory.py`` checks them against a measured
 peak.
 
 A run is refused when its estimate breaks any limit on the process, the

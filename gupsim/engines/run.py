@@ -10,7 +10,7 @@ excludes the warm-up (buckets filling, the first messages in flight) and
 the drain (the last buckets, termination), which the HPCC total-time metric
 (``gups_total``, also reported) includes.  With at least
 :data:`MIN_STEADY_UPDATES` updates per process the rate changes by less than
-2% when the run length doubles (``tests/test_simulation.py`` checks it).
+2% when the run length doubles (``tests/engines/reference/test_simulation.py`` checks it).
 ``updates_per_message`` and ``updates_per_packet`` are taken over the
 messages sent inside the window; ``bytes_per_update`` (all wire bytes over
 all updates, local ones included), the send-blocking factor and link

@@ -29,7 +29,7 @@ keeps no table).
 
 **Agreement.**  Same model, same costs spent in the same order, the same
 HPCC stream, and events at equal times taken in SimPy's order (time,
-priority, order of scheduling).  ``tests/test_fast.py`` checks that the
+priority, order of scheduling).  ``tests/engines/fast/test_fast.py`` checks that the
 records are equal to SimPy's bit for bit, every metric and every link
 counter, on meshes and tori, deterministic and adaptive routing,
 co-processor and virtual-node mode.  The engines differ only in ``events``

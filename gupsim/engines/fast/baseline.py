@@ -29,7 +29,7 @@ matter at equal times:
   ``messages``: FINISHED to every other rank, receive until all ranks have
   finished, wait for the own sends; the run ends when the last rank does.
 
-Checked bit for bit against SimPy in ``tests/test_fast_baseline.py``.
+Checked bit for bit against SimPy in ``tests/engines/fast/test_fast_baseline.py``.
 """
 
 from __future__ import annotations

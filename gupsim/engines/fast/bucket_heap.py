@@ -21,7 +21,7 @@ Both are bounded by ``max_pending`` per rank.  The caller keeps the heap's
 length and the pending count in its own rank row; :func:`add` and
 :func:`pop_largest` take the length and say how it changes.  Checked against
 :class:`gupsim.model.bucketing.Buckets` by a property test in
-``tests/test_fast_baseline.py``.
+``tests/engines/fast/test_fast_baseline.py``.
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ SimPy also schedules bookkeeping events (process
 initialisation, condition events) that the fast engine does not.  Those
 could in principle reorder model events that fall at the same instant; in
 every configuration tested the records are equal to SimPy's bit for bit
-(``tests/test_fast.py``), and that test is where a divergence would show.
+(``tests/engines/fast/test_fast.py``), and that test is where a divergence would show.
 """
 
 from __future__ import annotations

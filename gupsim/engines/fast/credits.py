@@ -31,7 +31,7 @@ renumber sequence numbers between batches of events, kept keys and heap keys
 together (:func:`renumber_all`), and apply the returns due at the end
 (:func:`settle_all`).  The order of events, and so every record (``events``
 included), is the same as with every return in the heap
-(``tests/test_fast_credit.py`` compares the two; ``DEFER_SLOTS = 0`` is the
+(``tests/engines/fast/test_fast_credit.py`` compares the two; ``DEFER_SLOTS = 0`` is the
 latter).
 """
 

@@ -15,7 +15,7 @@ Why it is safe: a batch ends between two events, and what happens between
 batches is what the kernel's own batch ends do (renumbering and growing are
 done only when due), so a run cut into any number of batches, or stopped and
 resumed from a file, gives the uncut run's record bit for bit
-(``tests/test_fast_checkpoint.py``).  Why it is needed: seed 000 Table 4's
+(``tests/engines/fast/test_fast_checkpoint.py``).  Why it is needed: seed 000 Table 4's
 65,536-node row is about an hour and a half of CPU on a shared box, and a run
 stopped near its end without a saved state is lost whole.
 

@@ -9,7 +9,7 @@ would no longer equal the reference's bit for bit (docs/performance.md, "Design"
 current one, a few hundred, and later events wait unordered in their bucket's
 four lists until the heap runs empty.  Every event in the heap is earlier than every
 event outside it, so the queue pops exactly the heap-only order
-(``tests/test_fast_heap.py`` compares the two); the heap's pop no longer sifts
+(``tests/engines/fast/test_fast_heap.py`` compares the two); the heap's pop no longer sifts
 through a heap as long as every pending event.  While an event runs, the rows
 the next one will read first are prefetched (:func:`gupsim.engines.fast.core.prefetch_next`).
 

@@ -2,7 +2,7 @@
 
 Each rank steps its share of HPCC's 64-bit LFSR stream (seed 000 §2; HPCC's ``HPCC_starts`` jump-ahead, and
 ``WhichPe``, the owner of an update), so the fast engine applies exactly the updates the SimPy model applies.
-The property tests in ``tests/test_fast.py`` compare :func:`starts_many` and :func:`owner_of` with
+The property tests in ``tests/engines/fast/test_fast.py`` compare :func:`starts_many` and :func:`owner_of` with
 :mod:`gupsim.model.hpcc`.
 """
 

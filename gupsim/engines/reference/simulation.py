@@ -16,7 +16,7 @@ A :class:`Simulation` wires together, for one :class:`RunConfig`:
   almost no owner bits and all go to rank 0.  A real run of 4 x 2^25
   updates per process averages that transient away; a short simulated
   stretch would not.  The golden-ratio point of the slice has no such
-  structure (checked in ``tests/test_simulation.py``);
+  structure (checked in ``tests/engines/reference/test_simulation.py``);
 * the distributed table layout that maps an update's bits to its owner rank
   and index, as HPCC's MPIRandomAccess does;
 * bookkeeping of updates generated and applied, which also times the

@@ -26,7 +26,7 @@ NOTES = {
         "Not reachable by any parameters of eq. (1): the bound rises with N, so N = 64 needs at most the "
         "cycles per update of N = 512, and Table 2's 2.06 GUPS there allows at most 174.4 cycles, i.e. at "
         "least 0.257 GUPS at N = 64. The printed 0.25 is inconsistent with the rest of the column "
-        "(tests/test_bounds.py checks this argument)."
+        "(tests/model/test_bounds.py checks this argument)."
     ),
 }
 

@@ -3,10 +3,10 @@
 * ``mean_bucket_size`` for every N (32 to 65,536) from the bucketing model
   (:func:`gupsim.model.bucketing.mean_bucket_size`), which is the paper's own
   "simple simulator": one process's real HPCC stream through the bucketing
-  rule.  The full simulation agrees with it (tests/test_bucketing.py).
+  rule.  The full simulation agrees with it (tests/model/test_bucketing.py).
 * ``gups``, ``cycles_per_update`` and ``send_blocking_factor`` from full
   simulations of the baseline with the compiled kernel (:mod:`gupsim.engines.fast.baseline`,
-  bit for bit the SimPy reference; tests/test_fast_baseline.py) for N <= 16,384
+  bit for bit the SimPy reference; tests/engines/fast/test_fast_baseline.py) for N <= 16,384
   (N <= 256 with --quick).  The cost of a row grows as N x mean hops (about
   one message per update at large N, each a packet crossing the torus): at
   the 4,096 updates per process a steady state needs, 4,096 nodes took 322 CPU
@@ -86,7 +86,7 @@ def fit_peer_state_bytes() -> float:
     """``mpi.peer_state_bytes`` that gives Table 3's cycles per update at N = 4096.
 
     The fit uses the baseline's CPU accounting (:meth:`Baseline.steady_cycles_per_update`),
-    which the simulation matches while nothing blocks (tests/test_cache.py), because the
+    which the simulation matches while nothing blocks (tests/model/test_cache.py), because the
     SimPy engine cannot run 4,096 nodes here.  The accounting grows monotonically with
     the state size, so bisection finds it.  N = 4096 is the middle (geometrically) of the
     rows where seed 000 §6.1 places the L1 effect (512 to 16,384).

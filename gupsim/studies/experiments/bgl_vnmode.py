@@ -42,7 +42,7 @@ UPDATES, QUICK_UPDATES = 4096, 2048
 #: virtual-node mode with deterministic and with adaptive routing.
 MODES = {"co": {}, "deterministic": {"cpu.processes_per_node": 2},
          "adaptive": {"cpu.processes_per_node": 2, "network.routing": "adaptive"}}
-# Co-processor mode is Table 4's own runs: the same configurations (tests/test_reproduce.py checks it), so a
+# Co-processor mode is Table 4's own runs: the same configurations (tests/studies/test_reproduce.py checks it), so a
 # pool that keeps runs, or runs one configuration once, gives both tables the same records.  Asking the pool
 # for them, rather than waiting for bgl-table4, lets this table go on while Table 4's whole machine runs.
 

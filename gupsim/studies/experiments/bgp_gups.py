@@ -39,7 +39,7 @@ in so short a run can exceed a bound; ``sim_gups_run`` is the whole run's
 average, which cannot, and ``sim_fraction_of_bound`` is that over the
 smaller bound.  The
 checks line says whether every simulated row stays at or under both bounds
-(tests/test_bgp_gups.py checks the same on a small partition in the default
+(tests/studies/test_bgp_gups.py checks the same on a small partition in the default
 suite).  Nothing is extrapolated.  Run: ``gupsim reproduce bgp-gups``.
 """
 

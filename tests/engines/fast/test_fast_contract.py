@@ -15,7 +15,8 @@ from gupsim.engines.fast.contract import (Kernel, KernelRegistry, Network, Unkno
                                           register_kernel)
 from gupsim.engines.fast.engine import KERNELS, FastSimulation
 from gupsim.engines.run import make_run_config
-from tests.test_fast_checkpoint import Stopped, _config, _record, stop_after_saves
+from tests.conftest import Stopped, stop_after_saves
+from tests.engines.fast.conftest import _config, _record
 
 
 def _refusal(kernel: Kernel) -> str:
