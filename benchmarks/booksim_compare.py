@@ -1,0 +1,158 @@
+"""Saturation throughput of a torus in BookSim2, for cross-checking gupsim's router.
+
+What it does
+------------
+Writes BookSim2 configuration files for uniform random traffic on a k-ary
+3-cube torus with dimension-order routing (``routing_function = dim_order``,
+which BookSim runs as ``dim_order_torus``: one dateline per ring, the
+virtual channels split into two dateline classes, half-ring ties broken at
+random), single-flit packets, and sweeps the offered load.  For each point it
+runs BookSim in ``sim_type = throughput`` mode and reads the overall
+``Accepted flit rate average``.  It prints one row per run and a summary per
+configuration:
+
+* ``sat``: the largest accepted rate seen in the sweep (flits/node/cycle);
+* ``knee``: the largest offered rate whose accepted rate is still within 5%
+  of the offered rate;
+* ``/cap``: ``sat`` as a fraction of the uniform-traffic bisection (channel
+  load) bound of a k-ary n-cube torus with unit-bandwidth channels,
+  ``8/k`` flits/node/cycle (Dally & Towles, *Principles and Practices of
+  Interconnection Networks*, 2004, §3.3).  At k=4 that bound is 2, above the
+  one flit per cycle a node can eject, so ``/cap`` cannot exceed 0.5 there.
+
+BookSim is not part of gupsim and is not installed by it.  Build it yourself
+from its public source (it needs bison, flex and a C++ compiler) and pass the
+binary with ``--booksim PATH`` or the ``BOOKSIM`` environment variable.
+Without one, the script says so in one line and exits 0.  It is never run by
+the test suite.
+
+Usage::
+
+    BOOKSIM=/path/to/booksim python benchmarks/booksim_compare.py
+    python benchmarks/booksim_compare.py --booksim /path/to/booksim \\
+        --k 8 --vcs-per-class 1 4 --rates 0.1 0.2 0.3 0.5 0.8 --jobs 2
+
+A run of the 8-ary 3-cube takes 30-90 s of one core at the default sample
+lengths; the defaults (two radices, two VC counts, eight rates) take roughly
+20-30 minutes on two cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+DEFAULT_RATES = (0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.6, 0.9)
+
+_OVERALL = re.compile(r"^Accepted flit rate average = ([0-9.eE+-]+)", re.M)
+_SAMPLE = re.compile(r"^Accepted flit rate average= ([0-9.eE+-]+)", re.M)
+
+
+@dataclass(frozen=True)
+class Case:
+    k: int
+    n: int
+    vcs_per_class: int
+    vc_buf_size: int
+    rate: float
+    seed: int
+
+
+def config_text(case: Case) -> str:
+    """A BookSim2 configuration for one point of the sweep."""
+    return "\n".join(
+        [
+            "topology = torus;",
+            f"k = {case.k};",
+            f"n = {case.n};",
+            "routing_function = dim_order;",
+            # dim_order_torus splits the VCs into two dateline classes
+            f"num_vcs = {2 * case.vcs_per_class};",
+            f"vc_buf_size = {case.vc_buf_size};",
+            "traffic = uniform;",
+            "packet_size = 1;",
+            f"injection_rate = {case.rate};",
+            "sim_type = throughput;",
+            f"seed = {case.seed};",
+            "",
+        ]
+    )
+
+
+def run_case(booksim: str, case: Case, workdir: str) -> tuple[Case, float | None, str]:
+    path = os.path.join(
+        workdir, f"k{case.k}_n{case.n}_v{case.vcs_per_class}_b{case.vc_buf_size}_r{case.rate}.cfg"
+    )
+    with open(path, "w") as fh:
+        fh.write(config_text(case))
+    proc = subprocess.run([booksim, path], capture_output=True, text=True)
+    out = proc.stdout
+    m = _OVERALL.findall(out)
+    if m:
+        return case, float(m[-1]), "ok"
+    m = _SAMPLE.findall(out)
+    if m:
+        return case, float(m[-1]), "last sample (did not converge)"
+    return case, None, f"no result (exit {proc.returncode})"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--booksim", default=os.environ.get("BOOKSIM"), help="path to the booksim binary")
+    ap.add_argument("--k", type=int, nargs="+", default=[4, 8], help="radix of each ring")
+    ap.add_argument("--n", type=int, default=3, help="dimensions")
+    ap.add_argument("--vcs-per-class", type=int, nargs="+", default=[1, 4])
+    ap.add_argument("--vc-buf-size", type=int, default=8, help="flits per VC buffer (BookSim default 8)")
+    ap.add_argument("--rates", type=float, nargs="+", default=list(DEFAULT_RATES),
+                    help="offered loads, flits/node/cycle")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--jobs", type=int, default=2)
+    args = ap.parse_args(argv)
+
+    booksim = args.booksim
+    if booksim and not os.path.isabs(booksim):
+        booksim = shutil.which(booksim) or booksim
+    if not booksim or not os.path.isfile(booksim) or not os.access(booksim, os.X_OK):
+        print("booksim_compare: no BookSim binary (set BOOKSIM or pass --booksim); nothing to do.")
+        return 0
+
+    cases = [
+        Case(k, args.n, v, args.vc_buf_size, r, args.seed)
+        for k in args.k
+        for v in args.vcs_per_class
+        for r in args.rates
+    ]
+    with tempfile.TemporaryDirectory(prefix="booksim_compare_") as tmp:
+        with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+            results = list(pool.map(lambda c: run_case(booksim, c, tmp), cases))
+
+    print(f"{'k':>3} {'n':>2} {'VC/class':>8} {'buf':>4} {'offered':>8} {'accepted':>9} {'/cap':>6}  note")
+    for case, acc, note in results:
+        cap = 8.0 / case.k
+        acc_s = f"{acc:9.4f}" if acc is not None else f"{'-':>9}"
+        frac_s = f"{acc / cap:6.3f}" if acc is not None else f"{'-':>6}"
+        print(f"{case.k:>3} {case.n:>2} {case.vcs_per_class:>8} {case.vc_buf_size:>4} "
+              f"{case.rate:8.3f} {acc_s} {frac_s}  {note}")
+
+    print()
+    print(f"{'k':>3} {'VC/class':>8} {'sat':>7} {'/cap':>6} {'knee':>6}")
+    groups: dict[tuple[int, int], list[tuple[float, float]]] = {}
+    for case, acc, _ in results:
+        if acc is not None:
+            groups.setdefault((case.k, case.vcs_per_class), []).append((case.rate, acc))
+    for (k, v), pts in sorted(groups.items()):
+        sat = max(a for _, a in pts)
+        knee = max((r for r, a in pts if a >= 0.95 * r), default=float("nan"))
+        print(f"{k:>3} {v:>8} {sat:7.4f} {sat / (8.0 / k):6.3f} {knee:6.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
