@@ -10,7 +10,7 @@ validated pydantic model (``Options``); an unknown option is one clear line.
 Registered here: ``baseline`` (HPCC's MPI reference code, seed 000 §2 and
 §6.1), ``one-packet`` (one packet per remote update, the UPC run of seed
 001), ``routed`` (software routing, seed 000 §4.2), ``routed-split``
-(routing and updating on separate cores of a node, issue 5) and ``dv`` (the
+(routing and updating on separate cores of a node) and ``dv`` (the
 Data Vortex code of seed 003).
 """
 

@@ -1,4 +1,4 @@
-"""``routed-split``: routing cores and generate/update cores on one node (issue 5's specialisation variant)."""
+"""``routed-split``: routing cores and generate/update cores on one node (the specialisation variant)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Behaviour of the analytic modules that the rest of the suite left unpinned (found by mutation testing, 2026-11-26).
+"""Behaviour of the analytic modules that the rest of the suite left unpinned (found by mutation testing).
 
 Every check here comes from first principles or an independent re-derivation (a brute-force bucketing
 simulator, a per-access DRAM recursion, eq. (1) written out), never from the published tables.

@@ -61,7 +61,7 @@ def made_packets(monkeypatch) -> list:
 def test_packets_on_bgp_carry_the_dma_header_in_their_chunks(made_packets, alg, sw_header):
     """A BG/P packet's chunks hold the DMA header before the algorithm's data (gupsim.engines.reference.dma; gupsim.engines.reference.microbench
     sizes its packets so): ``routed``'s software header and 8 bytes per update, or a slice of ``baseline``'s
-    MPI message, never more than 240 data bytes.  Found 2026-11-26: the header had been left out."""
+    MPI message, never more than 240 data bytes, the header included."""
     from gupsim.config import load_machine
     from gupsim.engines.run import make_run_config, simulate
 
@@ -85,8 +85,8 @@ def test_packets_on_bgp_carry_the_dma_header_in_their_chunks(made_packets, alg, 
 @pytest.mark.parametrize("payload", [8, 24])
 def test_one_packet_on_bgp_carries_the_dma_header_beside_its_update(made_packets, payload):
     """``one-packet``'s update rides with the DMA header, as ``routed``'s do: 8 bytes fill one 32-byte
-    chunk with it, 24 bytes need two; the raw send is charged for the packet's bytes.  Found 2026-11-26:
-    ``payload_bytes`` alone had sized the packet, a chunk short above 16 bytes."""
+    chunk with it, 24 bytes need two; the raw send is charged for the packet's bytes.
+    ``payload_bytes`` alone would size the packet a chunk short above 16 bytes."""
     from gupsim.config import load_machine
     from gupsim.engines.run import make_run_config, simulate
 

@@ -1,4 +1,4 @@
-"""Behaviour of the pipeline modules the suite left unpinned, found by hand-made mutation testing (2026-11-26).
+"""Behaviour of the pipeline modules the suite left unpinned, found by hand-made mutation testing.
 
 config (cycle table order, bare --set names, the bubble rule under 'auto', a machine file's own folder),
 sweep (point keys, option precedence, the sweep's own set), store (failed rows), runpool (code digest,

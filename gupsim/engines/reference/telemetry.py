@@ -1,7 +1,7 @@
 """Optional, larger parts of a run record: per-link load, histograms, time series.
 
 The plain record (:func:`gupsim.engines.run.make_record`) stays small: means and
-ratios.  The pictures of issue 7 need more, and only when asked for
+ratios.  The figures need more, and only when asked for
 (:class:`gupsim.studies.sweep.RecordExtras`, ``gupsim run --links --histograms
 --sample-interval-s``):
 

@@ -73,8 +73,8 @@ def test_fast_engine_is_deterministic_and_the_seed_selects_the_stretch(algorithm
 def test_routed_kernel_counts_spun_polls_when_the_reference_does():
     """The polls a waiting ``routed`` rank spins are counted when it resumes, after the events of the same
     instant; the kernel had counted them one event early, so a window mark crossed by another rank in
-    between saw more (``send_blocking_factor_polled`` 0.98739 against 0.98775 here, found 2026-11-26 by
-    the random what-ifs below)."""
+    between saw more (``send_blocking_factor_polled`` 0.98739 against 0.98775 here, a difference the random
+    what-ifs below can find)."""
     sets = {"network.topology": "torus", "network.buffer_order": "pool", "network.link_bytes_per_s": 4e6,
             "network.chunk_bytes": 16, "network.link_buffer_chunks": 16, "network.injection_fifo_chunks": 8,
             "network.reception_fifo_chunks": 8, "cpu.processes_per_node": 2}
@@ -97,7 +97,7 @@ def test_routed_kernel_counts_spun_polls_when_the_reference_does():
 ])
 def test_both_engines_report_a_deadlock_in_the_same_line(algorithm, shape, updates, seed, sets, options):
     """A torus without deadlock avoidance: the same instant, waiting ranks, packets stuck and updates applied
-    (until 2026-11-26 the fast engine's line gave neither the ranks nor the packets)."""
+    (the fast engine's line names the ranks and the packets too)."""
     from gupsim.base.errors import DeadlockError
 
     sets = {**sets, "network.topology": "torus", "network.flow_control": "none"}
@@ -146,8 +146,8 @@ def _what_if(draw, longest=4, most_updates=120):
 @given(_what_if())
 def test_fast_engine_reproduces_the_simpy_reference_on_random_what_ifs(what_if):
     """The fixed grid above checks each feature; this draws mixtures of them (packet and buffer sizes,
-    routing, buffer order, FIFOs, processes per node, termination).  A random search like it found the
-    FINISHED-overtakes-data loss and the early poll count of 2026-11-26."""
+    routing, buffer order, FIFOs, processes per node, termination).  A random search like it finds
+    differences such as a FINISHED that overtakes data, or polls counted one event early."""
     _engines_agree_on(what_if)
 
 

@@ -112,9 +112,9 @@ def test_kernel_buckets_pop_what_the_reference_buckets_pop(nr, limit, ops):
 @pytest.mark.parametrize("updates, order, seed", [(64, "fifo", 2), (128, "pool", 0)])
 def test_a_finished_message_that_overtakes_data_waits_for_it(engine, updates, order, seed):
     """MPI matches one sender's messages in order, so HPCC's receiver has every update of a rank before its
-    FINISHED.  With adaptive routing (and pool buffers) the network delivers out of order; until
-    2026-11-26 a receiver that had every FINISHED stopped reading and the overtaken updates were lost
-    (``SimulationError: updates lost``, found by a differential fuzz of the two engines)."""
+    FINISHED.  With adaptive routing (and pool buffers) the network delivers out of order; a
+    receiver that stopped reading once it had every FINISHED would lose the overtaken updates
+    (``SimulationError: updates lost``)."""
     machine = load_machine("bgl", {**OVERTAKE, "network.buffer_order": order})
     sim, rec = simulate(make_run_config(machine=machine, shape="4x4x2", algorithm="baseline", seed=seed,
                                         updates_per_process=updates, algorithm_options={"termination": "messages"},

@@ -1,4 +1,4 @@
-"""Behaviour the rest of the suite did not pin (found by hand-made mutation testing, 2026-11-26).
+"""Behaviour the rest of the suite did not pin (found by hand-made mutation testing).
 
 Every expectation here is derived by hand from the model's documented rules
 (docs in the module docstrings) on a tiny machine: closed-form timings,
