@@ -83,3 +83,17 @@ def count_loads(monkeypatch):
     loaded, real_load = [], driver.load
     monkeypatch.setattr(driver, "load", lambda *a: loaded.append(1) or real_load(*a))
     return loaded
+
+
+@pytest.fixture()
+def figures(monkeypatch):
+    """The figures the plot functions draw, kept instead of written."""
+    from gupsim.app import plots
+
+    kept = []
+    monkeypatch.setattr(plots, "save_figure", lambda fig, out_dir, stem, **_: kept.append(fig) or [])
+    yield kept
+    import matplotlib.pyplot as plt
+
+    for fig in kept:
+        plt.close(fig)

@@ -5,24 +5,9 @@ from __future__ import annotations
 import json
 
 import pandas as pd
-import pytest
 
 from gupsim.config import load_machine
 from gupsim.engines.run import make_run_config, resolved_config, simulate
-
-
-@pytest.fixture()
-def figures(monkeypatch):
-    """The figures the plot functions draw, kept instead of written."""
-    from gupsim.app import plots
-
-    kept = []
-    monkeypatch.setattr(plots, "save_figure", lambda fig, out_dir, stem, **_: kept.append(fig) or [])
-    yield kept
-    import matplotlib.pyplot as plt
-
-    for fig in kept:
-        plt.close(fig)
 
 
 def _rows(steady: dict[str, bool], updates: int = 256) -> pd.DataFrame:

@@ -424,20 +424,6 @@ def test_only_calibration_rows_are_marked_fitted():
 # --------------------------------------------------------------------------- plots
 
 
-@pytest.fixture()
-def figures(monkeypatch):
-    """The figures the plot functions draw, kept instead of written."""
-    from gupsim.app import plots
-
-    kept = []
-    monkeypatch.setattr(plots, "save_figure", lambda fig, out_dir, stem, **_: kept.append(fig) or [])
-    yield kept
-    import matplotlib.pyplot as plt
-
-    for fig in kept:
-        plt.close(fig)
-
-
 def test_scaling_draws_the_mean_over_seeds_with_their_range_and_each_bound_as_labelled(figures, tmp_path):
     from gupsim.model.bounds import bounds
     from gupsim.app.plots import plot_scaling

@@ -17,6 +17,7 @@ from gupsim.config import REPO_ROOT, load_machine
 from gupsim.base.errors import GupsimError
 from gupsim.engines.run import simulate
 from gupsim.studies.store import ResultsStore
+from tests.studies.conftest import start_sweep_until_a_point_is_stored
 from gupsim.studies.sweep import EXPERIMENTS_DIR, expand, load_sweep, run_sweep, shape_for_nodes
 
 GUPSIM = [sys.executable, "-m", "gupsim.app.cli"]
@@ -162,14 +163,7 @@ def test_ctrl_c_in_a_terminal_stops_worker_processes_without_their_tracebacks(tm
     # worker's asyncio runner had printed a KeyboardInterrupt traceback before gupsim's own line.
     path = _sweep_file(tmp_path, {"shape": ["8x4x4"], "algorithm": ["baseline", "routed"], "updates": [4096],
                                   "seed": [0, 1, 2]})
-    store = tmp_path / "store"
-    argv = GUPSIM + ["sweep", str(path), "--store", str(store), "--workers", "1", "--no-progress"]
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                            start_new_session=True)
-    deadline = time.time() + 120
-    while not list((store / "parts").glob("*.parquet")) and time.time() < deadline:
-        time.sleep(0.05)
+    proc = start_sweep_until_a_point_is_stored(path, tmp_path / "store", workers=1)
     os.killpg(proc.pid, signal.SIGINT)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, f"the sweep was not interrupted (exit {proc.returncode}): {err}"

@@ -6,7 +6,6 @@ from __future__ import annotations
 import logging
 import os
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -20,6 +19,7 @@ from gupsim.engines import fast
 from gupsim.app.cli import cli
 from gupsim.config import REPO_ROOT
 from gupsim.studies.store import ResultsStore
+from tests.studies.conftest import start_sweep_until_a_point_is_stored
 from gupsim.studies.sweep import MAX_POINTS, expand, load_sweep, run_sweep
 
 GUPSIM = [sys.executable, "-m", "gupsim.app.cli"]
@@ -241,14 +241,7 @@ def test_a_signal_silences_dask_before_the_interrupt_is_raised():
 def _stop_a_sweep(tmp_path: Path, signum: int, run: int) -> tuple[int, str]:
     path = _sweep_file(tmp_path, {"shape": ["8x4x4"], "algorithm": ["baseline", "routed"], "updates": [4096],
                                   "seed": [0, 1, 2, 3]}, name=f"s{run}")
-    store = tmp_path / f"store{run}"
-    argv = GUPSIM + ["sweep", str(path), "--store", str(store), "--workers", "2", "--no-progress"]
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                            start_new_session=True)
-    deadline = time.time() + 120
-    while not list((store / "parts").glob("*.parquet")) and time.time() < deadline:
-        time.sleep(0.02)
+    proc = start_sweep_until_a_point_is_stored(path, tmp_path / f"store{run}", workers=2)
     # SIGINT as a terminal sends it, to the whole group; SIGTERM as `kill` sends it, to gupsim alone
     (os.killpg if signum == signal.SIGINT else os.kill)(proc.pid, signum)
     _, err = proc.communicate(timeout=120)

@@ -46,3 +46,15 @@ def _record(config, checkpoint=None, batch_events=None):
     sim.execute(checkpoint, batch_events)
     record = make_record(sim.outcome(), 0.0)
     return model_fields(record), sim
+
+
+def a_saved_checkpoint(path, key, monkeypatch, config):
+    """``config``'s run stopped right after its first checkpoint, which is left at ``path`` under ``key``."""
+    from gupsim.engines.fast import driver
+    from tests.conftest import Stopped, stop_after_saves
+
+    checkpoint = driver.Checkpoint(path, key=key, every_s=0.0)
+    stop_after_saves(monkeypatch, 1)
+    with pytest.raises(Stopped):
+        _record(config, checkpoint, batch_events=101)
+    return checkpoint

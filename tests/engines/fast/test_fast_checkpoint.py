@@ -15,7 +15,7 @@ from gupsim.engines.fast import KERNELS, FastSimulation, driver
 from gupsim.app.reporting import model_fields
 from gupsim.engines.run import make_record
 from tests.conftest import Stopped, count_loads, stop_after_saves
-from tests.engines.fast.conftest import _config, _record
+from tests.engines.fast.conftest import _config, _record, a_saved_checkpoint
 
 
 @pytest.mark.parametrize("algorithm", sorted(KERNELS))
@@ -63,10 +63,7 @@ def test_a_resumed_record_gives_the_largest_peak_rss_of_its_pieces(tmp_path, mon
 
 def test_a_checkpoint_of_another_run_is_refused_in_one_line(tmp_path, monkeypatch):
     config = _config("one-packet", updates=64)
-    checkpoint = driver.Checkpoint(tmp_path / "run.npz", key="code1-runAAAAAAAAAAAA", every_s=0.0)
-    stop_after_saves(monkeypatch, 1)
-    with pytest.raises(Stopped):
-        _record(config, checkpoint, batch_events=101)
+    checkpoint = a_saved_checkpoint(tmp_path / "run.npz", "code1-runAAAAAAAAAAAA", monkeypatch, config)
     other = driver.Checkpoint(checkpoint.path, key="code1-runBBBBBBBBBBBB")
     with pytest.raises(GupsimError, match=r"belongs to another run \(key runAAAAAAAAA, this run's runBBBBBBBBB\)") \
             as info:  # keys are <code>-<run>: the part shown is the one that differs

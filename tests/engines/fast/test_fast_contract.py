@@ -10,13 +10,12 @@ import pytest
 
 from gupsim.base.errors import GupsimError
 from gupsim.config import load_machine
-from gupsim.engines.fast import driver, one_packet
+from gupsim.engines.fast import one_packet
 from gupsim.engines.fast.contract import (Kernel, KernelRegistry, Network, UnknownKernel, contract_problems,
                                           register_kernel)
 from gupsim.engines.fast.engine import KERNELS, FastSimulation
 from gupsim.engines.run import make_run_config
-from tests.conftest import Stopped, stop_after_saves
-from tests.engines.fast.conftest import _config, _record
+from tests.engines.fast.conftest import _config, _record, a_saved_checkpoint
 
 
 def _refusal(kernel: Kernel) -> str:
@@ -88,10 +87,7 @@ def test_an_unknown_kernel_lists_the_registered_ones_in_one_line():
 def test_a_checkpoint_keeping_the_arrays_under_other_names_is_refused_in_one_line(tmp_path, monkeypatch):
     """A state saved under names this code does not use (the tables' short names, say) cannot be resumed."""
     config = _config("one-packet", updates=64)
-    checkpoint = driver.Checkpoint(tmp_path / "run.npz", key="k", every_s=0.0)
-    stop_after_saves(monkeypatch, 1)
-    with pytest.raises(Stopped):
-        _record(config, checkpoint, batch_events=101)
+    checkpoint = a_saved_checkpoint(tmp_path / "run.npz", "k", monkeypatch, config)
     with np.load(checkpoint.path) as z:
         arrays = {("pk" if k == "packets" else k): z[k] for k in z.files}
     np.savez(checkpoint.path, **arrays)
