@@ -490,7 +490,7 @@ def results(store_path, csv_path, parquet_path, all_columns) -> None:
         table.insert(table.columns.get_loc("gups") + 1 if "gups" in table else len(table.columns),
                      rate_quality.COLUMN, [rate_quality.cell(row) for _, row in table.iterrows()])
     main_cols = ["key", "status", "shape", "nodes", "algorithm", "seed"] + \
-        [c for c in table.columns if c.startswith("var.")] + ["gups", rate_quality.COLUMN, "network_bound_fraction", "send_blocking_factor", "bytes_per_update", "updates_per_packet", "error"]
+        [c for c in table.columns if c.startswith("var.")] + ["gups", rate_quality.COLUMN, "gups_ci_low", "gups_ci_high", "precision", "network_bound_fraction", "send_blocking_factor", "bytes_per_update", "updates_per_packet", "error"]
     shown = table if all_columns else table[[c for c in dict.fromkeys(main_cols) if c in table]]
     with pd.option_context("display.max_rows", 500, "display.width", 200, "display.max_columns", 50):
         _print(shown.to_string(index=False) if len(shown) else f"{store_path}: no runs yet")

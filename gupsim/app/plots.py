@@ -242,10 +242,16 @@ def _packers(ok: pd.DataFrame) -> str:
 
 
 def _draw_series(ax: Any, group: pd.DataFrame, name: str, marker: str, colour: str) -> None:
-    """One series: the mean over seeds with their range as error bars; markers hollow where the rate is not
-    a steady-state one (filled over where a series mixes the two)."""
+    """One series: the mean over seeds, with error bars spanning the seeds' range and every seed's 95% interval
+    where its record has a valid one (``precision`` ok); markers hollow where the rate is not a steady-state
+    one (filled over where a series mixes the two)."""
+    valid = group.get("precision", pd.Series("", index=group.index)).eq("ok")
+    group = group.assign(_lo=group["gups"].where(~valid, group.get("gups_ci_low", group["gups"])),
+                         _hi=group["gups"].where(~valid, group.get("gups_ci_high", group["gups"])))
     by_nodes = group.groupby("nodes")
-    stats = by_nodes["gups"].agg(["mean", "min", "max"]).sort_index()
+    stats = by_nodes["gups"].agg(["mean"]).sort_index()
+    stats["min"] = np.minimum(by_nodes["gups"].min(), by_nodes["_lo"].min()).reindex(stats.index)
+    stats["max"] = np.maximum(by_nodes["gups"].max(), by_nodes["_hi"].max()).reindex(stats.index)
     steady = by_nodes["_steady"].all().reindex(stats.index).to_numpy()
     ax.errorbar(stats.index, stats["mean"], yerr=[stats["mean"] - stats["min"], stats["max"] - stats["mean"]],
                 marker=marker, mfc=face_colour(bool(steady.all()), colour), ls="-" if marker == "o" else "-.",

@@ -1,11 +1,11 @@
 """Whether a run's rate may be called a steady-state rate, and how summaries, tables and plots say so.
 
-A record's ``gups`` is the rate between 25% and 75% of the updates applied (:mod:`gupsim.engines.run`); only a
-run of at least ``MIN_STEADY_UPDATES`` updates per process is long enough for that window to have left the
-warm-up and the drain, and its record says so in ``steady_state``.  A short run's rate can be far off (on
-4x4x4, 256 updates per process gave routed 0.228 GUPS where 4,096 give 0.115), so nothing may call it a
-steady-state rate.  Every place that labels a rate asks this module, so that a better test of a rate (an
-interval from the run's own variation) replaces the rule here alone.
+A record's ``gups`` is the rate between 25% and 75% of the updates applied (:mod:`gupsim.engines.run`).  Its
+``steady_state`` comes from the run's own variation: the 95% interval of the rate after the warm-up
+(``gups_ci_low``/``gups_ci_high``) is valid (``precision`` "ok") and at most 5% of the rate either side
+(:attr:`gupsim.model.output_analysis.RateInterval.steady`, the one place the rule lives).  A short run's rate
+can be far off (on 4x4x4, 256 updates per process gave routed 0.228 GUPS where 4,096 give 0.115), so nothing
+may call it a steady-state rate.  Every place that labels a rate asks this module.
 """
 
 from __future__ import annotations

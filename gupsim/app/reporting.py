@@ -16,6 +16,7 @@ from typing import Any
 from gupsim.config.plausible import larger_than_built
 from gupsim.app.rate_quality import gups_label, is_steady
 from gupsim.engines.run import MIN_STEADY_UPDATES
+from gupsim.model.output_analysis import STEADY_HALF_WIDTH
 
 SUMMARY_ROWS = (
     ("gups", "GUPS (steady state)", "{:.4f}"),
@@ -56,6 +57,15 @@ def _fmt(fmt: str, value: Any) -> str:
     return fmt.format(value)
 
 
+def interval_line(record: dict[str, Any]) -> str:
+    """The rate after the warm-up with its 95% interval, or "precision: insufficient"."""
+    low, high = record.get("gups_ci_low", math.nan), record.get("gups_ci_high", math.nan)
+    if record.get("precision") != "ok" or not (low == low and high == high):
+        return "precision: insufficient (run too short for a valid interval)"
+    return (f"GUPS {record['gups_steady']:.4f} ± {(high - low) / 2:.4f}, 95% CI, {record['gups_ci_batches']} "
+            f"batches (warm-up {record['warmup_updates']:,} updates, {record['warmup_s']:.3g} s)")
+
+
 def format_record(record: dict[str, Any]) -> str:
     head = (f"{record['algorithm']} on {record['machine']} {record['shape']} {record['topology']}: "
             f"{record['processes']} processes x {record['updates_per_process']} updates, seed {record['seed']}"
@@ -65,9 +75,10 @@ def format_record(record: dict[str, Any]) -> str:
     lines = [head] + what_if_lines(record.get("what_if")) + [
         f"  {labels.get(key, label):<{width}}  {_fmt(fmt, record.get(key, math.nan))}"
         for key, label, fmt in SUMMARY_ROWS]
+    lines.append(f"  {interval_line(record)}")
     if not is_steady(record):
-        lines.append(f"  note: fewer than {MIN_STEADY_UPDATES} updates per process; the window may still "
-                     f"include warm-up or drain, so treat the rate as indicative")
+        lines.append(f"  note: the rate's 95% interval is not within ±{STEADY_HALF_WIDTH:.0%} (fewer than "
+                     f"{MIN_STEADY_UPDATES} updates per process often is not), so treat the rate as indicative")
     beyond = larger_than_built(record["machine"], record.get("nodes", 0))
     if beyond:
         lines.append(f"  note: {beyond}")

@@ -45,6 +45,9 @@ class RunOutcome:
     #: Hops taken by every packet, where the engine counts them (the fast engine); None where it does not.
     packet_hops: int | None
     links: dict[str, Any]
+    #: The simulated seconds at which the updates applied crossed each of
+    #: :func:`gupsim.model.output_analysis.applied_marks`'s marks (fewer if the run ended first).
+    applied_times: tuple[float, ...] = ()
     earlier_wall_s: float = 0.0
     earlier_peak_rss_mb: float = 0.0
 

@@ -4,12 +4,20 @@ The record is what every experiment, test and plot consumes: one flat
 mapping per run (a row of a pandas frame), with the resolved configuration
 and the seed beside the measurements.
 
-**Steady-state rule.**  ``gups`` is the rate at which updates are applied
+**Precision.**  Both engines record when the updates applied crossed each of 1,000 evenly spaced marks
+(:func:`gupsim.model.output_analysis.applied_marks`).  :func:`gupsim.model.output_analysis.rate_interval`
+cuts the warm-up and the drain from that series (MSER-5) and gives the rate after them (``gups_steady``) with
+a 95% interval from batch means (``gups_ci_low``/``gups_ci_high``, ``gups_ci_batches``, ``gups_ci_lag1``,
+``warmup_updates``, ``warmup_s``); ``precision`` is "ok" or "insufficient" (too short, or batch means too
+correlated).  ``cycles_per_update_ci_low``/``_high`` follow from the rate's bounds.  ``steady_state`` is
+:attr:`gupsim.model.output_analysis.RateInterval.steady`: a valid interval at most 5% wide either side.
+
+**Window.**  ``gups`` is the rate at which updates are applied
 between the moments 25% and 75% of all updates have been applied.  This
 excludes the warm-up (buckets filling, the first messages in flight) and
 the drain (the last buckets, termination), which the HPCC total-time metric
 (``gups_total``, also reported) includes.  With at least
-:data:`MIN_STEADY_UPDATES` updates per process the rate changes by less than
+:data:`MIN_STEADY_UPDATES` updates per process the window's rate changes by less than
 2% when the run length doubles (``tests/engines/reference/test_simulation.py`` checks it).
 ``updates_per_message`` and ``updates_per_packet`` are taken over the
 messages sent inside the window; ``bytes_per_update`` (all wire bytes over
@@ -39,6 +47,7 @@ from gupsim.algorithms.base import validate_options
 from gupsim.base.errors import GupsimError, SimulationError
 from gupsim.base.memory import allocation_failures, peak_rss_mb
 from gupsim.config.plausible import implausible, warn_implausible
+from gupsim.model.output_analysis import applied_marks, rate_interval
 from gupsim.model.run_config import WINDOW, RunConfig, stream_layout
 from gupsim.engines.checks import check_algorithm, check_network
 from gupsim.engines.choose import choose_engine
@@ -53,13 +62,15 @@ from gupsim.config.loading import load_machine
 from gupsim.model.bounds import network_bound_gups
 from gupsim.topology.grid import Topology
 
-#: Documented minimum run length (updates per process) for a steady-state rate.
+#: Run length (updates per process) from which the window's rate is stable to 2% on the tested shapes.
 MIN_STEADY_UPDATES = 4096
 
 RECORD_KEYS = (
     "gups", "gups_total", "cycles_per_update", "bytes_per_update", "updates_per_packet",
     "updates_per_message", "send_blocking_factor", "link_utilisation_mean", "link_utilisation_max",
     "updates_generated", "updates_applied", "sim_time_s", "events", "wall_s", "peak_rss_mb",
+    "gups_steady", "gups_ci_low", "gups_ci_high", "gups_ci_batches", "gups_ci_lag1", "warmup_updates", "warmup_s",
+    "precision", "cycles_per_update_ci_low", "cycles_per_update_ci_high", "steady_state",
 )
 
 
@@ -202,7 +213,7 @@ def make_record(outcome: RunOutcome, wall_s: float) -> dict[str, Any]:
         "updates_per_process": run.updates_per_process,
         "seed": run.seed,
         "gups": rate / 1e9,
-        "steady_state": run.updates_per_process >= MIN_STEADY_UPDATES,
+        **_precision(o, m.cpu.clock_hz),
         "gups_total": o.total_updates / t / 1e9 if t > 0 else float("nan"),
         "cycles_per_update": o.processes * m.cpu.clock_hz / rate,
         "bytes_per_update": o.wire_bytes_injected / o.total_updates,
@@ -226,6 +237,19 @@ def make_record(outcome: RunOutcome, wall_s: float) -> dict[str, Any]:
     _check_finite(record, run)
     warn_implausible(run.machine)  # after the run: a run refused above says so in its one line
     return record
+
+
+def _precision(o: RunOutcome, clock_hz: float) -> dict[str, Any]:
+    """The rate after the warm-up, its 95% interval and diagnostics (:mod:`gupsim.model.output_analysis`)."""
+    ri = rate_interval(applied_marks(o.total_updates)[:len(o.applied_times)], o.applied_times)
+    cycles = o.processes * clock_hz
+    return {
+        "steady_state": ri.steady, "precision": "ok" if ri.ok else "insufficient",
+        "gups_steady": ri.rate / 1e9, "gups_ci_low": ri.low / 1e9, "gups_ci_high": ri.high / 1e9,
+        "gups_ci_batches": ri.batches, "gups_ci_lag1": ri.lag1,
+        "warmup_updates": ri.warmup_updates, "warmup_s": ri.warmup_s,
+        "cycles_per_update_ci_low": cycles / ri.high, "cycles_per_update_ci_high": cycles / ri.low,
+    }
 
 
 def _check_finite(record: dict[str, Any], run: RunConfig) -> None:

@@ -125,8 +125,8 @@ def _link_messages(ms, ac, first, last):
 
 
 @njit(cache=True, _nrt=False)
-def _apply(ip, ctr, wt, wc, ac, k, t, messages_mode):
-    """:meth:`Simulation.apply` of ``k`` updates at ``t``: window marks and the counter end."""
+def _apply(ip, ctr, wt, at, wc, ac, k, t, now, messages_mode):
+    """:meth:`Simulation.apply` of ``k`` updates at ``t``: window marks, applied-times marks and the counter end."""
     before = ctr[tb.C_APPLIED]
     n = before + k
     ctr[tb.C_APPLIED] = n
@@ -136,6 +136,8 @@ def _apply(ip, ctr, wt, wc, ac, k, t, messages_mode):
             wt[w] = t
             for j in range(5):
                 wc[w, j] = ac[AC_UPDATES + j]
+    if n >= ctr[tb.C_NEXT_MARK]:
+        c.cross_marks(ip, ctr, at, n, now)
     if n == ip[tb.I_TOTAL] and not messages_mode:
         ctr[tb.C_DONE] = 1
 
@@ -183,7 +185,7 @@ def _isend(m, now, ci, ac, ms, tabs, ai, pk, pf, pq, dq, ip, hh, ctr):
 
 
 @njit(cache=True, _nrt=False)
-def _receive(r, now, ci, cf, cost, ktab, ac, ms, ai, pk, pq, dq, rk, ip, fp, hh, ctr, wt, wc):
+def _receive(r, now, ci, cf, cost, ktab, ac, ms, ai, pk, pq, dq, rk, ip, fp, hh, ctr, wt, at, wc):
     """``_receive``: copy every arrived packet out; apply completed messages; FINISHED ones counted."""
     cycle_s = fp[tb.F_CYCLE_S]
     finished = 0
@@ -199,7 +201,7 @@ def _receive(r, now, ci, cf, cost, ktab, ac, ms, ai, pk, pq, dq, rk, ip, fp, hh,
             else:
                 ci[r, CI_DATA_IN] += 1
                 cf[r, CF_DEBT] += cost[K_UPD] * k
-                _apply(ip, ctr, wt, wc, ac, k, now + cf[r, CF_DEBT] * cycle_s, ai[A_MESSAGES_MODE])
+                _apply(ip, ctr, wt, at, wc, ac, k, now + cf[r, CF_DEBT] * cycle_s, now, ai[A_MESSAGES_MODE])
             ms[m, MS_NEXT] = ac[AC_MSG_FREE]
             ac[AC_MSG_FREE] = m
             ac[AC_MSG_NFREE] += 1
@@ -229,6 +231,7 @@ def _cpu(r, now, s, net):
         s.bucket_positions
     pk, pq, dq, rk, ip = net.packets, net.pools, net.deferred, net.ranks, net.int_params
     fp, hh, ctr, wt, ran, lay = net.float_params, net.queue, net.counters, net.window_times, net.streams, net.layout
+    at = net.applied_times
     nr = ip[tb.I_NRANKS]
     mask, shift = ai[A_HMASK], ai[A_HSHIFT]
     mm = ai[A_MESSAGES_MODE]
@@ -240,7 +243,7 @@ def _cpu(r, now, s, net):
                 if ci[r, CI_ITER] % ai[A_EVERY] == 0:
                     cf[r, CF_DEBT] += cost[K_TEST]
                     ci[r, CI_FINISHED] += _receive(r, now, ci, cf, cost, ktab, ac, ms, ai, pk, pq, dq, rk,
-                                                   ip, fp, hh, ctr, wt, wc)
+                                                   ip, fp, hh, ctr, wt, at, wc)
                 if ci[r, CI_PENDING] < ai[A_LIMIT]:
                     value = stream.next_ran(ran[r])
                     ran[r] = value
@@ -249,7 +252,7 @@ def _cpu(r, now, s, net):
                     cf[r, CF_DEBT] += cost[K_GEN]
                     if dest == r:
                         cf[r, CF_DEBT] += cost[K_UPD]
-                        _apply(ip, ctr, wt, wc, ac, 1, now + cf[r, CF_DEBT] * fp[tb.F_CYCLE_S], mm)
+                        _apply(ip, ctr, wt, at, wc, ac, 1, now + cf[r, CF_DEBT] * fp[tb.F_CYCLE_S], now, mm)
                     else:
                         ci[r, CI_HN] = bh.add(hk, hkey, hpos, r, ci[r, CI_HN], dest, nr, mask, shift)
                         ci[r, CI_PENDING] += 1
@@ -259,7 +262,7 @@ def _cpu(r, now, s, net):
             elif ci[r, CI_PENDING] > 0:
                 cf[r, CF_DEBT] += cost[K_TEST]
                 ci[r, CI_FINISHED] += _receive(r, now, ci, cf, cost, ktab, ac, ms, ai, pk, pq, dq, rk,
-                                               ip, fp, hh, ctr, wt, wc)
+                                               ip, fp, hh, ctr, wt, at, wc)
             elif mm:
                 ci[r, CI_OTHER] = 0
                 if ci[r, CI_ALIVE]:  # _finish's ``yield outreq``: FINISHED may not overtake the last data send
@@ -323,10 +326,10 @@ def _cpu(r, now, s, net):
             cf[r, CF_DEBT] += cost[K_TEST]
             if mm:
                 ci[r, CI_FINISHED] += _receive(r, now, ci, cf, cost, ktab, ac, ms, ai, pk, pq, dq, rk,
-                                               ip, fp, hh, ctr, wt, wc)
+                                               ip, fp, hh, ctr, wt, at, wc)
                 _flush(r, now, ci, cf, fp, hh, ctr, PH_FIN_CHECK)
             else:
-                _receive(r, now, ci, cf, cost, ktab, ac, ms, ai, pk, pq, dq, rk, ip, fp, hh, ctr, wt, wc)
+                _receive(r, now, ci, cf, cost, ktab, ac, ms, ai, pk, pq, dq, rk, ip, fp, hh, ctr, wt, at, wc)
                 _flush(r, now, ci, cf, fp, hh, ctr, PH_DRAIN)
             return
         elif phase == PH_FIN:  # _finish: FINISHED to every other rank

@@ -27,7 +27,7 @@ from gupsim.base.errors import GupsimError
 
 class Network(NamedTuple):
     """The network's state and what else the engine builds the same for every kernel (the event queue, the run's
-    counters, the window's times, the HPCC streams); columns and indices: :mod:`gupsim.engines.fast.tables`.
+    counters, the window's times, the applied-times series, the HPCC streams); columns and indices: :mod:`gupsim.engines.fast.tables`.
 
     The compiled helpers name a field by a short local alias (given in brackets) where one line reads many."""
 
@@ -59,6 +59,9 @@ class Network(NamedTuple):
     counters: np.ndarray
     #: float64 (2,): simulated times at which the measured window opened and closed (NaN until then).
     window_times: np.ndarray
+    #: [at] float64 (marks,): simulated times at which the updates applied crossed each mark of
+    #: :func:`gupsim.model.output_analysis.applied_marks` (NaN until then; ``I_NMARKS``, ``C_NEXT_MARK``).
+    applied_times: np.ndarray
     #: uint64 (ranks,): each rank's current HPCC stream value.
     streams: np.ndarray
     #: uint64 (4,): the table layout ``owner_of`` needs (mask, top, min local size, remainder).

@@ -40,7 +40,34 @@ from numba import njit
 
 from gupsim.engines.fast.credits import enqueue, give, give_later, inj_pool, list_append, rec_pool, room, take, wake
 from gupsim.engines.fast.events import NORMAL, PAYLOAD_MASK, URGENT, push
-from gupsim.engines.fast.tables import C_DELIVERED, C_FREE_HEAD, C_HEAP_N, C_HOPS, C_INJECTED, C_NFREE, C_WIRE, EV_CPU, EV_FRONT, EV_GIVE, EV_HOP, EV_RESUME, EV_TAIL, F_CHUNK_S, F_CYCLE_S, F_RATE, F_ROUTER_S, I_ADAPTIVE, I_BUBBLE, I_ORDERED, I_POOL_DYN, I_POOL_INJ, I_WRAPS, I_X, PF_ASKED, PF_START, PK_BUBBLE, PK_CHUNKS, PK_DIM, PK_DST, PK_HELD, PK_LINK, PK_NEXT, PK_NODE, PK_ONEXT, PK_SRC, PK_STATE, PK_WIRE, PQ_FREE, PQ_OHEAD, RK_IN_COUNT, RK_IN_HEAD, RK_IN_TAIL, RK_WAIT, W_FRONT, W_FRONT_TIME, W_LINK, W_NONE, W_REC, WAKE_INBOX, f2i, i2f, node_of, prefetch_row
+from gupsim.engines.fast.tables import C_DELIVERED, C_MARK_INDEX, C_NEXT_MARK, I_NMARKS, I_TOTAL, C_FREE_HEAD, C_HEAP_N, C_HOPS, C_INJECTED, C_NFREE, C_WIRE, EV_CPU, EV_FRONT, EV_GIVE, EV_HOP, EV_RESUME, EV_TAIL, F_CHUNK_S, F_CYCLE_S, F_RATE, F_ROUTER_S, I_ADAPTIVE, I_BUBBLE, I_ORDERED, I_POOL_DYN, I_POOL_INJ, I_WRAPS, I_X, PF_ASKED, PF_START, PK_BUBBLE, PK_CHUNKS, PK_DIM, PK_DST, PK_HELD, PK_LINK, PK_NEXT, PK_NODE, PK_ONEXT, PK_SRC, PK_STATE, PK_WIRE, PQ_FREE, PQ_OHEAD, RK_IN_COUNT, RK_IN_HEAD, RK_IN_TAIL, RK_WAIT, W_FRONT, W_FRONT_TIME, W_LINK, W_NONE, W_REC, WAKE_INBOX, f2i, i2f, node_of, prefetch_row
+
+
+#: C_NEXT_MARK past the last mark: no count of updates reaches it.
+NO_MARK = (1 << 63) - 1
+
+
+@njit(cache=True, _nrt=False)
+def mark_at(ip, i):
+    """The updates applied at mark ``i`` (from 0): :func:`gupsim.model.output_analysis.applied_marks`, in
+    int64 (total = qM + r, so ceil(k x total / M) = kq + ceil(kr / M), and kr < M^2 cannot overflow)."""
+    m, total = ip[I_NMARKS], ip[I_TOTAL]
+    k = i + 1
+    return k * (total // m) + (k * (total % m) + m - 1) // m
+
+
+@njit(cache=True, _nrt=False)
+def cross_marks(ip, ctr, at, n, t):
+    """``n`` updates applied at ``t`` reached the next mark: record ``t`` at every mark up to ``n`` (a message
+    may apply many updates at once) and set the next one.  Not inlined: the kernels' ``_apply`` calls it once
+    per mark, after one compare against C_NEXT_MARK."""
+    i = ctr[C_MARK_INDEX]
+    m = ip[I_NMARKS]
+    while i < m and mark_at(ip, i) <= n:
+        at[i] = t
+        i += 1
+    ctr[C_MARK_INDEX] = i
+    ctr[C_NEXT_MARK] = mark_at(ip, i) if i < m else NO_MARK
 
 
 @njit(cache=True, inline="always", _nrt=False)

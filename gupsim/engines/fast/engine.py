@@ -17,6 +17,7 @@ from gupsim.base.memory import FAST_BASE_BYTES, FAST_MARGIN_BYTES, FAST_NODE_BYT
 from gupsim.engines.links import link_stats
 from gupsim.engines.outcome import RunOutcome
 from gupsim.model.costs import CostModel
+from gupsim.model.output_analysis import applied_marks
 from gupsim.model.run_config import SLICE_START_FRACTION, WINDOW, RunConfig, stream_layout, stream_start
 from gupsim.engines.checks import network_standin
 from gupsim.topology.base import make_topology, parse_shape
@@ -148,6 +149,8 @@ class FastSimulation:
         ip[tb.I_POOL_DYN], ip[tb.I_POOL_INJ], ip[tb.I_POOL_REC] = nlinks, 2 * nlinks, 2 * nlinks + F
         ip[tb.I_TOTAL] = self.total_updates
         ip[tb.I_MARK0], ip[tb.I_MARK1] = (math.ceil(f * self.total_updates) for f in WINDOW)
+        marks = applied_marks(self.total_updates)
+        ip[tb.I_NMARKS] = len(marks)
         fp = np.zeros(tb.N_FPARAMS)
         fp[tb.F_RATE] = net.link_bytes_per_s
         fp[tb.F_CHUNK_S] = net.chunk_bytes / net.link_bytes_per_s
@@ -173,6 +176,7 @@ class FastSimulation:
         ctr[tb.C_SEQ_LIMIT] = ev.SEQ_CAP  # the bare heap's limit (heap_push), unused by the kernels' queue:
         ctr[tb.C_RENUMBER_AT] = min(ev.SEQ_LIMIT, ev.SEQ_CAP - ev.HEAP_MARGIN)  # they renumber between batches
         ctr[tb.C_PAUSE_AT] = np.iinfo(np.int64).max  # gupsim.engines.fast.driver sets it before every batch
+        ctr[tb.C_NEXT_MARK] = marks[0] if marks else c.NO_MARK
         c.link_free_list(pk, 0, packets, ctr)
         heap = 4 * R + 2 * ev.HEAP_MARGIN
         hh = ev.new_queue(heap, ctr, ev.bucket_seconds(fp[tb.F_CHUNK_S] + fp[tb.F_ROUTER_S], R))
@@ -185,6 +189,7 @@ class FastSimulation:
             "int_params": ip, "float_params": fp, "neighbors": np.ascontiguousarray(topo.neighbor_array().ravel()),
             "coords": np.ascontiguousarray(topo.coords_array()),
             "queue": hh, "counters": ctr, "window_times": np.full(2, np.nan),
+            "applied_times": np.full(len(marks), np.nan),
             "streams": stream.starts_many(self.stream_starts()),
             "layout": np.array([lay.table_size - 1, lay.top, lay.min_local_table_size, lay.remainder],
                                dtype=np.uint64),
@@ -244,6 +249,7 @@ class FastSimulation:
             packets_injected=int(ctr[tb.C_INJECTED]), packets_delivered=int(ctr[tb.C_DELIVERED]),
             wire_bytes_injected=int(ctr[tb.C_WIRE]), packet_hops=int(ctr[tb.C_HOPS]),
             links=link_stats(self.topology, a["link_bytes"][:nlinks], lf[:, 1], lf[:, 2]),
+            applied_times=tuple(float(t) for t in a["applied_times"][:int(ctr[tb.C_MARK_INDEX])]),
             earlier_wall_s=self.earlier_wall_s, earlier_peak_rss_mb=self.earlier_peak_rss_mb)
 
     def outcome(self) -> RunOutcome:

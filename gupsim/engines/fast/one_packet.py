@@ -52,26 +52,28 @@ class State(NamedTuple):
 
 
 @njit(cache=True, _nrt=False)
-def _apply(ip, ctr, wt, t):
+def _apply(ip, ctr, wt, at, t, now):
     ctr[tb.C_APPLIED] += 1
     n = ctr[tb.C_APPLIED]
     if n == ip[tb.I_MARK0]:
         wt[0] = t
     if n == ip[tb.I_MARK1]:
         wt[1] = t
+    if n >= ctr[tb.C_NEXT_MARK]:
+        c.cross_marks(ip, ctr, at, n, now)
     if n == ip[tb.I_TOTAL]:
         ctr[tb.C_DONE] = 1
 
 
 @njit(cache=True, _nrt=False)
-def _receive(r, now, ci, cf, cost, pk, pq, dq, rk, ip, fp, hh, ctr, wt):
+def _receive(r, now, ci, cf, cost, pk, pq, dq, rk, ip, fp, hh, ctr, wt, at):
     cycle_s = fp[tb.F_CYCLE_S]
     while rk[r, tb.RK_IN_HEAD] >= 0:
         p = c.inbox_pop(pk, rk, r)
         cf[r, CF_DEBT] += cost[K_RECV_UPD]
         debt_s = cf[r, CF_DEBT] * cycle_s
         cr.give_later(pk, pq, dq, rk, ip, hh, ctr, cr.rec_pool(pk, ip, p), pk[p, tb.PK_CHUNKS], now, debt_s)
-        _apply(ip, ctr, wt, now + debt_s)
+        _apply(ip, ctr, wt, at, now + debt_s, now)
         c.free_packet(pk, ctr, p)
 
 
@@ -83,13 +85,14 @@ def _cpu(r, now, s, net):
     ci, cf, cost, ai = s.rank_ints, s.rank_floats, s.costs, s.packet_params
     pk, pf, pq, dq, rk, ip = net.packets, net.packet_times, net.pools, net.deferred, net.ranks, net.int_params
     fp, hh, ctr, wt, ran, lay = net.float_params, net.queue, net.counters, net.window_times, net.streams, net.layout
+    at = net.applied_times
     phase = ci[r, CI_PHASE]
     while True:
         if phase == PH_TOP:
             if ci[r, CI_LEFT] == 0:
                 phase = PH_DRAIN
                 continue
-            _receive(r, now, ci, cf, cost, pk, pq, dq, rk, ip, fp, hh, ctr, wt)
+            _receive(r, now, ci, cf, cost, pk, pq, dq, rk, ip, fp, hh, ctr, wt, at)
             value = stream.next_ran(ran[r])
             ran[r] = value
             ci[r, CI_LEFT] -= 1
@@ -97,7 +100,7 @@ def _cpu(r, now, s, net):
             cf[r, CF_DEBT] += cost[K_GEN]
             if dest == r:
                 cf[r, CF_DEBT] += cost[K_UPD_LOCAL]
-                _apply(ip, ctr, wt, now + cf[r, CF_DEBT] * fp[tb.F_CYCLE_S])
+                _apply(ip, ctr, wt, at, now + cf[r, CF_DEBT] * fp[tb.F_CYCLE_S], now)
                 _flush(r, now, ci, cf, fp, hh, ctr, PH_TOP)
                 return
             cf[r, CF_DEBT] += cost[K_SEND_REMOTE]
@@ -146,7 +149,7 @@ def _cpu(r, now, s, net):
             ev.push(hh, ctr, now, ev.NORMAL, r << 3 | tb.EV_CPU)
             return
         elif phase == PH_BLK_WOKE:
-            _receive(r, now, ci, cf, cost, pk, pq, dq, rk, ip, fp, hh, ctr, wt)
+            _receive(r, now, ci, cf, cost, pk, pq, dq, rk, ip, fp, hh, ctr, wt, at)
             _flush(r, now, ci, cf, fp, hh, ctr, PH_BLK_CHECK)
             return
         elif phase == PH_DRAIN:
@@ -157,7 +160,7 @@ def _cpu(r, now, s, net):
                 rk[r, tb.RK_WAIT] = tb.WAKE_INBOX
             return
         else:  # PH_DRAIN_RECV
-            _receive(r, now, ci, cf, cost, pk, pq, dq, rk, ip, fp, hh, ctr, wt)
+            _receive(r, now, ci, cf, cost, pk, pq, dq, rk, ip, fp, hh, ctr, wt, at)
             _flush(r, now, ci, cf, fp, hh, ctr, PH_DRAIN)
             return
 

@@ -78,7 +78,7 @@ class State(NamedTuple):
 
 
 @njit(cache=True, _nrt=False)
-def _apply(ip, ctr, wt, wc, ac, t):
+def _apply(ip, ctr, wt, at, wc, ac, t, now):
     ctr[tb.C_APPLIED] += 1
     n = ctr[tb.C_APPLIED]
     for k in range(2):
@@ -86,17 +86,19 @@ def _apply(ip, ctr, wt, wc, ac, t):
             wt[k] = t
             wc[k, 0], wc[k, 1], wc[k, 2] = ac[AC_PACKETS], ac[AC_UPDATES], ctr[tb.C_WIRE]
             wc[k, 3], wc[k, 4], wc[k, 5] = ac[AC_SENDS], ac[AC_BLOCKED], ac[AC_POLLS]
+    if n >= ctr[tb.C_NEXT_MARK]:
+        c.cross_marks(ip, ctr, at, n, now)
     if n == ip[tb.I_TOTAL]:
         ctr[tb.C_DONE] = 1
 
 
 @njit(cache=True, _nrt=False)
-def _route_one(r, value, now, ci, cf, rd, bv, bl, rc, ai, cost, lay, ac, ip, fp, ctr, wt, wc):
+def _route_one(r, value, now, ci, cf, rd, bv, bl, rc, ai, cost, lay, ac, ip, fp, ctr, wt, at, wc):
     """routeUpdates for one update: apply it or bucket it; False if its dimension's bucket is full."""
     owner = stream.owner_of(value, lay[0], lay[1], lay[2], lay[3])
     if owner == r:
         cf[r] += cost[K_UPD]
-        _apply(ip, ctr, wt, wc, ac, now + cf[r] * fp[tb.F_CYCLE_S])
+        _apply(ip, ctr, wt, at, wc, ac, now + cf[r] * fp[tb.F_CYCLE_S], now)
         return True
     d = 0
     while rc[r, d] == rc[owner, d]:
@@ -171,6 +173,7 @@ def _cpu(r, now, s, net):
         s.window_marks, s.wait_start
     pk, pf, pq, dq, rk, ip = net.packets, net.packet_times, net.pools, net.deferred, net.ranks, net.int_params
     fp, hh, ctr, wt, ran, lay = net.float_params, net.queue, net.counters, net.window_times, net.streams, net.layout
+    at = net.applied_times
     nd = ai[A_NDIMS]
     cycle_s = fp[tb.F_CYCLE_S]
     if ci[r, CI_PHASE] == PH_COND:
@@ -237,7 +240,7 @@ def _cpu(r, now, s, net):
                     for i in range(pos, n):  # each update reads its owner's coordinates: ask for them all now
                         tb.prefetch_row(rc, stream.owner_of(pv[p, i], lay[0], lay[1], lay[2], lay[3]))
                     while pos < n and _route_one(r, pv[p, pos], now, ci, cf, rd, bv, bl, rc, ai, cost, lay,
-                                                 ac, ip, fp, ctr, wt, wc):
+                                                 ac, ip, fp, ctr, wt, at, wc):
                         pos += 1
                         ci[r, CI_PENDING] -= 1
                     if pos > start:
@@ -258,7 +261,7 @@ def _cpu(r, now, s, net):
                     ran[r] = value
                     ci[r, CI_LEFT] -= 1
                     cf[r] += cost[K_GEN]
-                    _route_one(r, value, now, ci, cf, rd, bv, bl, rc, ai, cost, lay, ac, ip, fp, ctr, wt, wc)
+                    _route_one(r, value, now, ci, cf, rd, bv, bl, rc, ai, cost, lay, ac, ip, fp, ctr, wt, at, wc)
                     progressed = True
             elif not progressed:
                 quiet = True

@@ -86,12 +86,16 @@ C_CUR, C_INV_W, C_FAR_N, C_CAL_N, C_OV_MIN, C_FAR_FREE, C_FAR_TOP, C_MOVED = 21,
 C_PAUSE_AT = 29
 # statistics: overflow entries redistributed when the calendar reached the overflow's first bucket
 C_REFILED = 30
-N_COUNTERS = 32
+# the updates applied at which the next of the applied-times marks falls (int64 max past the last), and its index
+C_NEXT_MARK, C_MARK_INDEX = 31, 32
+N_COUNTERS = 34
 
 # ------------------------------------------------------------------ integer parameters
 I_PPN, I_X, I_Y, I_Z, I_WRAPS, I_BUBBLE, I_ADAPTIVE, I_NLINKS, I_NRANKS, I_MAXCH = range(10)
 I_POOL_DYN, I_POOL_INJ, I_POOL_REC, I_TOTAL, I_MARK0, I_MARK1, I_FIFO_GROUPS, I_ORDERED = range(10, 18)
-N_IPARAMS = 18
+# how many applied-times marks (gupsim.model.output_analysis.applied_marks)
+I_NMARKS = 18
+N_IPARAMS = 19
 F_RATE, F_CHUNK_S, F_ROUTER_S, F_CYCLE_S = range(4)
 N_FPARAMS = 4
 #: Free packet rows the kernels' outer loop keeps (:func:`gupsim.engines.fast.events.needs_room`).

@@ -44,6 +44,7 @@ from gupsim.algorithms.base import algorithm_class, validate_options
 from gupsim.base.errors import DeadlockError, GupsimError, SimulationError
 from gupsim.base.memory import BASE_BYTES, ROUTE_CACHE_BYTES, check_fits
 from gupsim.model.costs import CostModel
+from gupsim.model.output_analysis import applied_marks
 from gupsim.engines.checks import check_network
 from gupsim.engines.outcome import RunOutcome
 from gupsim.engines.reference.cpu import Cpu
@@ -111,6 +112,8 @@ class Simulation:
         self._marks = [math.ceil(f * self.total_updates) for f in WINDOW]
         self.window_times: list[float] = []
         self.window_counters: list[dict[str, float]] = []
+        self._applied_marks = applied_marks(self.total_updates)
+        self.applied_times: list[float] = []
         self.all_applied = self.env.event()
         self.table = hpcc.initial_table(self.layout) if run.verify else None
         options = validate_options(run.algorithm, run.algorithm_options)
@@ -178,7 +181,8 @@ class Simulation:
             updates_generated=self.generated, window_times=tuple(self.window_times), window_counters=window,
             totals=totals, algorithm_metrics=self.algorithm.metrics(window, totals),
             packets_injected=net.packets_injected, packets_delivered=net.packets_delivered,
-            wire_bytes_injected=net.wire_bytes_injected, packet_hops=None, links=net.link_stats())
+            wire_bytes_injected=net.wire_bytes_injected, packet_hops=None, links=net.link_stats(),
+            applied_times=tuple(self.applied_times))
 
     # ------------------------------------------------------------------ bookkeeping
 
@@ -186,7 +190,8 @@ class Simulation:
         """``rank`` XORs ``values`` into its part of the table, ``delay_s`` from now.
 
         The delay is the CPU work the process has spent but not yet turned into
-        time (see :class:`gupsim.model.costs.Cpu`); it only matters for the window marks.
+        time (see :class:`gupsim.model.costs.Cpu`); it only matters for the window marks.  The applied-times
+        series records ``now`` itself, so that it never runs backwards (one rank's debt is not another's).
         """
         if self.table is not None:
             arr = np.asarray(values, dtype=np.uint64)
@@ -200,6 +205,9 @@ class Simulation:
             if before < mark <= self.applied:
                 self.window_times.append(self.env.now + delay_s)
                 self.window_counters.append(self.algorithm.counters())
+        marks, times = self._applied_marks, self.applied_times
+        while len(times) < len(marks) and marks[len(times)] <= self.applied:
+            times.append(self.env.now)
         if self.applied == self.total_updates:
             self.all_applied.succeed()
         elif self.applied > self.total_updates:

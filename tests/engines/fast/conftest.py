@@ -10,6 +10,7 @@ from gupsim.app.reporting import MEASURED_KEYS, model_fields
 from gupsim.config import load_machine
 from gupsim.engines.fast import FastSimulation
 from gupsim.engines.run import make_record, make_run_config
+from gupsim.model.output_analysis import applied_marks
 
 #: Differ by construction: the engines schedule different bookkeeping events and run at different speeds.
 VOLATILE = MEASURED_KEYS | {"events", "engine", "config"}
@@ -18,7 +19,8 @@ ROUNDED = {"alg_cpu_blocked_s"}  # compared to rel 1e-9: a long run sums ~1e5 te
 
 
 def assert_engines_agree(fast_sim, fast, ref_sim, ref):
-    """Every reported metric exactly (NaN where the reference has NaN), and every link counter."""
+    """Every reported metric exactly (NaN where the reference has NaN), every link counter, and the times at
+    which the updates applied crossed each mark, bit for bit."""
     assert (fast["engine"], ref["engine"]) == ("fast", "simpy")
     assert set(fast) == set(ref)
     for key in sorted(set(ref) - VOLATILE):
@@ -33,6 +35,8 @@ def assert_engines_agree(fast_sim, fast, ref_sim, ref):
     for column in ("bytes", "busy_s", "blocked_s"):
         np.testing.assert_array_equal(f[column], r[column])
     assert fo.packets_delivered == fo.packets_injected
+    assert len(fo.applied_times) == len(applied_marks(fo.total_updates)) == len(ro.applied_times)
+    np.testing.assert_array_equal(np.array(fo.applied_times).view(np.int64), np.array(ro.applied_times).view(np.int64))
 
 
 def _config(algorithm, updates=200):

@@ -1,0 +1,85 @@
+"""MSER-5 and batch means (gupsim.model.output_analysis) on series whose answers are known."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gupsim.model.output_analysis import (BATCHES, applied_marks, batch_means, independent, mser_cut, rate_interval,
+                                          t_975, von_neumann)
+
+
+def _ar1(n, phi, mean, seed, sigma=1.0):
+    """X_t = mean + phi (X_{t-1} - mean) + e_t, started from its stationary law."""
+    rng = np.random.default_rng(seed)
+    x = np.empty(n)
+    x[0] = mean + rng.normal(0, sigma / np.sqrt(1 - phi * phi))
+    e = rng.normal(0, sigma, n)
+    for t in range(1, n):
+        x[t] = mean + phi * (x[t - 1] - mean) + e[t]
+    return x
+
+
+def test_marks_are_ceil_k_total_over_m_exactly():
+    for total in (7, 1000, 1001, 16_384, 262_144, 536_870_912, 3 * 2**61 + 5):
+        m = min(1000, total)
+        assert applied_marks(total) == [-(-k * total // m) for k in range(1, m + 1)]
+    assert applied_marks(total=10**6)[-1] == 10**6
+
+
+def test_student_t_points():
+    # tabulated t(0.975, df): 2.0930 (19), 2.2281 (10), 2.0423 (30)
+    assert t_975(19) == pytest.approx(2.0930, abs=2e-4)
+    assert t_975(10) == pytest.approx(2.2281, abs=5e-4)
+    assert t_975(30) == pytest.approx(2.0423, abs=2e-4)
+
+
+def test_mser_keeps_a_stationary_series_and_cuts_a_transient():
+    x = _ar1(1000, 0.5, 10.0, seed=1)
+    assert mser_cut(x.reshape(-1, 5).mean(axis=1)) < 20
+    # an exponential transient from 30 down to 10 over the first ~150 points
+    bias = 20.0 * np.exp(-np.arange(1000) / 30.0)
+    cut = mser_cut((x + bias).reshape(-1, 5).mean(axis=1)) * 5
+    assert 60 <= cut <= 300
+    longer = mser_cut((x + 20.0 * np.exp(-np.arange(1000) / 90.0)).reshape(-1, 5).mean(axis=1)) * 5
+    assert longer > cut
+
+
+def test_batch_means_interval_covers_an_ar1_mean_at_its_level():
+    # AR(1) with phi 0.8: mean 5 known; 20 batches of 500 are long against its correlation time (~9)
+    covered = 0
+    for seed in range(100):
+        mean, half, lag1 = batch_means(_ar1(10_000, 0.8, 5.0, seed))
+        covered += abs(mean - 5.0) <= half
+    assert 88 <= covered <= 99
+    # the half-width matches the known asymptotic variance sigma^2 / (1 - phi)^2 / n
+    _, half, _ = batch_means(_ar1(200_000, 0.8, 5.0, 7))
+    assert half == pytest.approx(t_975(BATCHES - 1) * np.sqrt(1 / 0.04 / 200_000), rel=0.35)
+
+
+def test_von_neumann_flags_correlated_batch_means_and_passes_independent_ones():
+    rng = np.random.default_rng(3)
+    assert independent(von_neumann(rng.normal(size=20)))
+    assert not independent(von_neumann(np.cumsum(rng.normal(size=20))))
+    # too-short batches of a strongly correlated series
+    assert not independent(batch_means(_ar1(2_000, 0.995, 0.0, 4))[2])
+
+
+def test_rate_interval_of_a_steady_stream_with_a_slow_start():
+    # 1e6 updates at 1e9/s, the first 10% at half speed: the cut is near 1e5 updates, the rate 1e9
+    total = 10**6
+    marks = np.array(applied_marks(total), dtype=float)
+    rng = np.random.default_rng(5)
+    spu = np.where(marks <= 1e5, 2e-9, 1e-9) * rng.uniform(0.8, 1.2, len(marks))
+    times = np.cumsum(spu * np.diff(np.concatenate(([0.0], marks))))
+    ri = rate_interval(marks, times)
+    assert ri.ok and ri.low <= 1e9 <= ri.high and ri.high - ri.low < 0.02e9
+    assert 1e5 <= ri.warmup_updates <= 2e5  # MSER cuts at, or a little past, the transient's end
+    assert ri.warmup_s == pytest.approx(times[np.searchsorted(marks, ri.warmup_updates)], rel=1e-12)
+    assert ri.steady
+
+
+def test_too_short_a_series_is_insufficient():
+    ri = rate_interval(applied_marks(150), np.arange(1, 151) * 1e-9)
+    assert not ri.ok and not ri.steady and np.isnan(ri.low)
+
