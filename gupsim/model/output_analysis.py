@@ -14,7 +14,7 @@ evenly spaced marks.  :func:`rate_interval` turns that series into the rate afte
   heuristics", Proc. Winter Simulation Conference 755-760).  The series is batched in fives and the cut d is
   the one that minimises the squared standard error of the mean of what remains,
   sum((Z_j - mean)^2) / (m - d)^2.  It is the usual choice for a long, noisy queueing output: it needs no
-  parameter, and Hoad, Robinson & Davies (2011, "Automating warm-up length estimation", JORS 61:1389-1403)
+  parameter, and Hoad, Robinson & Davies (2010, "Automating warm-up length estimation", JORS 61(9):1389-1403)
   found it the most reliable of the methods they compared.  MSER is searched over the first half of the series; a minimum at its end,
   or cuts that leave less than half the series, mean the run never settled within it (Franklin & White 2008,
   Proc. WSC 541-546): precision insufficient.
