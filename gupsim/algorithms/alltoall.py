@@ -35,9 +35,13 @@ from pydantic import BaseModel, Field
 
 from gupsim.algorithms.base import OPTIONS_CONFIG, Algorithm, register_algorithm
 from gupsim.algorithms.baseline import UPDATE_BYTES, Message, packet_payloads
+from gupsim.base.memory import check_fits
 
 #: Words of a 0.5b bucket besides its slots: the done flag and the fill count.
 BUCKET_HEADER_WORDS = 2
+#: Bytes per update a round holds (a Python int in a bucket list, then in a received block): estimated from the
+#: 405 MB peak RSS of cray-x1 4x2x1 at 130,000 updates per process, about 63,000 held per round.
+HELD_UPDATE_BYTES = 50
 #: The counters whose differences across the steady-state window give updates per message and per slot.
 WINDOW_COUNTERS = ("updates", "data_messages", "slots")
 
@@ -54,8 +58,9 @@ class Tagged(Message):
 
 @register_algorithm("alltoall")
 class AllToAll(Algorithm):
-    #: Measured: peak traced memory per process on bgl 4x4x2, 8,192 updates per process (the default buckets).
-    memory_per_rank_bytes = 1_500_000
+    #: Measured: about 0.7 MB traced per process on bgl 4x4x2 at 8,192 updates per process (one round, no
+    #: bucket full), rounded up; the updates a round holds are counted on top of it (HELD_UPDATE_BYTES).
+    memory_per_rank_bytes = 1_000_000
     networks = ("torus", "mesh", "fat-tree")  # every network that moves MPI messages in packets
     needs_mpi = True
     rate_over_whole_run = True  # every round's updates are applied in one burst after its exchange
@@ -86,6 +91,11 @@ class AllToAll(Algorithm):
         self.barrier_s = 0.0
         self.exchange_s = 0.0
         self.barrier_steps = max(1, (ranks - 1).bit_length()) if ranks > 1 else 0
+        # A round holds a process's buckets and what it received, up to P x bucket_size updates each: refuse in
+        # one line a run whose rounds would not fit, before the first one fills.
+        held = min(sim.run.updates_per_process, ranks * options.bucket_size)
+        check_fits(ranks, self.memory_per_rank_bytes + 2 * held * HELD_UPDATE_BYTES, f"alltoall on {sim.run.shape}",
+                   detail=f"up to {held:,} updates held per process per round")
 
     # ------------------------------------------------------------------ messaging
 

@@ -95,3 +95,12 @@ def test_its_rate_stays_under_seed_000s_bounds_on_bgl():
     assert rec["alg_rounds"] >= 4
     assert 0 < rec["gups"] < min(b.cpu_bound_gups, b.network_bound_gups)
     assert rec["gups"] == pytest.approx(rec["gups_total"])
+
+
+def test_a_run_whose_rounds_cannot_fit_is_refused_in_one_line():
+    """2,048 processes with full 2,048-slot buckets would hold 4.2 million updates each per round, twice."""
+    run = make_run_config(machine="bgl", shape="16x16x8", algorithm="alltoall", updates_per_process=2**23,
+                          log2_table_size=34)
+    with pytest.raises(GupsimError, match=r"^alltoall on 16x16x8 \(2,048 processes, up to 4,194,304 updates held "
+                                          r"per process per round\) needs about [\d.]+ (GB|TB)[^\n]*$"):
+        simulate(run)
