@@ -82,8 +82,9 @@ def test_bad_options_and_engines_are_one_line():
         simulate(make_run_config(machine="hypatia-dv", shape="4x1x1", algorithm="alltoall", updates_per_process=64))
 
 
-def test_runs_over_infiniband_too():
-    sim, rec = _run("8x1x1", 256, machine="hypatia-ib", verify=True, bucket_size=16)
+@pytest.mark.parametrize("machine,shape", [("hypatia-ib", "8x1x1"), ("bgp", "2x2x2")])
+def test_runs_over_infiniband_and_bgps_dma_too(machine, shape):
+    sim, rec = _run(shape, 256, machine=machine, verify=True, bucket_size=16)
     assert sim.verify().errors == 0 and rec["alg_rounds"] >= 2
 
 
