@@ -68,6 +68,10 @@ class Algorithm:
     networks: ClassVar[tuple[str, ...]] = ("torus", "mesh")
     #: True if the algorithm calls MPI and so needs the machine's ``mpi`` costs.
     needs_mpi: ClassVar[bool] = False
+    #: True if the algorithm applies its updates in bursts, a whole round at a time: the moments a quarter and
+    #: three quarters of the updates are applied then fall inside bursts, so the record's ``gups`` is the
+    #: whole run's rate (HPCC's own measure) instead of the steady-state window's.
+    rate_over_whole_run: ClassVar[bool] = False
 
     def __init__(self, sim: "SimulationView", options: BaseModel):
         self.sim, self.options = sim, options

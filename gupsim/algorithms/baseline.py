@@ -53,6 +53,14 @@ class Message:
         self.received, self.finished = 0, finished
 
 
+def packet_payloads(net, nbytes: int) -> list[int]:
+    """A message's packets: its bytes cut at what a packet carries, each with the network's own header
+    (BG/P's DMA header, gupsim.engines.reference.dma; none on BG/L) in its chunks."""
+    size, hdr = net.max_data_bytes, net.data_header_bytes
+    full, rest = divmod(nbytes, size)
+    return [size + hdr] * full + ([rest + hdr] if rest else [])
+
+
 @register_algorithm("baseline")
 class Baseline(Algorithm):
     memory_per_rank_bytes = 200_000  # up to 1024 one-update buckets per process on a large machine
@@ -113,12 +121,7 @@ class Baseline(Algorithm):
     # ------------------------------------------------------------------ messaging
 
     def _packet_payloads(self, nbytes: int) -> list[int]:
-        """A message's packets: its bytes cut at what a packet carries, each with the network's own header
-        (BG/P's DMA header, gupsim.engines.reference.dma; none on BG/L) in its chunks."""
-        net = self.sim.net
-        size, hdr = net.max_data_bytes, net.data_header_bytes
-        full, rest = divmod(nbytes, size)
-        return [size + hdr] * full + ([rest + hdr] if rest else [])
+        return packet_payloads(self.sim.net, nbytes)
 
     def _message_bytes(self, updates: int) -> int:
         # A FINISHED message carries one 8-byte word (HPCC sends its last random number).

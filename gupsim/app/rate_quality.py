@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from gupsim.algorithms.base import ALGORITHMS
+
 #: The results table's column for it (``gupsim results``).
 COLUMN = "steady"
 
@@ -26,8 +28,16 @@ def is_steady(row: Mapping[str, Any]) -> bool:
         return False
 
 
+def whole_run(row: Mapping[str, Any]) -> bool:
+    """True when the record's ``gups`` is the whole run's rate (an algorithm that applies in bursts)."""
+    name = row.get("algorithm")
+    return name in ALGORITHMS and ALGORITHMS[name].rate_over_whole_run
+
+
 def gups_label(row: Mapping[str, Any]) -> str:
     """The summary's label for ``gups``."""
+    if whole_run(row):
+        return "GUPS (whole run: applied round by round)"
     return "GUPS (steady state)" if is_steady(row) else "GUPS (25-75% window, not steady)"
 
 

@@ -19,6 +19,8 @@ the drain (the last buckets, termination), which the HPCC total-time metric
 (``gups_total``, also reported) includes.  With at least
 :data:`MIN_STEADY_UPDATES` updates per process the window's rate changes by less than
 2% when the run length doubles (``tests/engines/reference/test_simulation.py`` checks it).
+An algorithm that applies a whole round's updates in one burst (``rate_over_whole_run``, e.g.
+``alltoall``) has no such window: its ``gups`` is the whole run's rate, as ``gups_total``.
 ``updates_per_message`` and ``updates_per_packet`` are taken over the
 messages sent inside the window; ``bytes_per_update`` (all wire bytes over
 all updates, local ones included), the send-blocking factor and link
@@ -43,7 +45,7 @@ import pandas as pd
 
 from pydantic import ValidationError
 
-from gupsim.algorithms.base import validate_options
+from gupsim.algorithms.base import algorithm_class, validate_options
 from gupsim.base.errors import GupsimError, SimulationError
 from gupsim.base.memory import allocation_failures, peak_rss_mb
 from gupsim.config.plausible import implausible, warn_implausible
@@ -201,6 +203,8 @@ def make_record(outcome: RunOutcome, wall_s: float) -> dict[str, Any]:
     (t_lo, t_hi) = o.window_times[:2]
     window_updates = (WINDOW[1] - WINDOW[0]) * o.total_updates
     rate = window_updates / (t_hi - t_lo) if t_hi > t_lo else float("nan")
+    if algorithm_class(run.algorithm).rate_over_whole_run:
+        rate = o.total_updates / t if t > 0 else float("nan")
     util = o.links["busy_s"] / t if t > 0 else np.zeros(1)
     alg = dict(o.algorithm_metrics)
     record: dict[str, Any] = {

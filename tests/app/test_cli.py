@@ -52,7 +52,7 @@ def test_bounds_json(capsys):
 @pytest.mark.parametrize(
     "argv, expected",
     [
-        (["run", "--algorithm", "routd"], "unknown algorithm 'routd'; valid choices: baseline, dv, one-packet, routed"),
+        (["run", "--algorithm", "routd"], "unknown algorithm 'routd'; valid choices: alltoall, baseline, dv, one-packet, routed"),
         (["run", "--machine", "bgq"], "unknown machine 'bgq'; valid choices: bgl"),
         (["run", "--shape", "8x8"], "invalid shape '8x8'"),
         (["run", "--shape", "8x-1x8"], "invalid shape '8x-1x8'"),

@@ -1,0 +1,235 @@
+"""``alltoall``: HPCC's original MPI RandomAccess (HPCchallenge 0.5b), a bucket sort and one all-to-all per round.
+
+The code the Cray X1 report of seed 004 describes ("first sorts the updates into different buckets for
+different CPUs, sends those buckets around the machine through a huge mpi_alltoall", seed 004 L98), as
+``RandomAccess/MPIRandomAccess.c`` of HPCchallenge 0.5b has it (icl-utk-edu/hpcc commit 50a87b6; see
+docs/research/cray-x1-t3e.md).  One round of every process:
+
+1. **fill**: generate updates one after another and append each to the bucket of its owner, one bucket per
+   process *including itself*, until a bucket holds ``bucket_size`` updates (0.5b: 2,048) or the process's
+   updates run out; a process whose updates ran out marks every bucket it sends "done";
+2. **barrier**: ``MPI_Barrier``, here a dissemination barrier of small messages over the network
+   (ceil(log2 P) steps, step s to rank + 2^s);
+3. **exchange**: one ``MPI_Alltoall``: P - 1 point-to-point messages per process through the machine's
+   network, each costing the MPI send and receive shares of ``baseline``'s message model and cut into the
+   network's packets as ``baseline``'s messages are.  0.5b sends every block whole, 2 + ``bucket_size`` words
+   (a done flag, a count and the slots) however few updates it holds (``exchange: fixed``); ``exchange:
+   counts`` sends each block at its own size, an ``MPI_Alltoallv`` what-if.  ``schedule`` says in which
+   order a process sends its P - 1 blocks: ``pairwise``, to rank + k at step k (no two senders aim at one
+   receiver at once), or ``linear``, to rank k at step k (every process starts on rank 0, a hot spot);
+   the block to itself is a local copy;
+4. **apply**: walk the P received buckets and XOR every update into the table;
+
+and it stops after the round in which every bucket it received was marked done, so a process that ran out
+early keeps sending empty done blocks until all have run out, as 0.5b does.
+
+A process holds up to P x ``bucket_size`` updates between rounds: 0.5b predates HPCC's 1,024-pending rule, so
+this algorithm does not (and may not) call ``check_pending``.  No fast kernel models it (SimPy only).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from gupsim.algorithms.base import OPTIONS_CONFIG, Algorithm, register_algorithm
+from gupsim.algorithms.baseline import UPDATE_BYTES, Message, packet_payloads
+from gupsim.base.memory import check_fits
+
+#: Words of a 0.5b bucket besides its slots: the done flag and the fill count.
+BUCKET_HEADER_WORDS = 2
+#: Bytes per update a round holds (a Python int in a bucket list, then in a received block): estimated from the
+#: 405 MB peak RSS of cray-x1 4x2x1 at 130,000 updates per process, about 63,000 held per round.
+HELD_UPDATE_BYTES = 50
+#: The counters whose differences across the steady-state window give updates per message and per slot.
+WINDOW_COUNTERS = ("updates", "data_messages", "slots")
+
+
+class Tagged(Message):
+    """A message of one collective step: ``tag`` says which (round, barrier step or exchange) it belongs to."""
+
+    __slots__ = ("tag", "src", "done")
+
+    def __init__(self, updates: list[int], nbytes: int, npackets: int, tag: tuple, src: int, done: bool = False):
+        super().__init__(updates, nbytes, npackets)
+        self.tag, self.src, self.done = tag, src, done
+
+
+@register_algorithm("alltoall")
+class AllToAll(Algorithm):
+    #: Measured: about 0.7 MB traced per process on bgl 4x4x2 at 8,192 updates per process (one round, no
+    #: bucket full), rounded up; the updates a round holds are counted on top of it (HELD_UPDATE_BYTES).
+    memory_per_rank_bytes = 1_000_000
+    networks = ("torus", "mesh", "fat-tree")  # every network that moves MPI messages in packets
+    needs_mpi = True
+    rate_over_whole_run = True  # every round's updates are applied in one burst after its exchange
+
+    class Options(BaseModel):
+        model_config = OPTIONS_CONFIG
+        bucket_size: int = Field(
+            default=2048, ge=1,
+            description="updates a bucket holds; a round ends when one is full (HPCC 0.5b: 2,048)")
+        exchange: Literal["fixed", "counts"] = Field(
+            default="fixed", description="fixed: every block 2 + bucket_size words (0.5b's MPI_Alltoall); "
+                                         "counts: each block its own size (an MPI_Alltoallv what-if)")
+        schedule: Literal["pairwise", "linear"] = Field(
+            default="pairwise", description="order of a process's sends: pairwise, to rank+k at step k; "
+                                            "linear, to rank k at step k")
+
+    def __init__(self, sim, options):
+        super().__init__(sim, options)
+        ranks = sim.num_ranks
+        #: Completed messages not yet consumed, per rank, by tag.
+        self.mail: list[dict[tuple, list[Tagged]]] = [{} for _ in range(ranks)]
+        self.rounds = 0
+        self.messages_sent = 0
+        self.packets_sent = 0
+        self.updates_sent = 0
+        self.data_messages = 0
+        self.slots_sent = 0
+        self.barrier_s = 0.0
+        self.exchange_s = 0.0
+        self.barrier_steps = max(1, (ranks - 1).bit_length()) if ranks > 1 else 0
+        # A round holds a process's buckets and what it received, up to P x bucket_size updates each: refuse in
+        # one line a run whose rounds would not fit, before the first one fills.
+        held = min(sim.run.updates_per_process, ranks * options.bucket_size)
+        check_fits(ranks, self.memory_per_rank_bytes + 2 * held * HELD_UPDATE_BYTES, f"alltoall on {sim.run.shape}",
+                   detail=f"up to {held:,} updates held per process per round")
+
+    # ------------------------------------------------------------------ messaging
+
+    def _message_bytes(self, words: int) -> int:
+        return UPDATE_BYTES * words + self.sim.machine.mpi.header_bytes
+
+    def _isend(self, rank: int, dst: int, msg: Tagged):
+        net = self.sim.net
+        for payload in packet_payloads(net, msg.nbytes):
+            yield from net.inject(net.make_packet(rank, dst, payload, message=msg))
+
+    def _send(self, rank: int, cpu, dst: int, updates: list[int], words: int, tag: tuple, done: bool = False):
+        """Pay the sender's MPI share and start the message into the injection FIFO; return its process."""
+        nbytes = self._message_bytes(words)
+        msg = Tagged(updates, nbytes, len(packet_payloads(self.sim.net, nbytes)), tag, rank, done)
+        self.messages_sent += 1
+        self.packets_sent += msg.npackets
+        cpu.spend(self.sim.cost.mpi_send(nbytes))
+        yield cpu.flush()
+        return self.sim.env.process(self._isend(rank, dst, msg))
+
+    def _receive(self, rank: int, cpu) -> None:
+        """Copy every arrived packet out of the reception FIFO; file each completed message under its tag."""
+        net, cost, mail = self.sim.net, self.sim.cost, self.mail[rank]
+        inbox = net.inbox[rank].items
+        while inbox:
+            pkt = inbox.popleft()
+            msg = pkt.message
+            msg.received += 1
+            if msg.received == msg.npackets:
+                cpu.spend(cost.mpi_recv(msg.nbytes))
+                mail.setdefault(msg.tag, []).append(msg)
+            net.release_later(cpu.debt_s, net.reception_fifo(pkt), pkt.chunks)
+
+    def _wait_for(self, rank: int, cpu, tag: tuple, count: int, sending=None):
+        """Receive until ``count`` messages tagged ``tag`` are in (and ``sending``, if any, has finished)."""
+        mail, inbox = self.mail[rank], self.sim.net.inbox[rank]
+        while True:
+            self._receive(rank, cpu)
+            yield cpu.flush()
+            busy = sending is not None and sending.is_alive
+            if len(mail.get(tag, ())) >= count and not busy:
+                return mail.pop(tag, [])
+            yield self.sim.env.any_of([sending, inbox.wait()] if busy else [inbox.wait()])
+
+    # ------------------------------------------------------------------ the collectives
+
+    def _barrier(self, rank: int, cpu, round_no: int):
+        """Dissemination barrier: at step s send to rank + 2^s and wait for rank - 2^s."""
+        p = self.sim.num_ranks
+        for step in range(self.barrier_steps):
+            tag = ("barrier", round_no, step)
+            sending = yield from self._send(rank, cpu, (rank + (1 << step)) % p, [], 1, tag)
+            yield from self._wait_for(rank, cpu, tag, 1, sending)
+
+    def _order(self, rank: int) -> list[int]:
+        p = self.sim.num_ranks
+        if self.options.schedule == "pairwise":
+            return [(rank + k) % p for k in range(1, p)]
+        return [k for k in range(p) if k != rank]
+
+    def _exchange(self, rank: int, cpu, round_no: int, buckets: list[list[int]], done: bool):
+        """One MPI_Alltoall: send the P - 1 blocks in schedule order, one in the FIFO at a time, receiving
+        whatever arrives meanwhile; return every block received, the process's own included."""
+        env, inbox = self.sim.env, self.sim.net.inbox[rank]
+        tag = ("data", round_no)
+        size, fixed = self.options.bucket_size, self.options.exchange == "fixed"
+        sending = None
+        for dst in self._order(rank):
+            while sending is not None and sending.is_alive:  # one send in the FIFO at a time
+                self._receive(rank, cpu)
+                yield cpu.flush()
+                yield env.any_of([sending, inbox.wait()])
+            self._receive(rank, cpu)
+            updates = buckets[dst]
+            words = BUCKET_HEADER_WORDS + (size if fixed else len(updates))
+            self.updates_sent += len(updates)
+            self.data_messages += 1
+            self.slots_sent += size if fixed else len(updates)
+            sending = yield from self._send(rank, cpu, dst, updates, words, tag, done)
+        received = yield from self._wait_for(rank, cpu, tag, self.sim.num_ranks - 1, sending)
+        own = Tagged(buckets[rank], 0, 0, tag, rank, done)
+        return received + [own]
+
+    # ------------------------------------------------------------------ the process
+
+    def process(self, rank: int):
+        sim, env, cost = self.sim, self.sim.env, self.sim.cost
+        cpu, stream = sim.cpus[rank], sim.streams[rank]
+        p, size = sim.num_ranks, self.options.bucket_size
+        fill_cost = cost.generate + cost.bucket_insert
+        round_no = 0
+        while True:
+            buckets: list[list[int]] = [[] for _ in range(p)]
+            while stream.remaining:
+                value, dest = stream.take()
+                buckets[dest].append(value)
+                cpu.spend(fill_cost)
+                if len(buckets[dest]) >= size:
+                    break
+            done = not stream.remaining
+            start = env.now
+            yield from self._barrier(rank, cpu, round_no)
+            mid = env.now
+            blocks = yield from self._exchange(rank, cpu, round_no, buckets, done)
+            if rank == 0:
+                self.rounds += 1
+                self.barrier_s += mid - start
+                self.exchange_s += env.now - mid
+            for block in blocks:
+                if block.updates:
+                    cpu.spend(cost.update * len(block.updates))
+                    sim.apply(rank, block.updates, delay_s=cpu.debt_s)
+            yield cpu.flush()
+            round_no += 1
+            if all(block.done for block in blocks):
+                return
+
+    def counters(self) -> dict[str, float]:
+        return {"updates": self.updates_sent, "messages": self.messages_sent, "packets": self.packets_sent,
+                "data_messages": self.data_messages, "slots": self.slots_sent, "rounds": self.rounds, "barrier_s": self.barrier_s,
+                "exchange_s": self.exchange_s}
+
+    def metrics(self, window, totals) -> dict[str, float]:
+        lo, hi = window
+        d = {k: hi[k] - lo[k] for k in WINDOW_COUNTERS}
+        if not d["data_messages"]:  # no exchange inside the window: fall back to the whole run
+            d = totals
+        return {
+            "rounds": totals["rounds"],
+            "messages_sent": totals["messages"],
+            "packets_sent": totals["packets"],
+            "updates_per_message": d["updates"] / d["data_messages"] if d["data_messages"] else float("nan"),
+            "slot_fill": d["updates"] / d["slots"] if d["slots"] else float("nan"),
+            "rank0_barrier_s": totals["barrier_s"],
+            "rank0_exchange_s": totals["exchange_s"],
+        }

@@ -1,0 +1,107 @@
+"""``alltoall``, HPCC 0.5b's bucket sort and MPI_Alltoall: conservation, HPCC's verification, determinism, the
+collective's messages, bad options, and its rate against seed 000's bounds."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from gupsim.base.errors import GupsimError
+from gupsim.config import load_machine
+from gupsim.engines.run import make_run_config, simulate
+from gupsim.model.bounds import bounds
+
+from tests.conftest import call_cli
+
+VOLATILE = ("wall_s", "events_per_s", "peak_rss_mb", "config")
+
+
+def _run(shape="4x4x2", updates=512, machine="bgl", verify=False, **options):
+    return simulate(make_run_config(machine=machine, shape=shape, algorithm="alltoall", updates_per_process=updates,
+                                    log2_table_size=20, verify=verify, algorithm_options=options))
+
+
+@pytest.mark.parametrize("shape,options", [
+    ("4x4x2", {"bucket_size": 16}),
+    ("3x2x1", {"bucket_size": 5, "exchange": "counts"}),  # 6 processes: not a power of two
+    ("4x2x1", {"bucket_size": 1, "schedule": "linear"}),  # a round per update at most
+    ("2x1x1", {}),  # no bucket fills: one round, every block marked done
+])
+def test_every_update_is_applied_once_at_its_owner(shape, options):
+    """apply() refuses an update at a rank that does not own it; XOR twice cancels, so HPCC's check
+    finds an update applied twice as surely as one never applied."""
+    sim, rec = _run(shape, 300, verify=True, **options)
+    assert rec["updates_generated"] == rec["updates_applied"] == sim.total_updates
+    assert sim.verify().errors == 0
+
+
+def test_verify_passes_on_the_command_line(capsys):
+    code, out, _ = call_cli(capsys, "run", "--shape", "2x2x2", "--algorithm", "alltoall", "--option", "bucket_size=8",
+                            "--updates", "400", "--log2-table-size", "16", "--verify")
+    assert code == 0 and "HPCC verification" in out and "passed" in out
+    assert "GUPS (whole run: applied round by round)" in out
+
+
+def test_a_run_is_a_function_of_its_config_and_seed():
+    a, b = (_run("4x2x1", 300, bucket_size=8)[1] for _ in range(2))
+    same = [repr({k: v for k, v in r.items() if k not in VOLATILE}) for r in (a, b)]  # repr: nan == nan
+    assert same[0] == same[1]
+    c = simulate(make_run_config(machine="bgl", shape="4x2x1", algorithm="alltoall", updates_per_process=300,
+                                 log2_table_size=20, seed=1, algorithm_options={"bucket_size": 8}))[1]
+    assert c["sim_time_s"] != a["sim_time_s"]
+
+
+@pytest.mark.parametrize("exchange", ["fixed", "counts"])
+def test_each_round_is_a_barrier_and_one_alltoall_of_the_right_blocks(exchange):
+    """P - 1 blocks per process per round plus ceil(log2 P) barrier messages; a fixed block is 2 + bucket_size
+    words whatever it holds, cut into the machine's packets."""
+    sim, rec = _run("4x2x1", 300, bucket_size=8, exchange=exchange)
+    p, rounds = sim.num_ranks, rec["alg_rounds"]
+    assert rounds >= 2
+    barrier = math.ceil(math.log2(p))
+    assert rec["alg_messages_sent"] == rounds * p * (p - 1 + barrier)
+    per_block = math.ceil(((2 + 8) * 8 + sim.machine.mpi.header_bytes) / sim.net.max_data_bytes)
+    if exchange == "fixed":
+        assert rec["alg_packets_sent"] == rounds * p * ((p - 1) * per_block + barrier)
+        assert rec["alg_slot_fill"] < 1
+    else:
+        assert rec["alg_slot_fill"] == 1
+
+
+def test_bad_options_and_engines_are_one_line():
+    for options, match in [({"bucket_size": 0}, "option bucket_size: Input should be greater than or equal to 1"),
+                           ({"exchange": "vector"}, "option exchange: Input should be 'fixed' or 'counts'"),
+                           ({"schedul": "linear"}, "unknown option 'schedul' \\(valid: bucket_size, exchange, schedule\\)")]:
+        with pytest.raises(GupsimError, match=match):
+            _run(**options)
+    with pytest.raises(GupsimError, match="--engine fast: no fast kernel for algorithm 'alltoall'"):
+        simulate(make_run_config(machine="bgl", shape="2x2x1", algorithm="alltoall", updates_per_process=64,
+                                 engine="fast"))
+    with pytest.raises(GupsimError, match="algorithm alltoall does not run on a data-vortex network"):
+        simulate(make_run_config(machine="hypatia-dv", shape="4x1x1", algorithm="alltoall", updates_per_process=64))
+
+
+@pytest.mark.parametrize("machine,shape", [("hypatia-ib", "8x1x1"), ("bgp", "2x2x2")])
+def test_runs_over_infiniband_and_bgps_dma_too(machine, shape):
+    sim, rec = _run(shape, 256, machine=machine, verify=True, bucket_size=16)
+    assert sim.verify().errors == 0 and rec["alg_rounds"] >= 2
+
+
+def test_its_rate_stays_under_seed_000s_bounds_on_bgl():
+    """The record's rate is the whole run's: a window of applied fractions would fall inside a round's burst
+    of applies and report far more than either bound."""
+    b = bounds(load_machine("bgl"), "4x4x2")
+    _, rec = _run("4x4x2", 2048, bucket_size=64)
+    assert rec["alg_rounds"] >= 4
+    assert 0 < rec["gups"] < min(b.cpu_bound_gups, b.network_bound_gups)
+    assert rec["gups"] == pytest.approx(rec["gups_total"])
+
+
+def test_a_run_whose_rounds_cannot_fit_is_refused_in_one_line():
+    """2,048 processes with full 2,048-slot buckets would hold 4.2 million updates each per round, twice."""
+    run = make_run_config(machine="bgl", shape="16x16x8", algorithm="alltoall", updates_per_process=2**23,
+                          log2_table_size=34)
+    with pytest.raises(GupsimError, match=r"^alltoall on 16x16x8 \(2,048 processes, up to 4,194,304 updates held "
+                                          r"per process per round\) needs about [\d.]+ (GB|TB)[^\n]*$"):
+        simulate(run)
