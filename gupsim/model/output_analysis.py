@@ -160,8 +160,12 @@ def rate_interval(marks: Sequence[int], times: Sequence[float]) -> RateInterval:
     warm_u, warm_s = int(ends[d]), float(at[d])
     if len(rest) < MIN_POINTS:
         return RateInterval(nan, nan, nan, 0, nan, warm_u, warm_s, False)
+    span = at[n - e] - at[d]
+    if not span > 0:  # the marks were all crossed at one instant (a whole round applied at once): no series
+        return RateInterval(nan, nan, nan, 0, nan, warm_u, warm_s, False)
     mean, half, lag1 = batch_means(rest)
-    rate = (ends[n - e] - ends[d]) / (at[n - e] - at[d])
-    low, high = 1.0 / (mean + half), 1.0 / (mean - half) if mean > half else nan
-    ok = settled and independent(lag1) and high == high
+    rate = (ends[n - e] - ends[d]) / span
+    low = 1.0 / (mean + half) if mean + half > 0 else nan
+    high = 1.0 / (mean - half) if mean > half else nan
+    ok = settled and independent(lag1) and high == high and low == low
     return RateInterval(float(rate), low, high, BATCHES, lag1, warm_u, warm_s, ok)

@@ -83,3 +83,14 @@ def test_too_short_a_series_is_insufficient():
     ri = rate_interval(applied_marks(150), np.arange(1, 151) * 1e-9)
     assert not ri.ok and not ri.steady and np.isnan(ri.low)
 
+
+
+def test_marks_crossed_in_bursts_give_no_interval_rather_than_a_division_by_zero():
+    """An algorithm that applies a whole round at one instant (alltoall) crosses many marks at equal times;
+    the series then holds zero-length intervals, and where all of them are, there is no rate to bound."""
+    marks = applied_marks(1000)
+    bursts = np.repeat([1.0, 2.0], len(marks) // 2)  # two rounds, each applied at a single instant
+    got = rate_interval(marks, bursts)
+    assert not got.ok and not got.steady
+    one_instant = rate_interval(marks, np.full(len(marks), 1.0))  # every mark at once: no time passes
+    assert not one_instant.ok and one_instant.rate != one_instant.rate  # NaN, not a ZeroDivisionError
