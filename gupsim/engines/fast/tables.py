@@ -91,7 +91,9 @@ N_COUNTERS = 32
 # ------------------------------------------------------------------ integer parameters
 I_PPN, I_X, I_Y, I_Z, I_WRAPS, I_BUBBLE, I_ADAPTIVE, I_NLINKS, I_NRANKS, I_MAXCH = range(10)
 I_POOL_DYN, I_POOL_INJ, I_POOL_REC, I_TOTAL, I_MARK0, I_MARK1, I_FIFO_GROUPS, I_ORDERED = range(10, 18)
-N_IPARAMS = 18
+# the half-ring tie rule's code (gupsim.topology.grid.HALF_RING_TIES)
+I_TIES = 18
+N_IPARAMS = 19
 F_RATE, F_CHUNK_S, F_ROUTER_S, F_CYCLE_S = range(4)
 N_FPARAMS = 4
 #: Free packet rows the kernels' outer loop keeps (:func:`gupsim.engines.fast.events.needs_room`).
