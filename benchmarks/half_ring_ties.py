@@ -45,11 +45,11 @@ def part_a(out, updates: int) -> None:
                         **_run(sets, shape, "one-packet", updates)})
 
 
-def part_b(out, nodes: list[int]) -> None:
+def part_b(out, nodes: list[int], rules: list[str]) -> None:
     ref = reference_table("bgl_table4_routed.csv").set_index("nodes")
     shapes = bgl_partition_shapes()
     for n in nodes:
-        for ties in HALF_RING_TIES:
+        for ties in rules:
             rec = _run({"network.half_ring_ties": ties}, shapes[n], "routed", 4096)
             _emit(out, {"part": "table4", "nodes": n, "shape": shapes[n], "ties": ties,
                         "published_gups": float(ref.loc[n, "gups"]),
@@ -74,15 +74,17 @@ def main() -> None:
     parser.add_argument("--part", choices=["a", "b", "upc", "big"], required=True)
     parser.add_argument("--updates", type=int, default=2048, help="per process, part a")
     parser.add_argument("--out", default="-")
+    parser.add_argument("--ties", choices=sorted(HALF_RING_TIES), action="append",
+                        help="only this rule (repeatable), parts b and big; default: every rule")
     args = parser.parse_args()
     out = sys.stdout if args.out == "-" else open(args.out, "a")
     t0 = time.perf_counter()
     if args.part == "a":
         part_a(out, args.updates)
     elif args.part == "b":
-        part_b(out, [512, 1024, 2048, 4096, 8192])
+        part_b(out, [512, 1024, 2048, 4096, 8192], args.ties or list(HALF_RING_TIES))
     elif args.part == "big":
-        part_b(out, [16384])
+        part_b(out, [16384], args.ties or list(HALF_RING_TIES))
     else:
         part_upc(out)
     print(f"# {time.perf_counter() - t0:.0f} s", file=sys.stderr)
