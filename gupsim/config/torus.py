@@ -79,6 +79,14 @@ class NetworkConfig(BaseModel):
         description="fifo: packets leave every link buffer and injection FIFO in the order they entered it, "
         "as hardware FIFOs do (head-of-line blocking); pool: a buffer is room only, and any packet whose next "
         "room is free may leave")
+    half_ring_ties: Literal["plus", "source-parity"] = Field(
+        default="plus",
+        description="which way deterministic routing sends a packet whose destination is exactly half-way round "
+        "a ring of even length: plus: always +; source-parity: + from even coordinates, - from odd ones, as "
+        "BG/L's BLRTS hint cut-offs do (IBM BlueMatter, svntrunk/src/BonB/src/blade_on_blrts.c, "
+        "_blade_torus_calc_hints_same_as_blrts(): + when the + neighbour's coordinate is odd; "
+        "docs/research/bgl-router-facts.md row 13). Adaptive routing's dynamic channels still see both "
+        "directions of a tie as minimal")
     cut_through_bytes: int | None = Field(
         default=None, ge=1, le=MAX_COUNT,
         description="bytes a router must have before it forwards a packet's head (default: one chunk)")

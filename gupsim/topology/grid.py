@@ -34,7 +34,8 @@ from __future__ import annotations
 
 import math
 import operator
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from fractions import Fraction
 from functools import cached_property
 from typing import ClassVar
@@ -44,12 +45,48 @@ import numpy as np
 
 from gupsim.topology.base import Shape, _validated, parse_shape, register_topology
 
+from gupsim.base.errors import UnknownNameError
 from gupsim.base.memory import refuse_if_over
 
 
 #: Peak bytes per node of building the per-node tables (the (N, 6) neighbour table, the (N, 3) coordinates
 #: and the per-port temporaries of :meth:`Topology._build_neighbor_table`), rounded up.
 TABLE_BYTES_PER_NODE = 160
+
+
+@dataclass(frozen=True)
+class HalfRingTies:
+    """How deterministic routing breaks a tie: a destination exactly ``length/2`` away on a ring of even
+    ``length``, where both ways round are equally short.
+
+    ``code`` is the value the fast kernels read from ``int_params[I_TIES]``
+    (:func:`gupsim.engines.fast.core._offset` mirrors ``goes_plus`` for each code).  The rule depends only on
+    the coordinate ``a`` of the node deciding, in the tied dimension; that coordinate is the source's until
+    the packet moves in that dimension, after which it is no longer tied, so deciding hop by hop
+    (:meth:`Topology.next_port`) and at the source (:meth:`Topology.route`) give the same route.
+    """
+
+    code: int
+    goes_plus: Callable[[int, int], bool]  # (a, length) -> True for the + way
+
+
+#: The half-ring tie rules by name (``network.half_ring_ties``).
+HALF_RING_TIES: dict[str, HalfRingTies] = {
+    # Always the + way: gupsim's rule before BG/L's was found; it loads the + half of every even ring more.
+    "plus": HalfRingTies(0, lambda a, length: True),
+    # BG/L's BLRTS hint cut-offs (IBM BlueMatter, svntrunk/src/BonB/src/blade_on_blrts.c,
+    # _blade_torus_calc_hints_same_as_blrts(), commit 43474e48): the + cut-off reaches length/2 away when the
+    # + neighbour's coordinate (a+1) mod length is odd, else length/2 - 1 (the - cut-off mirrors it), so a
+    # tie goes + from even coordinates and - from odd ones.  (The code's comment states the parity the other
+    # way round; this is what the code computes.)
+    "source-parity": HalfRingTies(1, lambda a, length: (a + 1) % length % 2 == 1),
+}
+
+
+def half_ring_ties(name: str) -> HalfRingTies:
+    if name not in HALF_RING_TIES:
+        raise UnknownNameError("half_ring_ties", name, list(HALF_RING_TIES))
+    return HALF_RING_TIES[name]
 
 
 class Topology:
@@ -68,8 +105,10 @@ class Topology:
     # Directed links a plane cut crosses, per node of the plane, in one direction.
     _cut_multiplicity: ClassVar[int] = 1
 
-    def __init__(self, shape: str | Sequence[int]) -> None:
+    def __init__(self, shape: str | Sequence[int], ties: str = "plus") -> None:
         self.shape: Shape = parse_shape(shape) if isinstance(shape, str) else _validated(shape, shape)
+        self.ties: str = ties
+        self._ties: HalfRingTies = half_ring_ties(ties)
         self.num_nodes: int = self.shape[0] * self.shape[1] * self.shape[2]
         self.num_link_slots: int = self.num_nodes * self.ports
         self._strides = (1, self.shape[0], self.shape[0] * self.shape[1])
@@ -91,7 +130,8 @@ class Topology:
 
     @classmethod
     def from_config(cls, shape: str | Sequence[int], network: object = None) -> "Topology":
-        return cls(shape)
+        # Closed-form bounds build a topology without a network section; routing is not asked of those.
+        return cls(shape) if network is None else cls(shape, network.half_ring_ties)  # type: ignore[attr-defined]
 
     # --- per-dimension behaviour, overridden by subclasses -------------------
 
@@ -205,8 +245,9 @@ class Topology:
     def route(self, src: int, dst: int) -> list[int]:
         """Deterministic dimension-order route (x, then y, then z) as directed link ids.
 
-        The torus goes the shorter way round, and the ``+`` way when both are
-        equally short, so the route is always a shortest path.
+        The torus goes the shorter way round, and when both are equally short
+        the way the topology's half-ring tie rule (:data:`HALF_RING_TIES`) says,
+        so the route is always a shortest path.
         """
         links: list[int] = []
         node = src
@@ -334,10 +375,11 @@ class Topology:
         return f"{type(self).__name__}({'x'.join(map(str, self.shape))})"
 
     def __eq__(self, other: object) -> bool:
-        return type(self) is type(other) and self.shape == other.shape  # type: ignore[attr-defined]
+        return (type(self) is type(other) and self.shape == other.shape  # type: ignore[attr-defined]
+                and self.ties == other.ties)  # type: ignore[attr-defined]
 
     def __hash__(self) -> int:
-        return hash((type(self).__name__, self.shape))
+        return hash((type(self).__name__, self.shape, self.ties))
 
 
 @register_topology("torus")
@@ -353,7 +395,9 @@ class Torus3D(Topology):
 
     def _offset(self, a: int, b: int, length: int) -> int:
         delta = (b - a) % length
-        return delta if 2 * delta <= length else delta - length
+        if 2 * delta == length:
+            return delta if self._ties.goes_plus(a, length) else -delta
+        return delta if 2 * delta < length else delta - length
 
     def _dim_distances(self, a: np.ndarray, b: np.ndarray, length: int) -> np.ndarray:
         delta = (b - a) % length

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from gupsim.base.errors import GupsimError, UnknownNameError
 from tests.conftest import reference
 from gupsim.topology import TOPOLOGIES, Mesh3D, Torus3D, make_topology, parse_shape
+from gupsim.topology.grid import HALF_RING_TIES
 
 def nx_grid(kind: str, shape: tuple[int, int, int]) -> nx.Graph:
     # grid_graph takes dims slowest-first; reversed so node tuples read (x, y, z).
@@ -188,9 +189,13 @@ shapes = st.tuples(*[st.integers(1, 9)] * 3).filter(lambda s: s[0] * s[1] * s[2]
 
 
 @settings(max_examples=250, deadline=None)
-@given(kind=st.sampled_from(["torus", "mesh"]), shape=shapes, a=st.integers(0, 10**6), b=st.integers(0, 10**6))
-def test_route_properties(kind: str, shape: tuple[int, int, int], a: int, b: int) -> None:
-    topo = make_topology(kind, shape)
+@given(kind=st.sampled_from(["torus", "mesh"]), shape=shapes, a=st.integers(0, 10**6), b=st.integers(0, 10**6),
+       ties=st.sampled_from(sorted(HALF_RING_TIES)))
+def test_route_properties(kind: str, shape: tuple[int, int, int], a: int, b: int, ties: str) -> None:
+    """Under every half-ring tie rule a route is minimal (hops <= diameter), in dimension order, and the
+    same whether decided at the source or hop by hop (the reference's adaptive escape and the fast kernels
+    ask next_port at every node)."""
+    topo = TOPOLOGIES[kind](shape, ties)
     src, dst = a % topo.num_nodes, b % topo.num_nodes
     route = topo.route(src, dst)
     node = src
@@ -208,6 +213,12 @@ def test_route_properties(kind: str, shape: tuple[int, int, int], a: int, b: int
         assert len({p for p in ports if p // 2 == d}) == 1  # never turns back within a dimension
     assert topo.route(src, src) == [] and topo.hops(src, src) == 0
     assert topo.next_port(src, dst) == (ports[0] if ports else None)
+    node, hop_by_hop = src, []
+    while node != dst:
+        port = topo.next_port(node, dst)
+        hop_by_hop.append(topo.link_id(node, port))
+        node = topo.neighbor(node, port)
+    assert hop_by_hop == route
 
 
 @settings(max_examples=150, deadline=None)
@@ -223,6 +234,53 @@ def test_minimal_ports_are_exactly_the_closer_ones(kind: str, shape: tuple[int, 
     ]
     assert topo.minimal_ports(src, dst) == closer
     assert len({p // 2 for p in closer}) == sum(c != d for c, d in zip(topo.coords(src), topo.coords(dst)))
+
+
+def _blrts_tie_goes_plus(x: int, size: int) -> bool:
+    """IBM's BLRTS hint computation for a destination size/2 away, transcribed as an independent oracle:
+    the cut-offs of _blade_torus_calc_hints_same_as_blrts() (blade_on_blrts.c) applied by
+    BGLTorusCalcHints() (spi_ts_hints.c), IBM BlueMatter commit 43474e48."""
+    n_xp = (x + 1) % size
+    if n_xp % 2:
+        h_xp, h_xm = min(size - 1, x + size // 2), max(0, x - (size // 2 - 1))
+    else:
+        h_xp, h_xm = min(size - 1, x + (size // 2 - 1)), max(0, x - size // 2)
+    dest = (x + size // 2) % size
+    if x < dest:
+        return dest <= h_xp
+    return not dest >= h_xm
+
+
+@pytest.mark.parametrize("size", [2, 4, 6, 8, 16, 32, 64])
+def test_source_parity_ties_are_blrts_hint_cutoffs(size: int) -> None:
+    topo = Torus3D((size, 1, 1), "source-parity")
+    for x in range(size):
+        dst = (x + size // 2) % size
+        assert topo.next_port(x, dst) == (0 if _blrts_tie_goes_plus(x, size) else 1), x
+        assert topo.next_port(x, dst) == (0 if x % 2 == 0 else 1)  # even coordinates go +
+        assert topo.minimal_ports(x, dst) == [0, 1]  # adaptive routing still sees both ways as minimal
+
+
+@pytest.mark.parametrize("size", [4, 8])
+def test_source_parity_loads_both_ways_round_a_ring_equally(size: int) -> None:
+    """All-pairs traffic on one ring: the + and - links carry the same load under source parity; under plus
+    every node's tie adds size/2 hops to the + way, size*size/2 in all."""
+    loads = {}
+    for ties in HALF_RING_TIES:
+        topo = Torus3D((size, 1, 1), ties)
+        plus = minus = 0
+        for src in range(size):
+            for dst in range(size):
+                for link in topo.route(src, dst):
+                    plus, minus = (plus + 1, minus) if link % 6 == 0 else (plus, minus + 1)
+        loads[ties] = (plus, minus)
+    assert loads["source-parity"][0] == loads["source-parity"][1]
+    assert loads["plus"][0] - loads["plus"][1] == size * size // 2
+
+
+def test_unknown_tie_rule_is_one_line() -> None:
+    with pytest.raises(UnknownNameError, match="half_ring_ties 'random'"):
+        Torus3D((4, 4, 4), "random")
 
 
 def test_torus_tie_goes_plus() -> None:

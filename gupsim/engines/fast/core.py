@@ -40,7 +40,7 @@ from numba import njit
 
 from gupsim.engines.fast.credits import enqueue, give, give_later, inj_pool, list_append, rec_pool, room, take, wake
 from gupsim.engines.fast.events import NORMAL, PAYLOAD_MASK, URGENT, push
-from gupsim.engines.fast.tables import C_DELIVERED, C_MARK_INDEX, C_NEXT_MARK, I_NMARKS, I_TOTAL, C_FREE_HEAD, C_HEAP_N, C_HOPS, C_INJECTED, C_NFREE, C_WIRE, EV_CPU, EV_FRONT, EV_GIVE, EV_HOP, EV_RESUME, EV_TAIL, F_CHUNK_S, F_CYCLE_S, F_RATE, F_ROUTER_S, I_ADAPTIVE, I_BUBBLE, I_ORDERED, I_POOL_DYN, I_POOL_INJ, I_WRAPS, I_X, PF_ASKED, PF_START, PK_BUBBLE, PK_CHUNKS, PK_DIM, PK_DST, PK_HELD, PK_LINK, PK_NEXT, PK_NODE, PK_ONEXT, PK_SRC, PK_STATE, PK_WIRE, PQ_FREE, PQ_OHEAD, RK_IN_COUNT, RK_IN_HEAD, RK_IN_TAIL, RK_WAIT, W_FRONT, W_FRONT_TIME, W_LINK, W_NONE, W_REC, WAKE_INBOX, f2i, i2f, node_of, prefetch_row
+from gupsim.engines.fast.tables import C_DELIVERED, C_MARK_INDEX, C_NEXT_MARK, I_NMARKS, I_TOTAL, C_FREE_HEAD, C_HEAP_N, C_HOPS, C_INJECTED, C_NFREE, C_WIRE, EV_CPU, EV_FRONT, EV_GIVE, EV_HOP, EV_RESUME, EV_TAIL, F_CHUNK_S, F_CYCLE_S, F_RATE, F_ROUTER_S, I_ADAPTIVE, I_BUBBLE, I_ORDERED, I_POOL_DYN, I_TIES, I_POOL_INJ, I_WRAPS, I_X, PF_ASKED, PF_START, PK_BUBBLE, PK_CHUNKS, PK_DIM, PK_DST, PK_HELD, PK_LINK, PK_NEXT, PK_NODE, PK_ONEXT, PK_SRC, PK_STATE, PK_WIRE, PQ_FREE, PQ_OHEAD, RK_IN_COUNT, RK_IN_HEAD, RK_IN_TAIL, RK_WAIT, W_FRONT, W_FRONT_TIME, W_LINK, W_NONE, W_REC, WAKE_INBOX, f2i, i2f, node_of, prefetch_row
 
 
 #: C_NEXT_MARK past the last mark: no count of updates reaches it.
@@ -192,12 +192,19 @@ def launch(pk, pf, ip, hh, ctr, p, now):
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def _offset(a, b, length, wraps):
+def _offset(a, b, length, wraps, ties):
+    """Topology._offset; ``ties`` is the code of a rule of gupsim.topology.grid.HALF_RING_TIES, each mirrored
+    here: 0 (plus) always +, 1 (source-parity) + when the + neighbour's coordinate (a+1) mod length is odd."""
     if wraps:
         delta = b - a  # (b - a) % length, as both are in [0, length), without the division
         if delta < 0:
             delta += length
-        return delta if 2 * delta <= length else delta - length
+        if 2 * delta == length:
+            if ties == 0:
+                return delta
+            nxt = a + 1 if a + 1 < length else 0
+            return delta if nxt & 1 else -delta
+        return delta if 2 * delta < length else delta - length
     return b - a
 
 
@@ -208,7 +215,7 @@ def _dynamic_choice(pk, pq, dq, ctr, lf, ip, coords, node, dst, chunks):
     base = ip[I_POOL_DYN]
     for d in range(3):
         length = ip[I_X + d]
-        off = _offset(coords[node, d], coords[dst, d], length, ip[I_WRAPS])
+        off = _offset(coords[node, d], coords[dst, d], length, ip[I_WRAPS], ip[I_TIES])
         if off == 0:
             continue
         both = ip[I_WRAPS] and 2 * abs(off) == length
@@ -309,7 +316,7 @@ def hop_on(pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, p, now):
                 return
         port = -1
         for d in range(3):
-            off = _offset(coords[node, d], coords[dst, d], ip[I_X + d], ip[I_WRAPS])
+            off = _offset(coords[node, d], coords[dst, d], ip[I_X + d], ip[I_WRAPS], ip[I_TIES])
             if off != 0:
                 port = 2 * d if off > 0 else 2 * d + 1
                 break

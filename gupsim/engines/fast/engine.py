@@ -21,6 +21,7 @@ from gupsim.model.output_analysis import applied_marks
 from gupsim.model.run_config import SLICE_START_FRACTION, WINDOW, RunConfig, stream_layout, stream_start
 from gupsim.engines.checks import network_standin
 from gupsim.topology.base import make_topology, parse_shape
+from gupsim.topology.grid import HALF_RING_TIES
 from gupsim.engines.fast import one_packet
 from gupsim.engines.fast import routed
 from gupsim.engines.fast import baseline
@@ -82,7 +83,7 @@ class FastSimulation:
         self.ppn = m.cpu.processes_per_node
         self.kernel = KERNELS[run.algorithm]
         self.memory_estimate_bytes = check_memory(run)
-        self.topology = make_topology(m.network.topology_kind(math.prod(shape)), shape)
+        self.topology = make_topology(m.network.topology_kind(math.prod(shape)), shape, m.network)
         self.num_ranks = self.topology.num_nodes * self.ppn
         self.net_cfg = m.network
         self.cost = CostModel.from_machine(m)
@@ -146,6 +147,7 @@ class FastSimulation:
         F = R * groups  # injection (and reception) FIFOs: rank * groups + group, as network.Network
         ip[tb.I_FIFO_GROUPS] = groups
         ip[tb.I_ORDERED] = int(net.buffer_order == "fifo")
+        ip[tb.I_TIES] = HALF_RING_TIES[net.half_ring_ties].code
         ip[tb.I_POOL_DYN], ip[tb.I_POOL_INJ], ip[tb.I_POOL_REC] = nlinks, 2 * nlinks, 2 * nlinks + F
         ip[tb.I_TOTAL] = self.total_updates
         ip[tb.I_MARK0], ip[tb.I_MARK1] = (math.ceil(f * self.total_updates) for f in WINDOW)

@@ -95,7 +95,9 @@ I_PPN, I_X, I_Y, I_Z, I_WRAPS, I_BUBBLE, I_ADAPTIVE, I_NLINKS, I_NRANKS, I_MAXCH
 I_POOL_DYN, I_POOL_INJ, I_POOL_REC, I_TOTAL, I_MARK0, I_MARK1, I_FIFO_GROUPS, I_ORDERED = range(10, 18)
 # how many applied-times marks (gupsim.model.output_analysis.applied_marks)
 I_NMARKS = 18
-N_IPARAMS = 19
+# the half-ring tie rule's code (gupsim.topology.grid.HALF_RING_TIES)
+I_TIES = 19
+N_IPARAMS = 20
 F_RATE, F_CHUNK_S, F_ROUTER_S, F_CYCLE_S = range(4)
 N_FPARAMS = 4
 #: Free packet rows the kernels' outer loop keeps (:func:`gupsim.engines.fast.events.needs_room`).

@@ -12,12 +12,14 @@ from gupsim.config import load_machine
 from gupsim.base.errors import GupsimError
 from gupsim.app.reporting import model_fields
 from gupsim.engines.run import RECORD_KEYS, make_run_config, simulate
+from gupsim.topology.grid import HALF_RING_TIES
 from tests.engines.fast.conftest import assert_engines_agree
 
 UPC = {"payload_bytes": 64, "wire_bytes": 75, "local_overhead_cycles": 40.0, "remote_overhead_cycles": 60.0}
 
 PER_DIM = {"network.fifos": "per-dimension", "network.link_bytes_per_s": 1e7}
 IN_ORDER = {"network.buffer_order": "fifo", "network.link_bytes_per_s": 1e7}
+PARITY = {"network.half_ring_ties": "source-parity", "network.topology": "torus", "network.link_bytes_per_s": 1e7}
 
 CASES = [
     # (algorithm, shape, updates per process, machine overrides, algorithm options)
@@ -43,6 +45,13 @@ CASES = [
     ("routed", "4x4x2", 600, {**IN_ORDER, **PER_DIM, "network.topology": "torus"}, {}),
     ("routed", "4x2x2", 600, {**IN_ORDER, **PER_DIM, "cpu.processes_per_node": 2}, {}),
     ("routed", "4x4x2", 600, {**IN_ORDER, **PER_DIM, "network.topology": "torus", "network.routing": "adaptive"}, {}),
+    # BG/L's half-ring tie rule (source parity), slow links so that the two ways round load differently
+    ("one-packet", "4x4x2", 300, PARITY, {}),
+    ("one-packet", "4x4x4", 200, {**PARITY, "network.routing": "adaptive"}, {}),
+    ("one-packet", "6x4x2", 200, {**PARITY, **PER_DIM, "cpu.processes_per_node": 2}, {}),
+    ("routed", "4x4x2", 600, {**PARITY, **PER_DIM}, {}),
+    ("routed", "4x4x4", 300, {**PARITY, **PER_DIM, "network.routing": "adaptive"}, {}),
+    ("baseline", "4x4x2", 200, PARITY, {}),
 ]
 
 
@@ -59,6 +68,19 @@ def test_fast_engine_reproduces_the_simpy_reference_bit_for_bit(algorithm, shape
     for key in RECORD_KEYS:
         assert key in fast
     assert_engines_agree(fast_sim, fast, ref_sim, ref)
+
+
+@pytest.mark.parametrize("engine", ["fast", "simpy"])
+def test_the_half_ring_tie_rule_reaches_the_routes_of_both_engines(engine):
+    """Source parity moves half of every ring's ties to the - links: the + links carry less than under plus
+    (so the cases above compare routes that differ, not two copies of plus)."""
+    plus_bytes, minus_bytes = {}, {}
+    for ties in HALF_RING_TIES:
+        links = _run("one-packet", "4x4x4", 100, {**PARITY, "network.half_ring_ties": ties}, {}, engine)[0].outcome().links
+        port = links["link"] % 6
+        plus_bytes[ties], minus_bytes[ties] = links["bytes"][port % 2 == 0].sum(), links["bytes"][port % 2 == 1].sum()
+    assert plus_bytes["plus"] > minus_bytes["plus"]
+    assert abs(plus_bytes["source-parity"] - minus_bytes["source-parity"]) < 0.1 * plus_bytes["source-parity"]
 
 
 @pytest.mark.parametrize("algorithm", ["one-packet", "routed"])
@@ -126,6 +148,7 @@ def _what_if(draw, longest=4, most_updates=120):
         "network.fifos": ("per-dimension" if algorithm == "routed"
                           else draw(st.sampled_from(["shared", "per-dimension"]))),
         "network.buffer_order": draw(st.sampled_from(["fifo", "pool"])),
+        "network.half_ring_ties": draw(st.sampled_from(sorted(HALF_RING_TIES))),
         "network.link_bytes_per_s": draw(st.sampled_from([4e6, 3e7, 175e6, 7e8])),
         "network.chunk_bytes": draw(st.sampled_from([16, 32])),
         "network.max_chunks_per_packet": packet,
