@@ -64,6 +64,10 @@ FITS = {
     "T3E 1024 random-ring latency": "cray-t3e mpi.latency_small_cycles (one MPI call of 8 bytes)",
     "T3E 1024 natural-ring bandwidth": "cray-t3e mpi.latency_large_cycles (one MPI call of 2,000,000 bytes)",
 }
+#: Where seed 004 prints each RandomAccess row (its GUPs table, L104-L114, and the UPC text, L120).
+SEED_LINES = {("Cray X1", 252, "MPI optimized"): "L107", ("Cray X1", 124, "MPI optimized"): "L108",
+              ("Cray X1", 60, "MPI optimized"): "L110", ("Cray X1", 32, "MPI optimized"): "L111",
+              ("Cray X1", 252, "UPC"): "L120", ("Cray T3E", 1024, "HPCC list"): "L109"}
 MACHINE_FILES = {"Cray X1": "cray-x1", "Cray T3E": "cray-t3e"}
 #: Rows with no model value, and why.
 UNMODELLED = {
@@ -92,7 +96,7 @@ def reference_rows() -> pd.DataFrame:
         "row": [_label(m, c, i) for m, c, i in zip(gups["machine"], gups["cpus"], gups["implementation"])],
         "machine": gups["machine"], "cpus": gups["cpus"],
         "quantity": "RandomAccess, " + gups["implementation"], "unit": "GUPS", "value": gups["gups"],
-        "seed_line": "L104-L120",
+        "seed_line": [SEED_LINES[(m, c, i)] for m, c, i in zip(gups["machine"], gups["cpus"], gups["implementation"])],
     })
     return pd.concat([network, gups], ignore_index=True)
 
@@ -229,10 +233,15 @@ def _plot(frame: pd.DataFrame, out_dir: Path, quick: bool) -> list[Path]:
                 label="T3E, published (HPCC list; not simulated)")
     mpi_ax.set(title="MPI: HPCC 0.5b bucket sort + all-to-all")
     upc_ax.set(title="UPC: one remote update per reference")
-    upc_ax.set_xlim(100, 600)
-    for ax in (mpi_ax, upc_ax):
+    from matplotlib.ticker import NullFormatter, ScalarFormatter
+
+    for ax, where in ((mpi_ax, "upper left"), (upc_ax, "lower right")):
         ax.set(xscale="log", yscale="log", xlabel="MSPs (T3E: processors)")
-        ax.legend(fontsize=8, loc="lower right")
+        ax.set_xticks([32, 64, 128, 256, 512, 1024] if ax is mpi_ax else [128, 252, 512])
+        ax.xaxis.set_major_formatter(ScalarFormatter())
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.legend(fontsize=8, loc=where)
+    upc_ax.set_xlim(100, 600)
     mpi_ax.set(ylabel="GUPS")
     fig.suptitle("Cray X1 RandomAccess (seed 004): published and simulated"
                  + (" (--quick: under one round per MSP, not comparable)" if quick else ""))
