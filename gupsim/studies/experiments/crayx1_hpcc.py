@@ -195,9 +195,10 @@ def _judge(frame: pd.DataFrame, notes: dict, quick: bool) -> None:
         if pd.isna(err) or abs(err) <= TARGET or key in FITS:
             continue
         if row["unit"] != "GUPS":
+            what = "2 MB" if "bandwidth" in row["quantity"] else "8 bytes"
             notes[(key, "value")] = (
-                "Judged on the fits' reading: one MPI call of 2 MB costs the same at every size, so the model gives "
-                "the 124-MSP row's bandwidth at 252 too; the seed's fall with size is not in this closed form.")
+                f"Judged on the fits' reading: one MPI call of {what} costs the same at every machine size, so the "
+                "model gives the fitted row's value at this size too; a change with size is not in this closed form.")
         elif "MPI" in key:
             notes[(key, "value")] = (
                 ("--quick runs under one round per MSP: the rate is dominated by the start and the last, empty "
