@@ -1,0 +1,60 @@
+"""``gupsim reproduce crayx1-hpcc`` at its quick size: communication rows as fits and judged rows, RandomAccess
+rows simulated or listed with the reason they are not."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from gupsim.studies.experiments import crayx1_hpcc
+from gupsim.studies.validation import comparison_markdown
+
+
+@pytest.fixture(scope="module")
+def result():
+    return crayx1_hpcc.reproduce(quick=True)
+
+
+def _row(c, key):
+    return c.frame.set_index("row").loc[key]
+
+
+def test_the_communication_rows_the_constants_were_fitted_on_agree_and_are_marked(result):
+    """The machine files' MPI costs reproduce the four rows they were fitted on (to their rounding), and
+    those rows are fits, not judged."""
+    assert set(crayx1_hpcc.FITS) <= set(result.frame["row"])
+    for key in crayx1_hpcc.FITS:
+        assert result.is_fitted(key, "value")
+        assert abs(_row(result, key)["rel_err_value"]) < 1e-3, key
+    assert "(fit)" in comparison_markdown(result)
+
+
+def test_the_judged_communication_rows_report_their_error(result):
+    latency = _row(result, "X1 124 random-ring latency")
+    assert latency["rel_err_value"] == pytest.approx(22.6 / 20.8 - 1, rel=1e-3)
+    assert not result.is_fitted("X1 124 random-ring latency", "value")
+    bandwidth = _row(result, "X1 252 natural-ring bandwidth")
+    assert bandwidth["rel_err_value"] == pytest.approx(4.12 / 2.60 - 1, rel=1e-3)
+    assert ("X1 252 natural-ring bandwidth", "value") in result.notes  # a miss, explained
+    assert math.isnan(_row(result, "X1 252 random-ring bandwidth")["sim_value"])  # no ring benchmark: no value
+
+
+def test_randomaccess_rows_are_simulated_or_listed_with_the_reason(result):
+    simulated = ["X1 32 RandomAccess MPI", "X1 60 RandomAccess MPI", "X1 252 RandomAccess UPC"]
+    for key in simulated:
+        row = _row(result, key)
+        assert row["sim_value"] > 0 and row["rel_err_value"] == pytest.approx(row["sim_value"] / row["value"] - 1)
+        assert row["how"].startswith("simulated")
+        assert not result.is_fitted(key, "value")
+    for key in ["X1 124 RandomAccess MPI", "X1 252 RandomAccess MPI", "T3E 1024 RandomAccess HPCC list"]:
+        assert math.isnan(_row(result, key)["sim_value"])
+        assert result.notes[(key, "value")].startswith("Not simulated")
+    assert _row(result, "X1 32 RandomAccess MPI")["sim_updates_per_process"] == crayx1_hpcc.QUICK_MPI_UPDATES
+    assert "--quick" in result.method
+
+
+def test_the_figure_is_written(result, tmp_path):
+    paths = result.figures(tmp_path)
+    assert sorted(p.suffix for p in paths) == [".png", ".svg"]
+    assert all(p.stat().st_size > 0 for p in paths)
