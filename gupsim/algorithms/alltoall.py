@@ -33,8 +33,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from gupsim.algorithms.base import OPTIONS_CONFIG, Algorithm, register_algorithm
-from gupsim.algorithms.baseline import UPDATE_BYTES, Message, packet_payloads
+from gupsim.algorithms.base import OPTIONS_CONFIG, Algorithm, register_algorithm, window_counts
+from gupsim.algorithms.baseline import UPDATE_BYTES, Message, inject_message, packet_payloads
 from gupsim.base.memory import check_fits
 
 #: Words of a 0.5b bucket besides its slots: the done flag and the fill count.
@@ -104,8 +104,7 @@ class AllToAll(Algorithm):
 
     def _isend(self, rank: int, dst: int, msg: Tagged):
         net = self.sim.net
-        for payload in packet_payloads(net, msg.nbytes):
-            yield from net.inject(net.make_packet(rank, dst, payload, message=msg))
+        yield from inject_message(net, rank, dst, packet_payloads(net, msg.nbytes), msg)
 
     def _send(self, rank: int, cpu, dst: int, updates: list[int], words: int, tag: tuple, done: bool = False):
         """Pay the sender's MPI share and start the message into the injection FIFO; return its process."""
@@ -216,14 +215,11 @@ class AllToAll(Algorithm):
 
     def counters(self) -> dict[str, float]:
         return {"updates": self.updates_sent, "messages": self.messages_sent, "packets": self.packets_sent,
-                "data_messages": self.data_messages, "slots": self.slots_sent, "rounds": self.rounds, "barrier_s": self.barrier_s,
-                "exchange_s": self.exchange_s}
+                "data_messages": self.data_messages, "slots": self.slots_sent, "rounds": self.rounds,
+                "barrier_s": self.barrier_s, "exchange_s": self.exchange_s}
 
     def metrics(self, window, totals) -> dict[str, float]:
-        lo, hi = window
-        d = {k: hi[k] - lo[k] for k in WINDOW_COUNTERS}
-        if not d["data_messages"]:  # no exchange inside the window: fall back to the whole run
-            d = totals
+        d = window_counts(window, totals, WINDOW_COUNTERS, ("data_messages",))
         return {
             "rounds": totals["rounds"],
             "messages_sent": totals["messages"],

@@ -103,6 +103,16 @@ class Algorithm:
         return {}
 
 
+def window_counts(window: tuple[dict[str, float], dict[str, float]], totals: dict[str, float],
+                  keys: tuple[str, ...], present: tuple[str, ...]) -> dict[str, float]:
+    """The counters ``keys`` across the measured window (their values at its closing mark minus those at its
+    opening one), or the whole run's when the window counted none of ``present``: a run too short for one
+    message or packet to fall inside it still reports ratios, over everything it did."""
+    lo, hi = window
+    counts = {k: hi[k] - lo[k] for k in keys}
+    return counts if sum(counts[k] for k in present) else {k: totals[k] for k in keys}
+
+
 def register_algorithm(name: str):
     def deco(cls: type[Algorithm]) -> type[Algorithm]:
         cls.name = name

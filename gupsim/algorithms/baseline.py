@@ -33,7 +33,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from gupsim.algorithms.base import OPTIONS_CONFIG, Algorithm, register_algorithm
+from gupsim.algorithms.base import OPTIONS_CONFIG, Algorithm, register_algorithm, window_counts
 from gupsim.model.bucketing import Buckets, mean_bucket_size
 from gupsim.model.cpu_cache import baseline_cache_costs
 from gupsim.model.costs import CostModel
@@ -59,6 +59,13 @@ def packet_payloads(net, nbytes: int) -> list[int]:
     size, hdr = net.max_data_bytes, net.data_header_bytes
     full, rest = divmod(nbytes, size)
     return [size + hdr] * full + ([rest + hdr] if rest else [])
+
+
+def inject_message(net, rank: int, dst: int, payloads: list[int], msg: Message):
+    """Push ``msg``'s packets, of ``payloads`` bytes each, from ``rank`` towards ``dst`` into the injection FIFO
+    (a SimPy process body: it waits while the FIFO is full)."""
+    for payload in payloads:
+        yield from net.inject(net.make_packet(rank, dst, payload, message=msg))
 
 
 @register_algorithm("baseline")
@@ -135,8 +142,7 @@ class Baseline(Algorithm):
         msg = Message(updates, nbytes, len(payloads), finished)
         if not finished:
             self.packets_sent += len(payloads)
-        for payload in payloads:
-            yield from net.inject(net.make_packet(rank, dst, payload, message=msg))
+        yield from inject_message(net, rank, dst, payloads, msg)
 
     def _receive(self, rank: int, cpu) -> int:
         """Copy every arrived packet out of the reception FIFO; apply completed messages."""
@@ -264,10 +270,7 @@ class Baseline(Algorithm):
                 "finished_ranks": self.finished_ranks}
 
     def metrics(self, window, totals) -> dict[str, float]:
-        lo, hi = window
-        d = {k: hi[k] - lo[k] for k in WINDOW_COUNTERS}
-        if not d["messages"]:  # no message inside the window: fall back to the whole run
-            d = totals
+        d = window_counts(window, totals, WINDOW_COUNTERS, ("messages",))
         tests, blocked = totals["send_tests"], totals["send_tests_blocked"]
         return {
             "messages_sent": totals["messages"],

@@ -73,7 +73,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from gupsim.algorithms.base import OPTIONS_CONFIG, Algorithm, register_algorithm
+from gupsim.algorithms.base import OPTIONS_CONFIG, Algorithm, register_algorithm, window_counts
 from gupsim.model.cpu_cache import routed_lookup_miss_cycles
 from gupsim.base.errors import GupsimError
 
@@ -342,16 +342,12 @@ class Routed(Algorithm):
                 "hops": self.hops}
 
     def metrics(self, window, totals) -> dict[str, float]:
-        lo, hi = window
-        packets, updates = hi["packets"] - lo["packets"], hi["updates"] - lo["updates"]
-        wire = hi["wire"] - lo["wire"]
-        if not packets:  # no packet inside the window: fall back to the whole run
-            packets, updates, wire = totals["packets"], totals["updates"], totals["wire"]
+        sent = window_counts(window, totals, ("packets", "updates", "wire"), ("packets",))
+        packets, updates, wire = sent["packets"], sent["updates"], sent["wire"]
         per_packet = updates / packets if packets else math.nan
-        tests, blocked = (hi[k] - lo[k] for k in ("send_tests", "send_tests_blocked"))
-        polls = hi["polls"] - lo["polls"]
-        if not tests + polls:  # no test inside the window: the whole run
-            tests, blocked, polls = totals["send_tests"], totals["send_tests_blocked"], totals["polls"]
+        tested = window_counts(window, totals, ("send_tests", "send_tests_blocked", "polls"),
+                               ("send_tests", "polls"))
+        tests, blocked, polls = tested["send_tests"], tested["send_tests_blocked"], tested["polls"]
         sends, sends_blocked = totals["send_tests"], totals["send_tests_blocked"]
         return {
             "packets_sent": totals["packets"],
