@@ -1,6 +1,6 @@
 """What a sweep will cost before it runs: wall time and peak memory, per point and in all.
 
-**Memory** is the estimate the memory refusal uses (``check_memory`` of the
+**Memory** is the estimate the memory refusal uses (:func:`gupsim.engines.run.memory_estimate` for the
 engine that will run the point: :mod:`gupsim.base.memory`), which is pessimistic by
 design.  The sweep's peak is that of the points that may run at once, one per
 worker: the sum of the largest ``workers`` estimates.
@@ -39,8 +39,7 @@ from gupsim.base.errors import GupsimError
 from gupsim.topology.base import parse_shape
 from gupsim.engines.fast.engine import KERNELS
 from gupsim.studies.runpool import kept_runs
-from gupsim.engines import fast
-from gupsim.engines.reference.simulation import check_memory
+from gupsim.engines.run import memory_estimate
 
 #: Seconds per point beside its run: the task's round trip to a worker, the worker's collection and trim of the
 #: last run's memory (:func:`gupsim.studies.runpool.reset_peak_rss`), and the durable write of its row.  Measured on the
@@ -126,7 +125,7 @@ def estimate_point(point: Any, timings: Timings) -> PointEstimate:
     """A sweep point's (:class:`gupsim.studies.sweep.Point`) estimate."""
     run, engine = point.run, point.engine
     processes = math.prod(parse_shape(run.shape)) * run.machine.cpu.processes_per_node
-    memory = _memory_bytes(run, engine)
+    memory = memory_estimate(run, engine)
     if point.key in timings.by_key:
         return PointEstimate(OVERHEAD_S + timings.by_key[point.key], memory, "kept")
     modelled = model_run_s(engine, run.algorithm, run.shape, processes, run.updates_per_process)
@@ -134,10 +133,6 @@ def estimate_point(point: Any, timings: Timings) -> PointEstimate:
     if ratio is None:
         return PointEstimate(OVERHEAD_S + modelled, memory, "model")
     return PointEstimate(OVERHEAD_S + modelled * ratio, memory, "calibrated")
-
-
-def _memory_bytes(run: Any, engine: str) -> int:
-    return {"fast": fast.check_memory, "simpy": check_memory}[engine](run)
 
 
 def estimate_points(points: Iterable[Any], store: Any = None, runs_dir: Path | None = None) -> list[PointEstimate]:
