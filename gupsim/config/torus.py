@@ -80,7 +80,6 @@ class NetworkConfig(BaseModel):
         "as hardware FIFOs do (head-of-line blocking); pool: a buffer is room only, and any packet whose next "
         "room is free may leave")
     half_ring_ties: Literal["plus", "source-parity"] = Field(
-        default="plus",
         description="which way deterministic routing sends a packet whose destination is exactly half-way round "
         "a ring of even length: plus: always +; source-parity: + from even coordinates, - from odd ones, as "
         "BG/L's BLRTS hint cut-offs do (IBM BlueMatter, svntrunk/src/BonB/src/blade_on_blrts.c, "
