@@ -60,15 +60,18 @@ def _run(machine, shape: str, updates: int = UPDATES) -> dict:
     return simulate(_config(machine, shape, updates))[1]
 
 
-def fit_route_hop_cycles(target_cycles: float, shape: str = "4x4x2", grid=tuple(range(100, 132, 2))) -> float:
+def fit_route_hop_cycles(target_cycles: float, shape: str = "4x4x2", grid=tuple(range(100, 132, 2)),
+                         overrides: dict | None = None) -> float:
     """The per-hop cost whose least-squares line through ``grid`` gives ``target_cycles`` per update on ``shape``.
 
     The simulated cost rises with the per-hop cost but not smoothly: events reorder and the steady-state
     window moves, so neighbouring per-hop costs differ by up to ~10 cycles per update.  A root search
     chases that jitter (a secant search once left the grid altogether); a line through the whole grid
-    averages it out, and the fit stays a pure function of the machine file.
+    averages it out, and the fit stays a pure function of the machine file (with ``overrides``, if given:
+    a mechanism switched on is refitted on the same row).
     """
-    costs = [_run(load_machine("bgl", {"cpu.route_hop_cycles": h}), shape)["cycles_per_update"] for h in grid]
+    sets = dict(overrides or {})
+    costs = [_run(load_machine("bgl", sets | {"cpu.route_hop_cycles": h}), shape)["cycles_per_update"] for h in grid]
     slope, intercept = np.polyfit(np.asarray(grid, dtype=float), np.asarray(costs), 1)
     return round(float((target_cycles - intercept) / slope), 1)
 
