@@ -102,8 +102,8 @@ def _gap_note(row) -> str:
             f"{row['sim_link_utilisation_mean']:.2f}: with bgl.yaml's assumed buffers and router delay, and packets "
             f"leaving every buffer in order (head-of-line blocking), congestion in this model does not open the "
             f"published gap; nor do shallower FIFOs, shallower link buffers or one shared injection FIFO (what-ifs "
-            f"measured at 16,384 and 65,536 nodes, docs/model.md §9). {said}. The modelled L1 misses on the "
-            f"next-hop lookup table (§4.3's working-set argument, gupsim.model.cpu_cache) add {misses:.0f} cycles per update "
+            f"measured at 16,384 and 65,536 nodes, docs/model.md §9). {said}. The modelled L1 misses of routed's "
+            f"working set (cache.routed_working_set; docs/research/bgl-large-machine-limits.md) add {misses:.0f} cycles per update "
             f"here, against the {extra:.0f} cycles between the published and simulated cost; nothing is re-tuned "
             "to close the rest."
         )
@@ -114,7 +114,7 @@ def _gap_note(row) -> str:
         f"{row['sim_link_utilisation_mean']:.2f} (max "
         f"{row['sim_link_utilisation_max']:.2f}): congestion and blocking do open a gap in the simulation, "
         f"{'smaller' if sim > row['gups'] else 'larger'} than the published one ({row['gups']:.2f} GUPS). {said}. "
-        f"The modelled L1 misses on the next-hop lookup table add {misses:.0f} cycles per update; nothing is "
+        f"The modelled L1 misses of routed's working set add {misses:.0f} cycles per update; nothing is "
         "re-tuned to close the rest."
     )
 
@@ -209,7 +209,8 @@ def reproduce(quick: bool = False, inputs: dict | None = None, pool: RunPool = S
             f"`cpu.route_hop_cycles` = {machine.cpu.route_hop_cycles} fitted on the N = {FIT_ROW} row. "
             "bytes_per_update is per software hop (eq. 2's b). The CPU bound is the paper's projection from "
             "the simulated 32-node cycles; the network bound is eq. (2) with the simulated b. "
-            "sim_lookup_miss_cycles is the modelled L1-miss cost of the next-hop lookup per update (gupsim.model.cpu_cache)."
+            "sim_lookup_miss_cycles is the modelled L1-miss cost per update of routed's working set (cache.routed_working_set: "
+            f"{machine.cache.routed_working_set}; gupsim.model.routed_cache)."
             + (f" Rows above N = {limit} are left empty (see the row note)." if limit < max(ref["nodes"]) else "")
         ),
         wall_s=time.perf_counter() - t0,
