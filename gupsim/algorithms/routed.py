@@ -61,7 +61,9 @@ cycles of each packet and ``t_u`` per local update.  On a machine with a
 ``cache`` section each hop also pays the expected L1 misses on the next-hop
 lookup table (:func:`gupsim.model.cpu_cache.routed_lookup_miss_cycles`): nothing up to
 a few thousand processes, about 7 cycles per hop at 16,384 and 21 at 65,536,
-where the N-byte table outgrows the 32 KB L1 (seed 000 §4.3).
+where the N-byte table outgrows the 32 KB L1 (seed 000 §4.3).  With
+``cache.routed_working_set: round-robin`` they are the misses of the whole
+working set in the PPC440's round-robin L1 (:mod:`gupsim.model.routed_cache`).
 """
 
 from __future__ import annotations
@@ -74,7 +76,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from gupsim.algorithms.base import OPTIONS_CONFIG, Algorithm, register_algorithm, window_counts
-from gupsim.model.cpu_cache import routed_lookup_miss_cycles
+from gupsim.model.routed_cache import ROUTED_CACHE_MODELS
 from gupsim.base.errors import GupsimError
 
 UPDATE_BYTES = 8
@@ -123,10 +125,10 @@ class Routed(Algorithm):
         if per_packet < 1:
             raise GupsimError("routed: software_header_bytes leaves no room for an update in a packet")
         self.per_packet = per_packet
-        # Expected software hops per update: a dimension is routed when the coordinates differ.
-        expected_hops = sum((length - 1) / length for length in self.lengths)
-        self.lookup_miss_cycles = routed_lookup_miss_cycles(
-            getattr(sim.machine, "cache", None), sim.num_ranks, expected_hops)
+        # Expected L1-miss cycles per software hop, by the machine's model of routed's working set.
+        cache = getattr(sim.machine, "cache", None)
+        working_set = ROUTED_CACHE_MODELS[cache.routed_working_set] if cache is not None else ROUTED_CACHE_MODELS["lookup"]
+        self.lookup_miss_cycles = working_set(cache, self.lengths, sim.num_ranks, self.capacity, per_packet, sim.ppn)
         self.hop_cycles = sim.machine.cpu.route_hop_cycles + self.lookup_miss_cycles
         self.shared_receive = options.receive_buckets == "shared"
         # software coordinates of every rank: (x, y, z[, core])

@@ -171,7 +171,7 @@ class MpiConfig(BaseModel):
 
 
 class CacheConfig(BaseModel):
-    """Cache sizes and latencies for the per-destination data of the baseline (gupsim.model.cpu_cache)."""
+    """Cache sizes and latencies: the baseline's per-destination data (gupsim.model.cpu_cache), routed's working set (gupsim.model.routed_cache)."""
 
     model_config = _STRICT
 
@@ -181,6 +181,11 @@ class CacheConfig(BaseModel):
     l3_bytes: int = Field(gt=0, le=MAX_COUNT, description="last-level (L3) cache capacity")
     l3_hit_cycles: float = Field(ge=0, description="load latency on an L1 miss that hits L3")
     memory_cycles: float = Field(ge=0, description="main-memory latency (misses every cache)")
+    routed_working_set: Literal["lookup", "round-robin"] = Field(
+        description="what routed's per-hop L1 misses count (gupsim.model.routed_cache): lookup: the next-hop "
+        "lookup table only, the rest assumed to stay in L1 (seed 000 §4.3's 27 KB argument); round-robin: "
+        "lookup table, router headers, buckets and receive buffers together, in an L1 that replaces round-robin "
+        "whether a line is in use or not (PPC440x5 User's Manual §4.1.1), with one new GUPS-table line per update")
 
     @model_validator(mode="after")
     def _ordered(self) -> "CacheConfig":

@@ -60,15 +60,18 @@ def _run(machine, shape: str, updates: int = UPDATES) -> dict:
     return simulate(_config(machine, shape, updates))[1]
 
 
-def fit_route_hop_cycles(target_cycles: float, shape: str = "4x4x2", grid=tuple(range(100, 132, 2))) -> float:
+def fit_route_hop_cycles(target_cycles: float, shape: str = "4x4x2", grid=tuple(range(100, 132, 2)),
+                         overrides: dict | None = None) -> float:
     """The per-hop cost whose least-squares line through ``grid`` gives ``target_cycles`` per update on ``shape``.
 
     The simulated cost rises with the per-hop cost but not smoothly: events reorder and the steady-state
     window moves, so neighbouring per-hop costs differ by up to ~10 cycles per update.  A root search
     chases that jitter (a secant search once left the grid altogether); a line through the whole grid
-    averages it out, and the fit stays a pure function of the machine file.
+    averages it out, and the fit stays a pure function of the machine file (with ``overrides``, if given:
+    a mechanism switched on is refitted on the same row).
     """
-    costs = [_run(load_machine("bgl", {"cpu.route_hop_cycles": h}), shape)["cycles_per_update"] for h in grid]
+    sets = dict(overrides or {})
+    costs = [_run(load_machine("bgl", sets | {"cpu.route_hop_cycles": h}), shape)["cycles_per_update"] for h in grid]
     slope, intercept = np.polyfit(np.asarray(grid, dtype=float), np.asarray(costs), 1)
     return round(float((target_cycles - intercept) / slope), 1)
 
@@ -99,8 +102,8 @@ def _gap_note(row) -> str:
             f"{row['sim_link_utilisation_mean']:.2f}: with bgl.yaml's assumed buffers and router delay, and packets "
             f"leaving every buffer in order (head-of-line blocking), congestion in this model does not open the "
             f"published gap; nor do shallower FIFOs, shallower link buffers or one shared injection FIFO (what-ifs "
-            f"measured at 16,384 and 65,536 nodes, docs/model.md §9). {said}. The modelled L1 misses on the "
-            f"next-hop lookup table (§4.3's working-set argument, gupsim.model.cpu_cache) add {misses:.0f} cycles per update "
+            f"measured at 16,384 and 65,536 nodes, docs/model.md §9). {said}. The modelled L1 misses of routed's "
+            f"working set (cache.routed_working_set; docs/research/bgl-large-machine-limits.md) add {misses:.0f} cycles per update "
             f"here, against the {extra:.0f} cycles between the published and simulated cost; nothing is re-tuned "
             "to close the rest."
         )
@@ -111,7 +114,7 @@ def _gap_note(row) -> str:
         f"{row['sim_link_utilisation_mean']:.2f} (max "
         f"{row['sim_link_utilisation_max']:.2f}): congestion and blocking do open a gap in the simulation, "
         f"{'smaller' if sim > row['gups'] else 'larger'} than the published one ({row['gups']:.2f} GUPS). {said}. "
-        f"The modelled L1 misses on the next-hop lookup table add {misses:.0f} cycles per update; nothing is "
+        f"The modelled L1 misses of routed's working set add {misses:.0f} cycles per update; nothing is "
         "re-tuned to close the rest."
     )
 
@@ -206,7 +209,8 @@ def reproduce(quick: bool = False, inputs: dict | None = None, pool: RunPool = S
             f"`cpu.route_hop_cycles` = {machine.cpu.route_hop_cycles} fitted on the N = {FIT_ROW} row. "
             "bytes_per_update is per software hop (eq. 2's b). The CPU bound is the paper's projection from "
             "the simulated 32-node cycles; the network bound is eq. (2) with the simulated b. "
-            "sim_lookup_miss_cycles is the modelled L1-miss cost of the next-hop lookup per update (gupsim.model.cpu_cache)."
+            "sim_lookup_miss_cycles is the modelled L1-miss cost per update of routed's working set (cache.routed_working_set: "
+            f"{machine.cache.routed_working_set}; gupsim.model.routed_cache)."
             + (f" Rows above N = {limit} are left empty (see the row note)." if limit < max(ref["nodes"]) else "")
         ),
         wall_s=time.perf_counter() - t0,

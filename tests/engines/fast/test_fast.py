@@ -19,6 +19,7 @@ UPC = {"payload_bytes": 64, "wire_bytes": 75, "local_overhead_cycles": 40.0, "re
 
 PER_DIM = {"network.fifos": "per-dimension", "network.link_bytes_per_s": 1e7}
 IN_ORDER = {"network.buffer_order": "fifo", "network.link_bytes_per_s": 1e7}
+ROUND_ROBIN = {"cache.routed_working_set": "round-robin"}
 PARITY = {"network.half_ring_ties": "source-parity", "network.topology": "torus", "network.link_bytes_per_s": 1e7}
 
 CASES = [
@@ -52,6 +53,9 @@ CASES = [
     ("routed", "4x4x2", 600, {**PARITY, **PER_DIM}, {}),
     ("routed", "4x4x4", 300, {**PARITY, **PER_DIM, "network.routing": "adaptive"}, {}),
     ("baseline", "4x4x2", 200, PARITY, {}),
+    # routed's whole working set in a round-robin L1 (a per-hop cost the model layer computes)
+    ("routed", "4x4x2", 600, {**ROUND_ROBIN, "network.topology": "torus"}, {}),
+    ("routed", "4x2x2", 600, {**ROUND_ROBIN, "cpu.processes_per_node": 2}, {}),
 ]
 
 
@@ -156,6 +160,7 @@ def _what_if(draw, longest=4, most_updates=120):
         "network.injection_fifo_chunks": draw(st.sampled_from([packet, 2 * packet + 1])),
         "network.reception_fifo_chunks": draw(st.sampled_from([packet, 64])),
         "cpu.processes_per_node": draw(st.sampled_from([1, 2])),
+        "cache.routed_working_set": draw(st.sampled_from(["lookup", "round-robin"])),
     }
     options = {}
     if algorithm == "baseline":
