@@ -58,3 +58,12 @@ def test_the_figure_is_written(result, tmp_path):
     paths = result.figures(tmp_path)
     assert sorted(p.suffix for p in paths) == [".png", ".svg"]
     assert all(p.stat().st_size > 0 for p in paths)
+
+
+def test_the_upc_row_is_the_read_modify_write_model_with_its_latency_fitted_on_the_upc_ring_row(result):
+    fit = _row(result, crayx1_hpcc.UPC_FIT_ROW)
+    assert result.is_fitted(crayx1_hpcc.UPC_FIT_ROW, "value")
+    assert fit["how"].startswith("simulated round trip at window 1")
+    upc = _row(result, "X1 252 RandomAccess UPC")
+    assert upc["how"] == "simulated, upc (simpy)" and not result.is_fitted("X1 252 RandomAccess UPC", "value")
+    assert f"{crayx1_hpcc.UPC_WINDOW} references in flight" in result.method
