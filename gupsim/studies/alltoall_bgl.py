@@ -29,7 +29,7 @@ MACHINE = "bgl"
 SHAPES = {512: "8x8x8", 8192: "16x32x16"}  # gupsim.studies.validation.bgl_partition_shapes()
 FAST_UPDATES = 4096  # seed 000's steady-state run length for baseline and routed (bgl-table3, bgl-table4)
 #: alltoall's batch: 16 slots per bucket, so that a round at 512 nodes holds a few thousand updates per process.
-BUCKET_SIZE, ALLTOALL_UPDATES = 16, 32768
+BUCKET_SIZE, ALLTOALL_UPDATES = 16, 8192
 #: (algorithm, nodes, updates per process, options): the runs, each one ``gupsim run``.
 RUNS = [("baseline", n, FAST_UPDATES, {}) for n in SHAPES] + [("routed", n, FAST_UPDATES, {}) for n in SHAPES] + [
     ("alltoall", 512, ALLTOALL_UPDATES, {"bucket_size": BUCKET_SIZE})]
@@ -100,7 +100,7 @@ def figure(frame: pd.DataFrame, out_dir: Path) -> list[Path]:
            title="RandomAccess on BG/L: three MPI algorithms")
     ax.set_xticks(sorted(SHAPES))
     ax.set_xticklabels([f"{n:,}" for n in sorted(SHAPES)])
-    ax.legend(fontsize=8, loc="upper left")
+    ax.legend(fontsize=8, loc="center left")
     a2a = ran[ran["algorithm"] == "alltoall"].iloc[0]
     rounds = a2a["alg_rounds"]
     barrier, exchange = a2a["alg_rank0_barrier_s"] / rounds, a2a["alg_rank0_exchange_s"] / rounds
