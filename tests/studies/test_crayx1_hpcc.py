@@ -67,3 +67,11 @@ def test_the_upc_row_is_the_read_modify_write_model_with_its_latency_fitted_on_t
     upc = _row(result, "X1 252 RandomAccess UPC")
     assert upc["how"] == "simulated, upc (simpy)" and not result.is_fitted("X1 252 RandomAccess UPC", "value")
     assert f"{crayx1_hpcc.UPC_WINDOW} references in flight" in result.method
+
+
+def test_the_upc_random_ring_bandwidth_is_simulated_as_posted_stores_and_judged(result):
+    ring = _row(result, crayx1_hpcc.UPC_RING_ROW)
+    assert ring["how"].startswith("simulated: posted 8-byte stores") and ring["sim_value"] > 0
+    assert not result.is_fitted(crayx1_hpcc.UPC_RING_ROW, "value")
+    assert math.isnan(_row(result, "X1 252 UPC natural-ring bandwidth")["sim_value"])
+    assert any(r.startswith("The MPI rows' shape") and "x0." in r for r in result.remarks)
