@@ -96,8 +96,10 @@ def figure(frame: pd.DataFrame, out_dir: Path) -> list[Path]:
         ax.annotate(f"alltoall at {row['nodes']:,}: not run\n({row['messages_per_round'] / 1e6:.0f} M messages "
                     f"per round,\n~{row['wall_s_per_round_estimate'] / 3600:.0f} h of SimPy each)",
                     (row["nodes"], ran["gups"].min()), fontsize=8, color="tab:red", ha="right", va="bottom")
-    ax.set(xscale="log", yscale="log", xlabel="BG/L nodes (1 process each)", ylabel="GUPS (whole run)",
+    ax.set(xscale="log", yscale="log", xlabel="BG/L nodes (1 process each)",
+           ylabel="GUPS (alltoall: whole run; others: window)",
            title="RandomAccess on BG/L: three MPI algorithms")
+    ax.minorticks_off()
     ax.set_xticks(sorted(SHAPES))
     ax.set_xticklabels([f"{n:,}" for n in sorted(SHAPES)])
     ax.legend(fontsize=8, loc="center left")
