@@ -15,17 +15,18 @@ and the RandomAccess rows are judged.  Both kinds are in one table, keyed by a r
   iteration also holds two ``upc_barrier`` s), it is the simulated round trip of one reference at window 1
   on 9x7x1 plus the fitted ``remote_latency_cycles`` (:func:`fit_upc_remote_latency`).
 * **RandomAccess rows** (``crayx1_hpcc2004.csv``), judged, each simulated where the simulator can run it:
-  X1 MPI at 32 and 60 MSPs with ``alltoall`` (HPCC 0.5b, SimPy only), X1 UPC at 252 MSPs with ``upc``
-  (a remote read-modify-write per update, :data:`UPC_WINDOW` references in flight, SimPy only).  X1 MPI at 124 and 252 MSPs and the T3E at 1,024 are listed with the
-  reason they are not simulated: ``alltoall`` has no fast kernel, and one round there holds about P x 2,048
-  x 0.95 updates per process (241,000 and 486,000 at 124 and 252, about 1.9 million on 1,024 T3E
-  processors), several rounds are needed for a rate, and the SimPy engine takes hours for that.
+  X1 MPI at 32, 60 and 124 MSPs (the last on 128) with ``alltoall`` (HPCC 0.5b, SimPy only), X1 UPC at 252
+  MSPs with ``upc`` (a remote read-modify-write per update, :data:`UPC_WINDOW` references in flight, SimPy
+  only).  X1 MPI at 252 MSPs and the T3E at 1,024 are listed with the reason they are not simulated:
+  ``alltoall`` has no fast kernel, and one round there holds about P x 2,048 x 0.95 updates per process
+  (486,000 at 252, about 1.9 million on 1,024 T3E processors), several rounds are needed for a rate, and the
+  SimPy engine takes hours for that (docs/performance-log.md, "alltoall on SimPy").
 
-Shapes: an X1 node holds 4 MSPs, so 32 MSPs is ``4x2x1`` (8 nodes) and 60 MSPs ``5x3x1`` (15 nodes); 252 is
-``9x7x1`` (63 nodes).  The seed does not say how its partitions were laid out (docs/research/cray-x1-t3e.md,
+Shapes: an X1 node holds 4 MSPs, so 32 MSPs is ``4x2x1`` (8 nodes) and 60 MSPs ``5x3x1`` (15 nodes); 124 MSPs
+would be 31 nodes, a prime, so that row runs 128 MSPs on ``8x4x1``; 252 is ``9x7x1`` (63 nodes).  The seed does not say how its partitions were laid out (docs/research/cray-x1-t3e.md,
 finding 7): these near-square 2D tori are a choice.
 
-Sizes.  The full run gives ``alltoall`` about 6 rounds (:data:`MPI_UPDATES`); the rate of a run of a few
+Sizes.  The full run gives ``alltoall`` about 6 rounds at 32 and 60 MSPs, 2.5 at 124 (:data:`MPI_UPDATES`); the rate of a run of a few
 rounds still includes the last, partly empty round, so it is a whole-run rate
 (``Algorithm.rate_over_whole_run``).  ``--quick`` runs :data:`QUICK_MPI_UPDATES` per MSP, less than one full
 round, so its MPI rates are far below the full run's and say nothing about the seed; it exists to keep the
