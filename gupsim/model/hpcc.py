@@ -161,6 +161,9 @@ class TableLayout:
             raise GupsimError(
                 f"table of {self.table_size} entries is smaller than num_procs={self.num_procs}"
             )
+        # owner_of runs once per update in the SimPy engine: its constants are computed once, not per call.
+        object.__setattr__(self, "_owner_constants", (
+            self.table_size - 1, self.top, self.min_local_table_size + 1, self.remainder, self.min_local_table_size))
 
     @property
     def table_size(self) -> int:
@@ -211,10 +214,11 @@ class TableLayout:
 
     def owner_of(self, value: int) -> int:
         """Scalar :meth:`owner`, for the simulator's per-update path."""
-        g = value & (self.table_size - 1)
-        if g < self.top:
-            return g // (self.min_local_table_size + 1)
-        return (g - self.remainder) // self.min_local_table_size
+        mask, top, big, remainder, small = self._owner_constants
+        g = value & mask
+        if g < top:
+            return g // big
+        return (g - remainder) // small
 
     def local_offset(self, values: ArrayLike, owner: ArrayLike) -> NDArray[np.int64]:
         """Offset of each update's entry within its owner's local table."""
