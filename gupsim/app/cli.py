@@ -342,7 +342,7 @@ def reproduce(names, out_dir, quick, docs_path, jobs, keep_runs, precision, fixe
             click.echo(f"gupsim is installed, not run from its source checkout: writing only into {out_dir} "
                        "(--docs FILE also writes the validation page)")
     command = "gupsim reproduce " + " ".join(names) + (" --quick" if quick else "") + \
-        (" --fixed-length" if fixed_length else f" --precision {precision:g}")
+        (" --fixed-length" if fixed_length else f" --precision {precision:g}" if precision != REPRODUCE_PRECISION else "")
     finished = []
 
     def keep(comparison) -> None:

@@ -7,10 +7,20 @@ and the seed beside the measurements.
 **Precision.**  Both engines record when the updates applied crossed each of 1,000 evenly spaced marks
 (:func:`gupsim.model.output_analysis.applied_marks`).  :func:`gupsim.model.output_analysis.rate_interval`
 cuts the warm-up and the drain from that series (MSER-5) and gives the rate after them (``gups_steady``) with
-a 95% interval from batch means (``gups_ci_low``/``gups_ci_high``, ``gups_ci_batches``, ``gups_ci_lag1``,
-``warmup_updates``, ``warmup_s``); ``precision`` is "ok" or "insufficient" (too short, or batch means too
-correlated).  ``cycles_per_update_ci_low``/``_high`` follow from the rate's bounds.  ``steady_state`` is
-:attr:`gupsim.model.output_analysis.RateInterval.steady`: a valid interval at most 5% wide either side.
+a 95% interval from the variance-time line of overlapping sums (``gups_ci_low``/``gups_ci_high``; the
+diagnostic ``gups_ci_batches`` and ``gups_ci_lag1``, the von Neumann statistic of 20 batch means;
+``warmup_updates``, ``warmup_s``); ``precision`` is "ok" or "insufficient" (too short, never settled, or
+positively correlated at the batches' scale).  ``cycles_per_update_ci_low``/``_high`` follow from the rate's
+bounds.  ``steady_state`` is :attr:`gupsim.model.output_analysis.RateInterval.steady`: a valid interval at
+most 5% wide either side.
+
+**Stopping when precise.**  With ``RunConfig.precision`` (``--precision``) the run ends once the interval is
+that precise (:func:`gupsim.model.output_analysis.precise`, evaluated by both engines at the same marks);
+``updates_per_process`` is the cap.  The record says the target (``precision_target``, None without one),
+whether it was reached (``precision_reached``) and the updates a process actually applied
+(``updates_applied_per_process``); ``gups`` is then the interval's rate (``gups_steady``) whenever the
+interval is valid, since a stopped run may not have reached the window's closing mark, and ``gups_total`` and
+``bytes_per_update`` are over the updates applied.
 
 **Window.**  ``gups`` is the rate at which updates are applied
 between the moments 25% and 75% of all updates have been applied.  This
