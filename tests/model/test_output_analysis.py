@@ -1,12 +1,15 @@
-"""MSER-5 and batch means (gupsim.model.output_analysis) on series whose answers are known."""
+"""MSER-5, the variance-time interval and the stopping rule's marks (gupsim.model.output_analysis), on series
+whose answers are known."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from gupsim.model.output_analysis import (BATCHES, VT_DF, applied_marks, batch_means, expected_spread, independent,
-                                          mean_variance, mser_cut, rate_interval, t_975, von_neumann, window_sum_spread)
+from gupsim.model.output_analysis import (BATCHES, MIN_STOP_UPDATES, VT_DF, applied_marks, batch_means,
+                                          expected_spread, first_check, independent, mean_variance, mser_cut,
+                                          rate_interval, t_975, von_neumann, window_sum_spread)
+from gupsim.model.run_config import MAX_PENDING_UPDATES
 
 
 def _ar1(n, phi, mean, seed, sigma=1.0):
@@ -149,3 +152,11 @@ def test_marks_crossed_in_bursts_give_no_interval_rather_than_a_division_by_zero
     assert not got.ok and not got.steady
     one_instant = rate_interval(marks, np.full(len(marks), 1.0))  # every mark at once: no time passes
     assert not one_instant.ok and one_instant.rate != one_instant.rate  # NaN, not a ZeroDivisionError
+
+
+def test_the_stopping_floor_is_twice_hpccs_pending_limit():
+    assert MIN_STOP_UPDATES == 2 * MAX_PENDING_UPDATES
+    # 1,000 marks of a 4,096-update cap: the first judgement at 2,048 a process (mark 500) with buckets, at
+    # 200 marks without; a cap of 2,048 or less is judged only at its end, or never
+    assert first_check(4096, 1000, True) == 500 and first_check(4096, 1000, False) == 200
+    assert first_check(2048, 1000, True) == 1000 and first_check(128, 1000, True) > 1000
