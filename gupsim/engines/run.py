@@ -18,9 +18,10 @@ most 5% wide either side.
 that precise (:func:`gupsim.model.output_analysis.precise`, evaluated by both engines at the same marks);
 ``updates_per_process`` is the cap.  The record says the target (``precision_target``, None without one),
 whether it was reached (``precision_reached``) and the updates a process actually applied
-(``updates_applied_per_process``); ``gups`` is then the interval's rate (``gups_steady``) whenever the
-interval is valid, since a stopped run may not have reached the window's closing mark, and ``gups_total`` and
-``bytes_per_update`` are over the updates applied.
+(``updates_applied_per_process``).  A run that stopped reports the interval's rate as ``gups``
+(``gups_steady``: it may not have reached the window's closing mark), and ``gups_total`` and
+``bytes_per_update`` over the updates applied; one that ran to its cap is the fixed-length run, record for
+record, but for ``precision_target``.
 
 **Window.**  ``gups`` is the rate at which updates are applied
 between the moments 25% and 75% of all updates have been applied.  This
@@ -219,8 +220,8 @@ def make_record(outcome: RunOutcome, wall_s: float) -> dict[str, Any]:
     t = o.sim_time_s
     ri = rate_interval(applied_marks(o.total_updates)[:len(o.applied_times)], o.applied_times)
     whole_run = o.updates_applied / t if t > 0 else float("nan")  # HPCC's own metric
-    # with a precision, the rate its interval is about (the run may have stopped before the window's end)
-    rate = ri.rate if run.precision is not None and (ri.ok or o.precision_reached) else \
+    # a run stopped when precise may not have reached the window's closing mark: its rate is the interval's
+    rate = ri.rate if o.precision_reached else \
         whole_run if algorithm_class(run.algorithm).rate_over_whole_run else _window_rate(o)
     util = o.links["busy_s"] / t if t > 0 else np.zeros(1)
     alg = dict(o.algorithm_metrics)

@@ -58,10 +58,8 @@ def test_an_unreached_precision_runs_to_the_cap_as_a_fixed_length_run():
     fixed = _run("routed", "4x2x2", 2000, None)[1]
     assert not capped["precision_reached"] and capped["updates_applied_per_process"] == 2000
     assert capped["precision_target"] == 0.0001 and fixed["precision_target"] is None
-    for key in ("gups_steady", "gups_ci_low", "gups_ci_high", "sim_time_s", "bytes_per_update", "gups_total"):
-        assert capped[key] == fixed[key], key
-    # with a precision asked for, the rate reported is the one its interval is about
-    assert capped["precision"] == "ok" and capped["gups"] == capped["gups_steady"] != fixed["gups"]
+    assert {k: v for k, v in capped.items() if k not in VOLATILE | {"precision_target"}} == \
+        {k: v for k, v in fixed.items() if k not in VOLATILE | {"precision_target"}}
 
 
 def test_the_rule_stops_a_less_noisy_configuration_sooner():
