@@ -64,6 +64,7 @@ class AllToAll(Algorithm):
     networks = ("torus", "mesh", "fat-tree")  # every network that moves MPI messages in packets
     needs_mpi = True
     rate_over_whole_run = True  # every round's updates are applied in one burst after its exchange
+    holds_pending = True
 
     class Options(BaseModel):
         model_config = OPTIONS_CONFIG

@@ -72,6 +72,10 @@ class Algorithm:
     #: three quarters of the updates are applied then fall inside bursts, so the record's ``gups`` is the
     #: whole run's rate (HPCC's own measure) instead of the steady-state window's.
     rate_over_whole_run: ClassVar[bool] = False
+    #: True if a process holds generated updates back (in buckets, or a window of them) up to HPCC's pending
+    #: limit: a run then stops when precise only after twice that limit a process
+    #: (:func:`gupsim.model.output_analysis.first_check`).
+    holds_pending: ClassVar[bool] = False
 
     def __init__(self, sim: "SimulationView", options: BaseModel):
         self.sim, self.options = sim, options
@@ -103,14 +107,18 @@ class Algorithm:
         return {}
 
 
-def window_counts(window: tuple[dict[str, float], dict[str, float]], totals: dict[str, float],
+def window_counts(window: tuple[dict[str, float], ...], totals: dict[str, float],
                   keys: tuple[str, ...], present: tuple[str, ...]) -> dict[str, float]:
     """The counters ``keys`` across the measured window (their values at its closing mark minus those at its
     opening one), or the whole run's when the window counted none of ``present``: a run too short for one
-    message or packet to fall inside it still reports ratios, over everything it did."""
-    lo, hi = window
-    counts = {k: hi[k] - lo[k] for k in keys}
-    return counts if sum(counts[k] for k in present) else {k: totals[k] for k in keys}
+    message or packet to fall inside it still reports ratios, over everything it did.  So does a run its
+    stopping rule ended before the window closed (``window`` then holds fewer than its two ends)."""
+    if len(window) == 2:
+        lo, hi = window
+        counts = {k: hi[k] - lo[k] for k in keys}
+        if sum(counts[k] for k in present):
+            return counts
+    return {k: totals[k] for k in keys}
 
 
 def register_algorithm(name: str):

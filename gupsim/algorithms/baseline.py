@@ -73,6 +73,7 @@ class Baseline(Algorithm):
     memory_per_rank_bytes = 200_000  # up to 1024 one-update buckets per process on a large machine
     networks = ("torus", "mesh", "fat-tree")  # MPI over InfiniBand too (seed 003)
     needs_mpi = True
+    holds_pending = True
 
     class Options(BaseModel):
         model_config = OPTIONS_CONFIG

@@ -42,6 +42,7 @@ LOOK_AHEAD = 1024  # HPCC: at most 1024 updates held before they are sent (seed 
 @register_algorithm("dv")
 class DataVortexUpdates(Algorithm):
     networks = ("data-vortex",)
+    holds_pending = True
     memory_per_rank_bytes = 600_000  # the arrival heaps hold up to a window (4096 packets of ~120 B) per sender
 
     class Options(BaseModel):

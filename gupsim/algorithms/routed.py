@@ -99,6 +99,7 @@ class _Rank:
 @register_algorithm("routed")
 class Routed(Algorithm):
     memory_per_rank_bytes = 100_000  # measured peak 67-86 KB per process on 4x4x4 and 8x8x8
+    holds_pending = True
 
     class Options(BaseModel):
         model_config = OPTIONS_CONFIG

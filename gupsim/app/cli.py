@@ -32,7 +32,7 @@ from gupsim.studies.runpool import log_to_stderr
 from gupsim.model.bounds import bounds as compute
 from gupsim.app.reporting import format_bounds
 from gupsim.data import source_checkout
-from gupsim.studies.validation import available_experiments, run_experiments, write_markdown
+from gupsim.studies.validation import REPRODUCE_PRECISION, available_experiments, run_experiments, write_markdown
 from gupsim.config import MACHINES_DIR
 from gupsim.app.reporting import refresh_parameter_tables
 from gupsim.studies.runpool import kept_runs, unfinished_runs
@@ -184,6 +184,9 @@ def cli() -> None:
               help="updates per process")
 @click.option("--seed", default=DEFAULTS["seed"], show_default=True, type=click.IntRange(min=0),
               help="the run's one random stream: the same inputs and seed give the same numbers")
+@click.option("--precision", type=float, default=None, metavar="P",
+              help="stop once the GUPS 95%% interval is within P of the rate either side (e.g. 0.01); "
+                   "--updates is then the cap")
 @click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help="override a machine field (repeatable)")
 @click.option("--option", "options", multiple=True, metavar="KEY=VALUE",
               help="algorithm option (repeatable; gupsim list gives them)")
@@ -201,13 +204,13 @@ def cli() -> None:
 @click.option("--checkpoint-every-s", default=None, type=FiniteFloatRange(min=0),
               help="wall seconds between two saves of --checkpoint  [default: 600]")
 @click.option("--no-progress", is_flag=True, help="no progress bar (it shows only on a terminal)")
-def run(machine, shape, algorithm, updates, seed, sets, options, log2_table_size, verify, engine, as_json,
+def run(machine, shape, algorithm, updates, seed, precision, sets, options, log2_table_size, verify, engine, as_json,
         links, histograms, sample_interval_s, checkpoint_path, checkpoint_every_s, no_progress) -> None:
     """Simulate one run and print its record."""
     m = _load_machine(machine, sets)
     algorithm_options = _key_values(options, "--option")
     cfg = make_run_config(machine=m, shape=shape, algorithm=algorithm, updates_per_process=updates, seed=seed,
-                          verify=verify, log2_table_size=log2_table_size,
+                          precision=precision, verify=verify, log2_table_size=log2_table_size,
                           algorithm_options=algorithm_options, engine=engine)
     telemetry = Telemetry(links=links, histograms=histograms, sample_interval_s=sample_interval_s)
     checkpoint = _checkpoint(cfg, checkpoint_path, checkpoint_every_s, telemetry.wanted)
@@ -323,7 +326,12 @@ def bounds(machine, shape, bytes_per_update, sets, as_json) -> None:
               help="Dask worker processes; the tables' runs share them, largest first")
 @click.option("--keep-runs/--fresh", default=True, show_default=True,
               help="keep each finished run in OUT/runs and reuse those this code already made (resume a stopped run)")
-def reproduce(names, out_dir, quick, docs_path, jobs, keep_runs) -> None:
+@click.option("--precision", default=REPRODUCE_PRECISION, show_default=True,
+              type=FiniteFloatRange(0, 1, min_open=True, max_open=True),
+              help="stop each row once its GUPS 95%% interval is within this fraction of the rate; the table's "
+                   "run length is the cap")
+@click.option("--fixed-length", is_flag=True, help="run every row to its table's fixed length (no --precision)")
+def reproduce(names, out_dir, quick, docs_path, jobs, keep_runs, precision, fixed_length) -> None:
     """Reproduce published tables: bgl-table2, bgl-table3, ... or all."""
     wanted = available_experiments() if "all" in names else list(dict.fromkeys(names))
     checkout = source_checkout()
@@ -333,7 +341,8 @@ def reproduce(names, out_dir, quick, docs_path, jobs, keep_runs) -> None:
         else:  # an installed package has no pages of its own to refresh; site-packages is not the user's
             click.echo(f"gupsim is installed, not run from its source checkout: writing only into {out_dir} "
                        "(--docs FILE also writes the validation page)")
-    command = "gupsim reproduce " + " ".join(names) + (" --quick" if quick else "")
+    command = "gupsim reproduce " + " ".join(names) + (" --quick" if quick else "") + \
+        (" --fixed-length" if fixed_length else f" --precision {precision:g}" if precision != REPRODUCE_PRECISION else "")
     finished = []
 
     def keep(comparison) -> None:
@@ -357,7 +366,8 @@ def reproduce(names, out_dir, quick, docs_path, jobs, keep_runs) -> None:
     cache_dir = Path(out_dir) / "runs" if keep_runs else None
     log_to_stderr()
     with _kept_runs(out_dir):
-        comparisons = run_experiments(wanted, quick, jobs, on_done=keep, cache_dir=cache_dir)
+        comparisons = run_experiments(wanted, quick, jobs, on_done=keep, cache_dir=cache_dir,
+                                      precision=None if fixed_length else precision)
     if docs_path:
         # One table reproduced refreshes its own section; `all` rewrites the page once everything is in.
         with _writing("--docs", docs_path):

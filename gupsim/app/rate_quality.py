@@ -1,6 +1,8 @@
 """Whether a run's rate may be called a steady-state rate, and how summaries, tables and plots say so.
 
-A record's ``gups`` is the rate between 25% and 75% of the updates applied (:mod:`gupsim.engines.run`).  Its
+A record's ``gups`` is the rate between 25% and 75% of the updates applied (:mod:`gupsim.engines.run`), or, for
+a run that stopped once precise (``--precision``, ``gupsim reproduce``, sweeps), the rate after the warm-up
+cut.  Its
 ``steady_state`` comes from the run's own variation: the 95% interval of the rate after the warm-up
 (``gups_ci_low``/``gups_ci_high``) is valid (``precision`` "ok") and at most 5% of the rate either side
 (:attr:`gupsim.model.output_analysis.RateInterval.steady`, the one place the rule lives).  A short run's rate
@@ -38,7 +40,11 @@ def gups_label(row: Mapping[str, Any]) -> str:
     """The summary's label for ``gups``."""
     if whole_run(row):
         return "GUPS (whole run: applied round by round)"
-    return "GUPS (steady state)" if is_steady(row) else "GUPS (25-75% window, not steady)"
+    if is_steady(row):
+        return "GUPS (steady state)"
+    if row.get("precision_reached") is True:  # stopped when precise: gups is the interval's rate
+        return "GUPS (after the warm-up cut, not steady)"
+    return "GUPS (25-75% window, not steady)"
 
 
 def axis_label(rows: Iterable[Mapping[str, Any]]) -> str:

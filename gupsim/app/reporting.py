@@ -62,8 +62,18 @@ def interval_line(record: dict[str, Any]) -> str:
     low, high = record.get("gups_ci_low", math.nan), record.get("gups_ci_high", math.nan)
     if record.get("precision") != "ok" or not (low == low and high == high):
         return "precision: insufficient (run too short for a valid interval)"
-    return (f"GUPS {record['gups_steady']:.4f} ± {(high - low) / 2:.4f}, 95% CI, {record['gups_ci_batches']} "
-            f"batches (warm-up {record['warmup_updates']:,} updates, {record['warmup_s']:.3g} s)")
+    return (f"GUPS {record['gups_steady']:.4f} ± {(high - low) / 2:.4f}, 95% CI (warm-up {record['warmup_updates']:,} "
+            f"updates, {record['warmup_s']:.3g} s){_stop_text(record)}")
+
+
+def _stop_text(record: dict[str, Any]) -> str:
+    """What a run with a precision target did: stopped when precise, or ran to its cap."""
+    target = record.get("precision_target")
+    if target is None:
+        return ""
+    if record.get("precision_reached"):
+        return f"; ±{target:.2g} reached after {record['updates_applied_per_process']:,.0f} updates a process"
+    return f"; ±{target:.2g} not reached within the cap of {record['updates_per_process']:,} updates a process"
 
 
 def format_record(record: dict[str, Any]) -> str:

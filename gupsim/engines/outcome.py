@@ -48,6 +48,8 @@ class RunOutcome:
     #: The simulated seconds at which the updates applied crossed each of
     #: :func:`gupsim.model.output_analysis.applied_marks`'s marks (fewer if the run ended first).
     applied_times: tuple[float, ...] = ()
+    #: The run was ended by its stopping rule (``RunConfig.precision``) before its cap.
+    precision_reached: bool = False
     earlier_wall_s: float = 0.0
     earlier_peak_rss_mb: float = 0.0
 

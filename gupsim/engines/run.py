@@ -7,10 +7,21 @@ and the seed beside the measurements.
 **Precision.**  Both engines record when the updates applied crossed each of 1,000 evenly spaced marks
 (:func:`gupsim.model.output_analysis.applied_marks`).  :func:`gupsim.model.output_analysis.rate_interval`
 cuts the warm-up and the drain from that series (MSER-5) and gives the rate after them (``gups_steady``) with
-a 95% interval from batch means (``gups_ci_low``/``gups_ci_high``, ``gups_ci_batches``, ``gups_ci_lag1``,
-``warmup_updates``, ``warmup_s``); ``precision`` is "ok" or "insufficient" (too short, or batch means too
-correlated).  ``cycles_per_update_ci_low``/``_high`` follow from the rate's bounds.  ``steady_state`` is
-:attr:`gupsim.model.output_analysis.RateInterval.steady`: a valid interval at most 5% wide either side.
+a 95% interval from the variance-time line of overlapping sums (``gups_ci_low``/``gups_ci_high``; the
+diagnostic ``gups_ci_batches`` and ``gups_ci_lag1``, the von Neumann statistic of 20 batch means;
+``warmup_updates``, ``warmup_s``); ``precision`` is "ok" or "insufficient" (too short, never settled, or
+positively correlated at the batches' scale).  ``cycles_per_update_ci_low``/``_high`` follow from the rate's
+bounds.  ``steady_state`` is :attr:`gupsim.model.output_analysis.RateInterval.steady`: a valid interval at
+most 5% wide either side.
+
+**Stopping when precise.**  With ``RunConfig.precision`` (``--precision``) the run ends once the interval is
+that precise (:func:`gupsim.model.output_analysis.precise`, evaluated by both engines at the same marks);
+``updates_per_process`` is the cap.  The record says the target (``precision_target``, None without one),
+whether it was reached (``precision_reached``) and the updates a process actually applied
+(``updates_applied_per_process``).  A run that stopped reports the interval's rate as ``gups``
+(``gups_steady``: it may not have reached the window's closing mark), and ``gups_total`` and
+``bytes_per_update`` over the updates applied; one that ran to its cap is the fixed-length run, record for
+record, but for ``precision_target``.
 
 **Window.**  ``gups`` is the rate at which updates are applied
 between the moments 25% and 75% of all updates have been applied.  This
@@ -49,7 +60,7 @@ from gupsim.algorithms.base import algorithm_class, validate_options
 from gupsim.base.errors import GupsimError, SimulationError
 from gupsim.base.memory import allocation_failures, peak_rss_mb
 from gupsim.config.plausible import implausible, warn_implausible
-from gupsim.model.output_analysis import applied_marks, rate_interval
+from gupsim.model.output_analysis import RateInterval, applied_marks, rate_interval
 from gupsim.model.run_config import WINDOW, RunConfig, stream_layout
 from gupsim.engines.checks import check_algorithm, check_network
 from gupsim.engines.choose import choose_engine
@@ -73,6 +84,7 @@ RECORD_KEYS = (
     "updates_generated", "updates_applied", "sim_time_s", "events", "wall_s", "peak_rss_mb",
     "gups_steady", "gups_ci_low", "gups_ci_high", "gups_ci_batches", "gups_ci_lag1", "warmup_updates", "warmup_s",
     "precision", "cycles_per_update_ci_low", "cycles_per_update_ci_high", "steady_state",
+    "precision_target", "precision_reached", "updates_applied_per_process",
 )
 
 
@@ -164,8 +176,11 @@ def _check_sample_interval(observer: Any) -> None:
 
 
 def _check_counts(outcome: RunOutcome) -> None:
+    """Every update generated was applied, and every one of the run's; a run its stopping rule ended has
+    applied no more than it generated, and generated no more than its cap."""
     generated, applied, total = outcome.updates_generated, outcome.updates_applied, outcome.total_updates
-    if applied != generated or generated != total:
+    stopped = outcome.precision_reached and applied <= generated <= total
+    if not stopped and (applied != generated or generated != total):
         raise SimulationError(f"updates lost: generated {generated}, applied {applied}, expected {total}")
 
 
@@ -193,6 +208,9 @@ def make_run_config(**fields: Any) -> RunConfig:
             raise GupsimError(f"missing run field '{loc}'") from None
         raise GupsimError(f"{loc}: {err['msg']} (got {err.get('input')!r})") from None
     validate_options(run.algorithm, run.algorithm_options)  # now, not when the run starts
+    if run.precision is not None and run.verify:
+        raise GupsimError("precision: a run stopped once precise applies only part of its updates, and HPCC's "
+                          "verification needs all of them: drop --verify or --precision")
     return run
 
 
@@ -200,11 +218,11 @@ def make_record(outcome: RunOutcome, wall_s: float) -> dict[str, Any]:
     """The run's record, from what its engine reported; ``wall_s`` is the wall time it took."""
     o, m, run = outcome, outcome.machine, outcome.run
     t = o.sim_time_s
-    (t_lo, t_hi) = o.window_times[:2]
-    window_updates = (WINDOW[1] - WINDOW[0]) * o.total_updates
-    whole_run = o.total_updates / t if t > 0 else float("nan")  # HPCC's own metric
-    window = window_updates / (t_hi - t_lo) if t_hi > t_lo else float("nan")
-    rate = whole_run if algorithm_class(run.algorithm).rate_over_whole_run else window
+    ri = rate_interval(applied_marks(o.total_updates)[:len(o.applied_times)], o.applied_times)
+    whole_run = o.updates_applied / t if t > 0 else float("nan")  # HPCC's own metric
+    # a run stopped when precise may not have reached the window's closing mark: its rate is the interval's
+    rate = ri.rate if o.precision_reached else \
+        whole_run if algorithm_class(run.algorithm).rate_over_whole_run else _window_rate(o)
     util = o.links["busy_s"] / t if t > 0 else np.zeros(1)
     alg = dict(o.algorithm_metrics)
     record: dict[str, Any] = {
@@ -217,10 +235,13 @@ def make_record(outcome: RunOutcome, wall_s: float) -> dict[str, Any]:
         "updates_per_process": run.updates_per_process,
         "seed": run.seed,
         "gups": rate / 1e9,
-        **_precision(o, m.cpu.clock_hz),
+        **_precision(ri, o.processes * m.cpu.clock_hz),
+        "precision_target": run.precision,
+        "precision_reached": o.precision_reached,
+        "updates_applied_per_process": o.updates_applied / o.processes,
         "gups_total": whole_run / 1e9,
         "cycles_per_update": o.processes * m.cpu.clock_hz / rate,
-        "bytes_per_update": o.wire_bytes_injected / o.total_updates,
+        "bytes_per_update": o.wire_bytes_injected / o.updates_applied,
         "updates_per_packet": alg.pop("updates_per_packet", float("nan")),
         "updates_per_message": alg.pop("updates_per_message", float("nan")),
         "send_blocking_factor": alg.pop("send_blocking_factor", float("nan")),
@@ -243,10 +264,16 @@ def make_record(outcome: RunOutcome, wall_s: float) -> dict[str, Any]:
     return record
 
 
-def _precision(o: RunOutcome, clock_hz: float) -> dict[str, Any]:
-    """The rate after the warm-up, its 95% interval and diagnostics (:mod:`gupsim.model.output_analysis`)."""
-    ri = rate_interval(applied_marks(o.total_updates)[:len(o.applied_times)], o.applied_times)
-    cycles = o.processes * clock_hz
+def _window_rate(o: RunOutcome) -> float:
+    """Updates per second between the window's marks (NaN if the run ended before both were crossed)."""
+    if len(o.window_times) < 2 or not o.window_times[1] > o.window_times[0]:
+        return float("nan")
+    return (WINDOW[1] - WINDOW[0]) * o.total_updates / (o.window_times[1] - o.window_times[0])
+
+
+def _precision(ri: RateInterval, cycles: float) -> dict[str, Any]:
+    """The rate after the warm-up, its 95% interval and diagnostics (:mod:`gupsim.model.output_analysis`);
+    ``cycles`` is the machine's cycles per second, all processes together."""
     return {
         "steady_state": ri.steady, "precision": "ok" if ri.ok else "insufficient",
         "gups_steady": ri.rate / 1e9, "gups_ci_low": ri.low / 1e9, "gups_ci_high": ri.high / 1e9,

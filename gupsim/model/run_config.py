@@ -66,6 +66,10 @@ class RunConfig(BaseModel):
                                         "(--log2-table-size; default 2^25 words per node, 2^12 per process with verify)")
     algorithm_options: dict[str, Any] = Field(default_factory=dict, description="validated by the algorithm's "
                                               "Options model (--option KEY=VALUE)")
+    precision: float | None = Field(
+        default=None, gt=0, lt=1, allow_inf_nan=False,
+        description="stop once the GUPS 95% interval's half-width is at most this fraction of the rate; "
+        "updates_per_process is then the cap (--precision; gupsim.model.output_analysis.precise)")
     #: 'auto': the compiled engine (gupsim.engines.fast) where it has a kernel for the run, else SimPy.
     engine: Literal["auto", "fast", "simpy"] = Field(
         default="auto", description="fast: compiled kernels (gupsim.engines.fast); simpy: the reference engine; auto: fast "

@@ -259,6 +259,14 @@ class RunPool(Protocol):
         """The record of every run, in the order given."""
 
 
+def with_precision(config: RunConfig, precision: float | None) -> RunConfig:
+    """``config`` stopped once its GUPS interval is within ``precision`` (its length the cap), unless it asks
+    for a precision of its own, verifies HPCC's table (which needs every update) or ``precision`` is None."""
+    if precision is None or config.precision is not None or config.verify:
+        return config
+    return config.model_copy(update={"precision": precision})
+
+
 def run_cost(config: RunConfig) -> int:
     """A rough cost: processes x updates x the partition's mean distance (only orders the queue)."""
     dims = parse_shape(config.shape)
@@ -266,14 +274,16 @@ def run_cost(config: RunConfig) -> int:
 
 
 class SerialPool:
-    """Run every configuration in this process, in order (kept in ``cache_dir`` if given)."""
+    """Run every configuration in this process, in order (kept in ``cache_dir`` if given); with a
+    ``precision``, each stops once that precise (:func:`with_precision`)."""
 
-    def __init__(self, cache_dir: Path | None = None) -> None:
+    def __init__(self, cache_dir: Path | None = None, precision: float | None = None) -> None:
         self.cache_dir, self.code = _keeping(cache_dir)
+        self.precision = precision
 
     def records(self, configs: list[RunConfig]) -> list[dict[str, Any]]:
         out = []
-        for config in configs:
+        for config in (with_precision(c, self.precision) for c in configs):
             origin, record = cached_run(config, self.cache_dir, self.code)
             _log_done(config, origin, record)
             out.append(record)
@@ -289,12 +299,15 @@ class DaskPool:
     sits idle.)  A configuration asked for by several tables runs
     once.  A whole task that is not a list of runs (an
     experiment without a pool) takes its place in the same queue (:meth:`call`).  Workers keep
-    each record in ``cache_dir`` as their run ends (see the module docstring).
+    each record in ``cache_dir`` as their run ends (see the module docstring).  With a ``precision``, each
+    run stops once that precise (:func:`with_precision`).
     """
 
-    def __init__(self, client: Any, workers: int, cache_dir: Path | None = None) -> None:
+    def __init__(self, client: Any, workers: int, cache_dir: Path | None = None,
+                 precision: float | None = None) -> None:
         self.client = client
         self.cache_dir, self.code = _keeping(cache_dir)
+        self.precision = precision
         if logging.getLogger("gupsim").handlers:  # the caller shows progress: so do the workers' runs
             client.run(log_to_stderr)
         self._queue: queue.PriorityQueue = queue.PriorityQueue()
@@ -322,7 +335,7 @@ class DaskPool:
         return result
 
     def records(self, configs: list[RunConfig]) -> list[dict[str, Any]]:
-        futures = [self._run(c) for c in configs]
+        futures = [self._run(with_precision(c, self.precision)) for c in configs]
         return [dict(f.result()[1]) for f in futures]  # a copy each: two tables may share one run
 
     def _run(self, config: RunConfig) -> Future:

@@ -16,6 +16,9 @@ The points are the Cartesian product of the grid.  Grid keys are
   ``shape`` is given too, checked against it;
 * ``option.NAME``: an algorithm option for every point.
 
+Every point runs until its GUPS 95% interval is within :data:`SWEEP_PRECISION` (1%) of its rate, its
+updates per process being the cap (``precision``, a run field, sets another target).
+
 Every point is validated (machine, run fields, algorithm options, and what
 ``gupsim run`` checks before it builds a run: the HPCC slice, the engine, the
 memory estimate) before any runs, so a bad sweep file fails in one line naming
@@ -70,6 +73,9 @@ from gupsim.studies.estimate import describe
 EXPERIMENTS_DIR = REPO_ROOT / "configs" / "experiments"
 #: Run-field aliases a sweep file may use.
 RUN_ALIASES = {"updates": "updates_per_process"}
+#: The precision a point runs to unless its sweep file gives one (relative half-width of its GUPS 95%
+#: interval; ``--precision``): its updates per process are the cap.
+SWEEP_PRECISION = 0.01
 #: RunConfig fields a grid may not set directly (they have their own keys).
 _NOT_GRID = {"machine", "algorithm_options", "verify"}
 
@@ -306,6 +312,7 @@ def expand(spec: SweepSpec, where: str = "sweep") -> list[Point]:
         run.setdefault("algorithm", "baseline")
         run.setdefault("shape", "4x4x4")
         run.setdefault("updates_per_process", 4096)
+        run.setdefault("precision", SWEEP_PRECISION)  # updates_per_process is then the cap
         options = {**spec.options.get(run["algorithm"], {}), **options}
         mkey = json.dumps(overrides, sort_keys=True, default=str)
         try:

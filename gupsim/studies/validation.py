@@ -36,6 +36,19 @@ from gupsim.studies.cluster import close_client, open_client
 from gupsim.studies.runpool import SerialPool
 
 
+#: A run record's 95% interval of each column a table may compare (:mod:`gupsim.engines.run`).
+INTERVAL_FIELDS = {"gups": ("gups_ci_low", "gups_ci_high"),
+                   "cycles_per_update": ("cycles_per_update_ci_low", "cycles_per_update_ci_high")}
+
+
+def interval_cells(record: dict[str, Any], columns: tuple[str, ...] = ("gups",)) -> dict[str, float]:
+    """``sim_<column>_low`` and ``_high``: the record's 95% interval of each column (NaN where the run was too
+    short for a valid one), for :class:`Comparison` to show beside the value and judge."""
+    valid = record.get("precision") == "ok"
+    return {f"sim_{column}_{side}": float(record[name]) if valid else math.nan
+            for column in columns for side, name in zip(("low", "high"), INTERVAL_FIELDS[column])}
+
+
 def reference_table(name: str) -> pd.DataFrame:
     """A published table gupsim ships (``gupsim/data/reference/<name>``), without its source lines."""
     table = reference_resource(name)
@@ -92,6 +105,37 @@ class Comparison:
     def errors(self, column: str) -> pd.Series:
         return self.frame[f"rel_err_{column}"]
 
+    def has_intervals(self, column: str) -> bool:
+        return f"sim_{column}_low" in self.frame and f"sim_{column}_high" in self.frame
+
+    def verdicts(self, column: str) -> pd.Series:
+        """Each row's verdict on ``column`` from its 95% interval: "within" the target when the whole interval
+        is, "outside" when the whole interval is, "undecided" when it straddles a bound, "no interval" where
+        the run gave none; empty where nothing is judged (no published value, or a fitted row)."""
+        target, ref = self.targets[column], self.frame[column].astype(float)
+        low = self.frame[f"sim_{column}_low"].astype(float) / ref - 1
+        high = self.frame[f"sim_{column}_high"].astype(float) / ref - 1
+        out = []
+        for key, r, lo, hi, err in zip(self.frame[self.key], ref, low, high, self.errors(column)):
+            if math.isnan(err) or self.is_fitted(key, column) or not r:
+                out.append("")
+            elif math.isnan(lo) or math.isnan(hi):
+                out.append("no interval")
+            elif -target <= lo and hi <= target:
+                out.append("within")
+            elif hi < -target or lo > target:
+                out.append("outside")
+            else:
+                out.append("undecided")
+        return pd.Series(out, index=self.frame.index)
+
+    def interval_line(self, column: str) -> str:
+        """The counts of :meth:`verdicts`: how many judged rows the noise alone could not move across the target."""
+        counts = self.verdicts(column).value_counts()
+        parts = [f"{int(counts.get(v, 0))} {v}" for v in ("within", "outside", "undecided", "no interval")]
+        return (f"{self.name}: {column}, judged by the 95% interval (within/outside: the whole interval is): "
+                + ", ".join(parts))
+
     def misses(self) -> list[tuple[Any, str, float, float]]:
         """(row key, column, relative error, target) for every compared value worse than its target."""
         out = []
@@ -128,6 +172,7 @@ class Comparison:
                     f"({self.key}={worst_key}); target {target:.0%}: {len(err) - missed}/{len(err)} judged rows "
                     f"within{fit_text}"
                 )
+        lines += [self.interval_line(column) for column in self.targets if self.has_intervals(column)]
         return lines + [f"{self.name}: {line}" for line in self.checks]
 
     def fitted_lines(self) -> list[str]:
@@ -188,9 +233,15 @@ def takes_pool(module) -> bool:
     return "pool" in inspect.signature(module.reproduce).parameters
 
 
+#: The precision ``gupsim reproduce`` runs each row to (relative half-width of its GUPS 95% interval), its
+#: table's fixed length being the cap.
+REPRODUCE_PRECISION = 0.01
+
+
 def run_experiments(names: list[str], quick: bool, jobs: int = 1,
                     on_done: Callable[[Comparison], None] | None = None,
-                    cache_dir: Path | None = None) -> list[Comparison]:
+                    cache_dir: Path | None = None,
+                    precision: float | None = REPRODUCE_PRECISION) -> list[Comparison]:
     """Run experiments in dependency order (``NEEDS``); each runs once, dependencies first.
 
     ``on_done`` is called with each comparison as soon as it is finished, so a caller can keep the
@@ -204,7 +255,9 @@ def run_experiments(names: list[str], quick: bool, jobs: int = 1,
     task of its own (:class:`gupsim.studies.runpool.DaskPool`), so a table's long rows and another table's
     short ones share the cores; one that does not is a single task.  Every experiment whose
     dependencies are done starts at once; the pool orders the runs, largest first.  Results are
-    the same as with ``jobs = 1``, only the wall time changes.
+    the same as with ``jobs = 1``, only the wall time changes.  With a ``precision`` every run an experiment
+    hands to its pool stops once that precise, its fixed length the cap (:func:`gupsim.studies.runpool.with_precision`);
+    the runs an experiment makes itself (fits, bounds) keep their fixed lengths.
     """
     modules = {}
     needs: dict[str, tuple[str, ...]] = {}
@@ -233,7 +286,7 @@ def run_experiments(names: list[str], quick: bool, jobs: int = 1,
         visit(name)
     done: dict[str, Comparison] = {}
     if jobs <= 1:
-        serial = SerialPool(cache_dir)
+        serial = SerialPool(cache_dir, precision)
         for name in order:
             inputs = {n: done[n] for n in needs[name]}
             done[name] = (modules[name].reproduce(quick=quick, inputs=inputs, pool=serial)
@@ -246,7 +299,7 @@ def run_experiments(names: list[str], quick: bool, jobs: int = 1,
 
 
     client = open_client(None, jobs, processes=True)
-    pool = DaskPool(client, jobs, cache_dir)
+    pool = DaskPool(client, jobs, cache_dir, precision)
 
     def one(name: str, inputs: dict) -> Comparison:
         if takes_pool(modules[name]):
@@ -300,20 +353,27 @@ def _fmt(value: Any) -> str:
 
 def markdown_table(frame: pd.DataFrame, columns: list[str], err_columns: set[str],
                    fitted: Callable[[Any, str], bool] = lambda row, column: False) -> str:
-    """A Markdown table; an error cell that ``fitted(row, column)`` marks reads "+0.0% (fit)"."""
+    """A Markdown table; an error cell that ``fitted(row, column)`` marks reads "+0.0% (fit)"; a ``sim_<c>``
+    cell with ``sim_<c>_low`` and ``_high`` beside it in ``frame`` shows its 95% interval, "0.115 [0.113, 0.117]"."""
     head = "| " + " | ".join(columns) + " |"
     rule = "|" + "|".join("---" for _ in columns) + "|"
     rows = []
-    for _, row in frame[columns].iterrows():
+    for index, row in frame[columns].iterrows():
         cells = []
         for c in columns:
             v = row[c]
             if c in err_columns and isinstance(v, (float, np.floating)) and not math.isnan(v):
                 cells.append(f"{v:+.1%}" + (" (fit)" if fitted(row, c.removeprefix("rel_err_")) else ""))
+            elif f"{c}_low" in frame and f"{c}_high" in frame:
+                cells.append(_fmt(v) + _interval_text(frame.at[index, f"{c}_low"], frame.at[index, f"{c}_high"]))
             else:
                 cells.append(_fmt(v))
         rows.append("| " + " | ".join(cells) + " |")
     return "\n".join([head, rule, *rows])
+
+
+def _interval_text(low: Any, high: Any) -> str:
+    return "" if pd.isna(low) or pd.isna(high) else f" [{_fmt(float(low))}, {_fmt(float(high))}]"
 
 
 def comparison_markdown(c: Comparison, figures_dir: Path | None = None, command: str | None = None) -> str:
@@ -373,6 +433,11 @@ def write_markdown(comparisons: list[Comparison], path: Path, command: str, refr
         "Generated by `gupsim reproduce` from the CSVs it writes; do not edit by hand. The last line of each"
         " section names the command and the machine files that made it.",
         "Errors are simulated / published - 1. Each table states its target and explains every row that misses it.",
+        "A simulated value shown as `v [low, high]` carries its run's 95% interval (each row runs until the interval"
+        f" is within {REPRODUCE_PRECISION:.0%} of the rate, or the precision the command names, its table's run length"
+        " being the cap; `--fixed-length`: the whole length); judged by it, a row"
+        " is within its target only when the whole interval is, outside only when the whole interval is, and"
+        " undecided otherwise.",
     ]
     today = machine_files_digest()
     stale = [title for title, text in sections.items() if f"machine files `{today}`" not in text]

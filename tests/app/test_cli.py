@@ -62,6 +62,13 @@ def test_bounds_json(capsys):
         (["run", "--set", "clockhz=1"], "no such machine field"),
         (["run", "--option", "termination=never"], "option termination"),
         (["run", "--updates", "0"], "Invalid value for '--updates'"),
+        (["run", "--precision", "0"], "precision: Input should be greater than 0"),
+        (["run", "--precision", "1"], "precision: Input should be less than 1"),
+        (["run", "--precision", "2.5"], "precision: Input should be less than 1"),
+        (["run", "--precision", "nan"], "precision: Input should be a finite number"),
+        (["run", "--precision", "inf"], "precision: Input should be a finite number"),
+        (["run", "--precision", "-0.01"], "precision: Input should be greater than 0"),
+        (["run", "--precision", "0.01", "--verify"], "drop --verify or --precision"),
         (["bounds", "--shape", "8x8x8", "--bytes-per-update", "-1"], "Invalid value for '--bytes-per-update'"),
         (["run", "--machine", "missing.yaml"], "machine file not found"),
         # a configuration the algorithm cannot finish (tests/test_routed.py): one line on either engine

@@ -396,6 +396,8 @@ def _loop(s, net, now):
     while ctr[tb.C_HEAP_N] > 0 and ctr[tb.C_DONE] == 0:
         if ev.needs_room(hh, ctr) or ac[AC_MSG_NFREE] < MSG_MARGIN:
             return now, False
+        if ev.past_stop(hh, ctr):
+            return now, True
         now, payload = ev.pop(hh, ctr)
         c.prefetch_next(net)
         _prefetch_cpu(hh, ctr, ci, s.rank_floats, net.streams, s.bucket_heap)

@@ -88,7 +88,8 @@ class Kernel:
       simulated time ``now`` (seconds) until the run ends (``finished`` True) or the batch ends (False: a
       table must grow, sequence numbers be renumbered, or the driver's pause point ``C_PAUSE_AT`` came).  It
       must stop when the queue needs room (``events.needs_room``) and after an event once
-      ``events.batch_over``; the driver does the rest between batches.
+      ``events.batch_over``, and end the run (True) before an event past the stopping rule's time
+      (``events.past_stop``); the driver does the rest between batches.
     * ``prepare(sim, options) -> dict``: the kernel's arrays, keyed by ``state``'s field names, for a
       :class:`gupsim.engines.fast.engine.FastSimulation` and its validated algorithm options.
     * ``counters(arrays) -> dict``: the algorithm's counters at the end, named as the SimPy class's

@@ -40,7 +40,7 @@ from numba import njit
 
 from gupsim.engines.fast.credits import enqueue, give, give_later, inj_pool, list_append, rec_pool, room, take, wake
 from gupsim.engines.fast.events import NORMAL, PAYLOAD_MASK, URGENT, push
-from gupsim.engines.fast.tables import C_DELIVERED, C_MARK_INDEX, C_NEXT_MARK, I_NMARKS, I_TOTAL, C_FREE_HEAD, C_HEAP_N, C_HOPS, C_INJECTED, C_NFREE, C_WIRE, EV_CPU, EV_FRONT, EV_GIVE, EV_HOP, EV_RESUME, EV_TAIL, F_CHUNK_S, F_CYCLE_S, F_RATE, F_ROUTER_S, I_ADAPTIVE, I_BUBBLE, I_ORDERED, I_POOL_DYN, I_TIES, I_POOL_INJ, I_WRAPS, I_X, PF_ASKED, PF_START, PK_BUBBLE, PK_CHUNKS, PK_DIM, PK_DST, PK_HELD, PK_LINK, PK_NEXT, PK_NODE, PK_ONEXT, PK_SRC, PK_STATE, PK_WIRE, PQ_FREE, PQ_OHEAD, RK_IN_COUNT, RK_IN_HEAD, RK_IN_TAIL, RK_WAIT, W_FRONT, W_FRONT_TIME, W_LINK, W_NONE, W_REC, WAKE_INBOX, f2i, i2f, node_of, prefetch_row
+from gupsim.engines.fast.tables import C_CHECKED, C_DELIVERED, C_MARK_INDEX, C_NEXT_MARK, C_PAUSE_AT, I_CHECK_EVERY, I_FIRST_CHECK, I_NMARKS, I_TOTAL, C_FREE_HEAD, C_HEAP_N, C_HOPS, C_INJECTED, C_NFREE, C_WIRE, EV_CPU, EV_FRONT, EV_GIVE, EV_HOP, EV_RESUME, EV_TAIL, F_CHUNK_S, F_CYCLE_S, F_RATE, F_ROUTER_S, I_ADAPTIVE, I_BUBBLE, I_ORDERED, I_POOL_DYN, I_TIES, I_POOL_INJ, I_WRAPS, I_X, PF_ASKED, PF_START, PK_BUBBLE, PK_CHUNKS, PK_DIM, PK_DST, PK_HELD, PK_LINK, PK_NEXT, PK_NODE, PK_ONEXT, PK_SRC, PK_STATE, PK_WIRE, PQ_FREE, PQ_OHEAD, RK_IN_COUNT, RK_IN_HEAD, RK_IN_TAIL, RK_WAIT, W_FRONT, W_FRONT_TIME, W_LINK, W_NONE, W_REC, WAKE_INBOX, f2i, i2f, node_of, prefetch_row
 
 
 #: C_NEXT_MARK past the last mark: no count of updates reaches it.
@@ -60,7 +60,8 @@ def mark_at(ip, i):
 def cross_marks(ip, ctr, at, n, t):
     """``n`` updates applied at ``t`` reached the next mark: record ``t`` at every mark up to ``n`` (a message
     may apply many updates at once) and set the next one.  Not inlined: the kernels' ``_apply`` calls it once
-    per mark, after one compare against C_NEXT_MARK."""
+    per mark, after one compare against C_NEXT_MARK.  Where a stopping rule's mark count was crossed
+    (``I_CHECK_EVERY``), the batch ends after this event: the driver evaluates the rule."""
     i = ctr[C_MARK_INDEX]
     m = ip[I_NMARKS]
     while i < m and mark_at(ip, i) <= n:
@@ -68,6 +69,9 @@ def cross_marks(ip, ctr, at, n, t):
         i += 1
     ctr[C_MARK_INDEX] = i
     ctr[C_NEXT_MARK] = mark_at(ip, i) if i < m else NO_MARK
+    every = ip[I_CHECK_EVERY]
+    if every > 0 and i >= ip[I_FIRST_CHECK] and i // every > ctr[C_CHECKED] // every:
+        ctr[C_PAUSE_AT] = 0
 
 
 @njit(cache=True, inline="always", _nrt=False)

@@ -19,6 +19,13 @@ resumed from a file, gives the uncut run's record bit for bit
 65,536-node row is about an hour and a half of CPU on a shared box, and a run
 stopped near its end without a saved state is lost whole.
 
+**The stopping rule** (``--precision``): a kernel ends its batch after an event that made the updates applied
+cross one of the rule's mark counts (:func:`gupsim.engines.fast.core.cross_marks`).  The driver evaluates
+the rule there, at each count crossed (:func:`gupsim.model.output_analysis.check_points`); once it holds, it
+sets the run's stop time (``C_STOP_T``) to that instant, and the kernel processes the instant's remaining
+events and ends before the first later one (``events.past_stop``), as the SimPy engine does
+(``Simulation._check_precision``).
+
 A saved state belongs to one run made by one version of the code: the file
 carries the caller's key (:attr:`Checkpoint.key`) and a file with another key,
 or other tables (another kernel's, or arrays under names this code does not use), is refused in one line.
@@ -43,9 +50,12 @@ from gupsim.base.errors import GupsimError, cannot_write, probe_write
 from gupsim.base.memory import peak_rss_mb
 from gupsim.engines.fast import core as c, credits as cr, tables as tb
 from gupsim.engines.fast.contract import NETWORK_PACKET_ARRAYS, QUEUE, Kernel, Network
+from gupsim.model.output_analysis import check_points
 
 #: Events per batch: the driver gets control back every few seconds of a whole-machine run.
 BATCH_EVENTS = 1 << 24
+#: ``C_STOP_T`` while the stopping rule has not held (no event time's bits exceed it).
+NO_STOP = np.iinfo(np.int64).max
 #: Wall seconds between two saves: about 1% of the run for the whole machine's 1.6 GB (docs/performance.md).
 CHECKPOINT_EVERY_S = 600.0
 #: One line per save: how far an hour-long run has got (``gupsim reproduce`` and ``gupsim run`` show it).
@@ -63,11 +73,13 @@ class Checkpoint:
 
 def drive(kernel: Kernel, a: dict, checkpoint: Checkpoint | None = None,
           batch_events: int = BATCH_EVENTS, total_updates: int = 0,
-          progress: Callable[[int, int], None] | None = None) -> tuple[float, float, float]:
+          progress: Callable[[int, int], None] | None = None,
+          stop_rule: Callable[[np.ndarray, int], bool] | None = None) -> tuple[float, float, float]:
     """Run ``kernel`` on the arrays ``a`` (updated in place; keyed by field name) to its end.
 
     Each save logs the updates applied so far out of ``total_updates``; ``progress``, if given, is told them
-    (and ``total_updates``) at the start, after every batch and at the end.  Returns the final simulated time,
+    (and ``total_updates``) at the start, after every batch and at the end.  ``stop_rule(applied_times, c)``,
+    if given, is the stopping rule on the first ``c`` marks (module docstring).  Returns the final simulated time,
     and the wall seconds spent on this run before this call and the largest peak RSS (MB) of the processes
     that spent them (by the processes whose checkpoint it resumed; 0 and 0 for a fresh run)."""
     if batch_events < 1:
@@ -88,6 +100,7 @@ def drive(kernel: Kernel, a: dict, checkpoint: Checkpoint | None = None,
         if finished:
             now = cr.settle_all(a[QUEUE], ctr, a["pools"], a["deferred"], now)
         else:
+            _check_stop(a, now, stop_rule)
             _between_batches(kernel, a)
         if progress is not None:
             progress(int(ctr[tb.C_APPLIED]), total_updates)
@@ -101,6 +114,19 @@ def drive(kernel: Kernel, a: dict, checkpoint: Checkpoint | None = None,
     if checkpoint is not None:
         checkpoint.path.unlink(missing_ok=True)
     return now, earlier_s, earlier_peak_mb
+
+
+def _check_stop(a: dict, now: float, stop_rule: Callable[[np.ndarray, int], bool] | None) -> None:
+    """Evaluate the stopping rule at each of its mark counts crossed since it was last evaluated; once it holds,
+    the run ends with the end of the instant ``now``."""
+    ctr = a["counters"]
+    if stop_rule is None or ctr[tb.C_STOP_T] != NO_STOP:
+        return
+    crossed = int(ctr[tb.C_MARK_INDEX])
+    first = int(a["int_params"][tb.I_FIRST_CHECK])
+    if any(stop_rule(a["applied_times"], c) for c in check_points(int(ctr[tb.C_CHECKED]), crossed, first)):
+        ctr[tb.C_STOP_T] = np.float64(now).view(np.int64)
+    ctr[tb.C_CHECKED] = crossed
 
 
 def network_of(a: dict) -> Network:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -17,7 +17,7 @@ from gupsim.base.memory import FAST_BASE_BYTES, FAST_MARGIN_BYTES, FAST_NODE_BYT
 from gupsim.engines.links import link_stats
 from gupsim.engines.outcome import RunOutcome
 from gupsim.model.costs import CostModel
-from gupsim.model.output_analysis import applied_marks
+from gupsim.model.output_analysis import CHECK_EVERY, applied_marks, first_check, precise
 from gupsim.model.run_config import SLICE_START_FRACTION, WINDOW, RunConfig, stream_layout, stream_start
 from gupsim.engines.checks import network_standin
 from gupsim.topology.base import make_topology, parse_shape
@@ -153,6 +153,10 @@ class FastSimulation:
         ip[tb.I_MARK0], ip[tb.I_MARK1] = (math.ceil(f * self.total_updates) for f in WINDOW)
         marks = applied_marks(self.total_updates)
         ip[tb.I_NMARKS] = len(marks)
+        if self.run.precision is not None:
+            ip[tb.I_CHECK_EVERY] = CHECK_EVERY
+            ip[tb.I_FIRST_CHECK] = first_check(self.run.updates_per_process, len(marks),
+                                               algorithm_class(self.run.algorithm).holds_pending)
         fp = np.zeros(tb.N_FPARAMS)
         fp[tb.F_RATE] = net.link_bytes_per_s
         fp[tb.F_CHUNK_S] = net.chunk_bytes / net.link_bytes_per_s
@@ -179,6 +183,7 @@ class FastSimulation:
         ctr[tb.C_RENUMBER_AT] = min(ev.SEQ_LIMIT, ev.SEQ_CAP - ev.HEAP_MARGIN)  # they renumber between batches
         ctr[tb.C_PAUSE_AT] = np.iinfo(np.int64).max  # gupsim.engines.fast.driver sets it before every batch
         ctr[tb.C_NEXT_MARK] = marks[0] if marks else c.NO_MARK
+        ctr[tb.C_STOP_T] = driver.NO_STOP
         c.link_free_list(pk, 0, packets, ctr)
         heap = 4 * R + 2 * ev.HEAP_MARGIN
         hh = ev.new_queue(heap, ctr, ev.bucket_seconds(fp[tb.F_CHUNK_S] + fp[tb.F_ROUTER_S], R))
@@ -215,18 +220,26 @@ class FastSimulation:
         a = self._arrays() | self._kernel_arrays()
         now, self.earlier_wall_s, self.earlier_peak_rss_mb = driver.drive(
             kernel, a, checkpoint, driver.BATCH_EVENTS if batch_events is None else batch_events, self.total_updates,
-            progress)
+            progress, self._stop_rule())
 
         self._check_finished(a, now)
         self.queue_stats = _queue_stats(a["counters"])
         self._outcome = self._measure(a, now)
+
+    def _stop_rule(self) -> Callable[[np.ndarray, int], bool] | None:
+        """The stopping rule on the applied times of the first ``c`` marks (None without ``--precision``)."""
+        precision = self.run.precision
+        if precision is None:
+            return None
+        marks = applied_marks(self.total_updates)
+        return lambda times, c: precise(marks[:c], times[:c], precision)
 
     def _check_finished(self, a: dict[str, Any], now: float) -> None:
         """Raise the kernel's own error, or a deadlock (a queue that emptied before the run finished)."""
         kernel, ctr = self.kernel, a["counters"]
         if ctr[tb.C_ERROR]:
             raise SimulationError(kernel.error_message(ctr[tb.C_ERROR], a))
-        if not ctr[tb.C_DONE]:
+        if not ctr[tb.C_DONE] and ctr[tb.C_STOP_T] == driver.NO_STOP:
             # a property of the configuration, as on the SimPy engine (Simulation.deadlock): the same line
             ranks = self.num_ranks
             stuck = (kernel.updates_left(a)[:ranks] > 0) | (a["ranks"][:ranks, tb.RK_IN_HEAD] >= 0)
@@ -240,18 +253,21 @@ class FastSimulation:
         names (the kernel's ``counters`` and ``window_counters``), so that its ``metrics`` make the record."""
         kernel, ctr = self.kernel, a["counters"]
         lf, nlinks = a["link_times"], a["int_params"][tb.I_NLINKS]
-        window = tuple(kernel.window_counters(a))
+        window_times = tuple(float(t) for t in a["window_times"] if not math.isnan(t))
+        # a run its stopping rule ended before the window closed has no window (algorithms.base.window_counts)
+        window = tuple(kernel.window_counters(a)) if len(window_times) == 2 else ()
         totals = kernel.counters(a)
         return RunOutcome(
             run=self.run, topology=self.topology, processes=self.num_ranks, total_updates=self.total_updates,
             sim_time_s=now, events=int(ctr[tb.C_EVENTS]), updates_applied=int(ctr[tb.C_APPLIED]),
             updates_generated=self.total_updates - int(kernel.updates_left(a).sum()),
-            window_times=tuple(float(t) for t in a["window_times"]), window_counters=window, totals=totals,
+            window_times=window_times, window_counters=window, totals=totals,
             algorithm_metrics=self.algorithm.metrics(window, totals),
             packets_injected=int(ctr[tb.C_INJECTED]), packets_delivered=int(ctr[tb.C_DELIVERED]),
             wire_bytes_injected=int(ctr[tb.C_WIRE]), packet_hops=int(ctr[tb.C_HOPS]),
             links=link_stats(self.topology, a["link_bytes"][:nlinks], lf[:, 1], lf[:, 2]),
             applied_times=tuple(float(t) for t in a["applied_times"][:int(ctr[tb.C_MARK_INDEX])]),
+            precision_reached=bool(ctr[tb.C_STOP_T] != driver.NO_STOP),
             earlier_wall_s=self.earlier_wall_s, earlier_peak_rss_mb=self.earlier_peak_rss_mb)
 
     def outcome(self) -> RunOutcome:

@@ -30,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from gupsim.engines.fast.tables import C_CAL_N, C_CUR, C_EVENTS, C_FAR_FREE, C_FAR_N, C_FAR_TOP, C_HEAP_N, C_INV_W, C_MOVED, C_NFREE, C_OV_MIN, C_PAUSE_AT, C_REFILED, C_RENUMBER_AT, C_SEEN_K, C_SEEN_T, C_SEQ, C_SEQ_LIMIT, PACKET_MARGIN, f2i, grow, i2f
+from gupsim.engines.fast.tables import C_CAL_N, C_CUR, C_EVENTS, C_FAR_FREE, C_FAR_N, C_FAR_TOP, C_HEAP_N, C_INV_W, C_MOVED, C_NFREE, C_OV_MIN, C_PAUSE_AT, C_REFILED, C_RENUMBER_AT, C_SEEN_K, C_SEEN_T, C_SEQ, C_SEQ_LIMIT, C_STOP_T, PACKET_MARGIN, f2i, grow, i2f
 
 
 URGENT, NORMAL = 0, 1  # SimPy's priorities: process initialisation before ordinary events
@@ -362,6 +362,14 @@ def needs_room(q, ctr):
     every one outside the heap."""
     pending = ctr[C_HEAP_N] + ctr[C_FAR_N] + HEAP_MARGIN
     return pending > q[0].shape[0] or pending > q[2].shape[0] or ctr[C_NFREE] < PACKET_MARGIN
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def past_stop(q, ctr):
+    """True when the earliest pending event comes after the stopping rule's time (``C_STOP_T``): the run ends
+    with the end of that instant.  Compared as float bits (non-negative times order as their bits); the heap's
+    first row is the queue's minimum (see "event queue")."""
+    return q[0][0, 0] > ctr[C_STOP_T]
 
 
 @njit(cache=True, inline="always", _nrt=False)

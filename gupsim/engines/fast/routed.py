@@ -343,6 +343,8 @@ def _loop(s, net, now):
     while ctr[tb.C_HEAP_N] > 0 and ctr[tb.C_DONE] == 0 and ctr[tb.C_ERROR] == 0:
         if ev.needs_room(hh, ctr):
             return now, False
+        if ev.past_stop(hh, ctr):
+            return now, True
         now, payload = ev.pop(hh, ctr)
         c.prefetch_next(net)
         _prefetch_cpu(hh, ctr, s.rank_ints, s.rank_debt, s.dims, net.streams, s.wait_start)

@@ -88,7 +88,10 @@ C_PAUSE_AT = 29
 C_REFILED = 30
 # the updates applied at which the next of the applied-times marks falls (int64 max past the last), and its index
 C_NEXT_MARK, C_MARK_INDEX = 31, 32
-N_COUNTERS = 34
+# the stopping rule (--precision): the time after which no event is processed (float bits; int64 max while the
+# rule has not held), and the marks crossed when the driver last evaluated it (gupsim.engines.fast.driver)
+C_STOP_T, C_CHECKED = 33, 34
+N_COUNTERS = 37
 
 # ------------------------------------------------------------------ integer parameters
 I_PPN, I_X, I_Y, I_Z, I_WRAPS, I_BUBBLE, I_ADAPTIVE, I_NLINKS, I_NRANKS, I_MAXCH = range(10)
@@ -97,7 +100,10 @@ I_POOL_DYN, I_POOL_INJ, I_POOL_REC, I_TOTAL, I_MARK0, I_MARK1, I_FIFO_GROUPS, I_
 I_NMARKS = 18
 # the half-ring tie rule's code (gupsim.topology.grid.HALF_RING_TIES)
 I_TIES = 19
-N_IPARAMS = 20
+# the stopping rule's mark counts: every I_CHECK_EVERY marks from I_FIRST_CHECK on (0: no rule; gupsim.model.
+# output_analysis.check_points)
+I_CHECK_EVERY, I_FIRST_CHECK = 20, 21
+N_IPARAMS = 24
 F_RATE, F_CHUNK_S, F_ROUTER_S, F_CYCLE_S = range(4)
 N_FPARAMS = 4
 #: Free packet rows the kernels' outer loop keeps (:func:`gupsim.engines.fast.events.needs_room`).

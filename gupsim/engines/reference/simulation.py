@@ -26,6 +26,11 @@ A :class:`Simulation` wires together, for one :class:`RunConfig`:
 :meth:`Simulation.outcome` says what it measured
 (:class:`gupsim.engines.outcome.ReportsOutcome`).
 
+With a ``precision`` (``--precision``) the run ends early: each time the updates applied cross one of the
+stopping rule's mark counts (:func:`gupsim.model.output_analysis.check_points`), the rule is evaluated on the
+marks so far, and once it holds the run ends with the end of that simulated instant (every event of it is
+processed, as the fast engine does: :data:`END_OF_INSTANT`).
+
 With ``verify`` a real table is kept: every applied update is XORed into it
 after checking that it reached the rank that owns it.
 """
@@ -44,7 +49,7 @@ from gupsim.algorithms.base import algorithm_class, validate_options
 from gupsim.base.errors import DeadlockError, GupsimError, SimulationError
 from gupsim.base.memory import BASE_BYTES, ROUTE_CACHE_BYTES, check_fits
 from gupsim.model.costs import CostModel
-from gupsim.model.output_analysis import applied_marks
+from gupsim.model.output_analysis import applied_marks, check_points, first_check, precise
 from gupsim.engines.checks import check_network
 from gupsim.engines.outcome import RunOutcome
 from gupsim.engines.reference.cpu import Cpu
@@ -52,6 +57,10 @@ from gupsim.engines.reference.networks import make_network
 from gupsim.model.run_config import (MAX_PENDING_UPDATES, VERIFY_BYTES_PER_WORD, WINDOW, RunConfig, UpdateStream,
                                      log2_table_size, stream_layout, stream_start)
 from gupsim.topology.base import make_topology, parse_shape
+
+#: SimPy orders the events of one instant by priority (URGENT 0, NORMAL 1, then by scheduling order): an event
+#: of priority 2 comes after every other event of its instant, those scheduled later included.
+END_OF_INSTANT = 2
 
 #: SimPy events between two progress reports (a fraction of a second of the reference engine).
 PROGRESS_EVERY_EVENTS = 1 << 16
@@ -114,6 +123,7 @@ class Simulation:
         self.window_counters: list[dict[str, float]] = []
         self._applied_marks = applied_marks(self.total_updates)
         self.applied_times: list[float] = []
+        self.precision_reached = False
         self.all_applied = self.env.event()
         self.table = hpcc.initial_table(self.layout) if run.verify else None
         options = validate_options(run.algorithm, run.algorithm_options)
@@ -173,7 +183,8 @@ class Simulation:
     def outcome(self) -> RunOutcome:
         """What the finished run measured (:class:`gupsim.engines.outcome.ReportsOutcome`)."""
         net = self.net
-        window = tuple(self.window_counters)
+        # a run its stopping rule ended before the window closed has no window (window_counts)
+        window = tuple(self.window_counters) if len(self.window_counters) == 2 else ()
         totals = self.algorithm.counters()
         return RunOutcome(
             run=self.run, topology=self.topology, processes=self.num_ranks, total_updates=self.total_updates,
@@ -182,7 +193,7 @@ class Simulation:
             totals=totals, algorithm_metrics=self.algorithm.metrics(window, totals),
             packets_injected=net.packets_injected, packets_delivered=net.packets_delivered,
             wire_bytes_injected=net.wire_bytes_injected, packet_hops=None, links=net.link_stats(),
-            applied_times=tuple(self.applied_times))
+            applied_times=tuple(self.applied_times), precision_reached=self.precision_reached)
 
     # ------------------------------------------------------------------ bookkeeping
 
@@ -206,12 +217,27 @@ class Simulation:
                 self.window_times.append(self.env.now + delay_s)
                 self.window_counters.append(self.algorithm.counters())
         marks, times = self._applied_marks, self.applied_times
+        crossed = len(times)
         while len(times) < len(marks) and marks[len(times)] <= self.applied:
             times.append(self.env.now)
+        if self.run.precision is not None and not self.precision_reached and len(times) > crossed:
+            self._check_precision(crossed)
         if self.applied == self.total_updates:
             self.all_applied.succeed()
         elif self.applied > self.total_updates:
             raise SimulationError("more updates applied than generated")
+
+    def _check_precision(self, crossed: int) -> None:
+        """Evaluate the stopping rule at each of its mark counts just crossed; once it holds, end the run with
+        the end of this instant."""
+        marks, times = self._applied_marks, self.applied_times
+        first = first_check(self.run.updates_per_process, len(marks), type(self.algorithm).holds_pending)
+        if any(precise(marks[:c], times[:c], self.run.precision) for c in check_points(crossed, len(times), first)):
+            self.precision_reached = True
+            stop = simpy.Event(self.env)
+            stop._ok, stop._value = True, None  # a triggered event, as succeed() makes, at the lowest priority
+            stop.callbacks.append(StopSimulation.callback)
+            self.env.schedule(stop, END_OF_INSTANT)
 
     @property
     def generated(self) -> int:

@@ -47,7 +47,7 @@ from gupsim.model.bucketing import mean_bucket_size
 from gupsim.config.loading import load_machine
 from gupsim.engines.run import make_run_config, simulate
 from gupsim.studies.runpool import SERIAL, RunPool
-from gupsim.studies.validation import Comparison, bgl_partition_shapes, compare, reference_table
+from gupsim.studies.validation import Comparison, bgl_partition_shapes, compare, interval_cells, reference_table
 from gupsim.algorithms.baseline import Baseline
 
 FULL_MAX_NODES, QUICK_MAX_NODES = 16384, 256
@@ -165,6 +165,7 @@ def reproduce(quick: bool = False, inputs: dict | None = None, pool: RunPool = S
         row = {"nodes": n, "sim_mean_bucket_size": bucket} | _model(machine, int(n), bucket)
         if n in records:
             rec = records[n]
+            row |= interval_cells(rec, ("gups", "cycles_per_update"))
             row |= {"sim_gups": rec["gups"], "sim_cycles_per_update": rec["cycles_per_update"],
                     "sim_send_blocking_factor": rec["send_blocking_factor"],
                     "sim_updates_per_message": rec["updates_per_message"], "shape": shapes[n]}

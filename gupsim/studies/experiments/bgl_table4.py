@@ -29,7 +29,8 @@ from gupsim.model.bounds import machine_topology, network_bound_gups
 from gupsim.config.loading import load_machine
 from gupsim.engines.run import make_run_config, simulate
 from gupsim.studies.runpool import SERIAL, RunPool
-from gupsim.studies.validation import Comparison, bgl_partition_shapes, compare, load_experiment, reference_table
+from gupsim.studies.validation import (Comparison, bgl_partition_shapes, compare, interval_cells, load_experiment,
+                                       reference_table)
 
 
 FULL_MAX_NODES, QUICK_MAX_NODES = 65536, 128
@@ -176,6 +177,7 @@ def reproduce(quick: bool = False, inputs: dict | None = None, pool: RunPool = S
             b = rec["bytes_per_update"] / hops
             if n == FIT_ROW:
                 h = (rec["cycles_per_update"] - machine.cpu.generate_cycles - machine.cpu.update_cycles) / hops
+            row |= interval_cells(rec, ("gups", "cycles_per_update"))
             row |= {"sim_gups": rec["gups"], "sim_cycles_per_update": rec["cycles_per_update"],
                     "sim_bytes_per_update": b, "sim_send_blocking_factor": rec["send_blocking_factor"],
                     "sim_send_blocking_factor_polled": rec["alg_send_blocking_factor_polled"],

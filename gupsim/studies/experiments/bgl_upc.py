@@ -40,7 +40,7 @@ from gupsim.model.bounds import machine_topology, network_bound_gups
 from gupsim.config.loading import load_machine
 from gupsim.engines.run import make_run_config
 from gupsim.studies.runpool import SERIAL, RunPool
-from gupsim.studies.validation import Comparison, compare, reference_table
+from gupsim.studies.validation import Comparison, compare, interval_cells, reference_table
 
 PACKET = {"payload_bytes": 64, "wire_bytes": 75}  # seed 001 backup slide
 SHAPES = {2048: "8x8x16", 65536: "32x32x32", 131072: "64x32x32", 64: "4x4x2"}  # nodes = processors / 2
@@ -129,6 +129,7 @@ def reproduce(quick: bool = False, inputs: dict | None = None, pool: RunPool = S
             row["shape"] = shape
         if p in records:
             rec = records[p]
+            row |= interval_cells(rec, ("gups",))
             row |= {"sim_gups": rec["gups"], "sim_send_blocking_factor": rec["send_blocking_factor"],
                     "sim_updates_per_process": rec["updates_per_process"],
                     "sim_link_utilisation_max": rec["link_utilisation_max"]}

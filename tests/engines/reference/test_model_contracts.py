@@ -242,10 +242,15 @@ def test_link_utilisation_mean_is_over_the_partitions_links_only(bgl):
 def test_the_record_refuses_a_run_that_lost_updates():
     from gupsim.engines.run import _check_counts
 
-    _check_counts(SimpleNamespace(updates_applied=10, updates_generated=10, total_updates=10))
+    _check_counts(SimpleNamespace(updates_applied=10, updates_generated=10, total_updates=10, precision_reached=False))
     for applied, generated in ((9, 10), (10, 9)):
         with pytest.raises(SimulationError, match="updates lost"):
-            _check_counts(SimpleNamespace(updates_applied=applied, updates_generated=generated, total_updates=10))
+            _check_counts(SimpleNamespace(updates_applied=applied, updates_generated=generated, total_updates=10,
+                                          precision_reached=False))
+    # a run its stopping rule ended has updates in flight, but never more applied than generated
+    _check_counts(SimpleNamespace(updates_applied=6, updates_generated=8, total_updates=10, precision_reached=True))
+    with pytest.raises(SimulationError, match="updates lost"):
+        _check_counts(SimpleNamespace(updates_applied=9, updates_generated=8, total_updates=10, precision_reached=True))
 
 
 def test_deadlock_report_counts_only_the_packets_still_in_the_network():

@@ -1,0 +1,89 @@
+"""How many updates per process each reproduced row needs for a 1% GUPS interval, against its table's fixed
+length, and what stopping there saves in CPU time (issue 35; docs/performance-log.md).
+
+For each row (seed 000 Tables 3 and 4, seed 001's UPC one-packet rows, at the sizes given), three runs on the
+fast engine, one after another in this process:
+
+* ``fixed``: the table's fixed length, as ``gupsim reproduce --fixed-length`` runs it;
+* ``precise``: the same with ``--precision 0.01`` and the fixed length as the cap (``gupsim reproduce``);
+* where that cap is not enough, ``longer``: the cap x4, to say how many updates 1% does need (marks, and
+  so the stopping rule's granularity, are fractions of the cap: 2% of it, from 20% on).
+
+It prints one Markdown row per table row: the updates per process applied, whether 1% was reached, the
+half-width reached, the stopped run's GUPS against the fixed run's (its ``gups``: the 25-75% window), and the
+CPU seconds of each run (compile time excluded).
+
+    nice -n 10 .venv/bin/python benchmarks/precision_lengths.py --nodes 32 64 128 256 512 1024
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from gupsim.config.loading import load_machine
+from gupsim.engines.run import make_run_config, simulate
+from gupsim.studies.experiments import bgl_upc
+from gupsim.studies.validation import bgl_partition_shapes, reference_table
+
+PRECISION = 0.01
+
+
+def _cpu_run(**fields) -> tuple[dict, float]:
+    """The record and the CPU seconds the run took, kernel compilation (or loading) left out: the box is
+    shared, and wall time moved by 2x between two runs of the same row."""
+    t0 = time.process_time()
+    rec = simulate(make_run_config(engine="fast", **fields))[1]
+    return rec, time.process_time() - t0 - rec["compile_s"]
+
+
+def _row(label: str, **fields) -> str:
+    fixed, fixed_s = _cpu_run(**fields)
+    precise, precise_s = _cpu_run(precision=PRECISION, **fields)
+    cells = [label, f"{fields['updates_per_process']:,}", _half(fixed), f"{fixed_s:.2f}",
+             f"{precise['updates_applied_per_process']:,.0f}", "yes" if precise["precision_reached"] else "no",
+             _half(precise), f"{precise['gups'] / fixed['gups'] - 1:+.2%}", f"{precise_s:.2f}",
+             f"{precise_s / fixed_s:.2f}"]
+    if not precise["precision_reached"]:
+        longer, longer_s = _cpu_run(precision=PRECISION,
+                                    **(fields | {"updates_per_process": 4 * fields["updates_per_process"]}))
+        need = f"{longer['updates_applied_per_process']:,.0f}" if longer["precision_reached"] else "> 4x cap"
+        cells.append(f"{need} ({_half(longer)}, {longer_s:.1f} CPU s)")
+    else:
+        cells.append("")
+    return "| " + " | ".join(cells) + " |"
+
+
+def _half(rec: dict) -> str:
+    if rec["precision"] != "ok":
+        return "none"
+    return f"{(rec['gups_ci_high'] - rec['gups_ci_low']) / 2 / rec['gups_steady']:.2%}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nodes", type=int, nargs="+", default=[32, 64, 128, 256, 512])
+    parser.add_argument("--upc", type=int, nargs="*", default=[64, 2048], help="UPC rows (processors)")
+    args = parser.parse_args()
+    print("| row | fixed updates/process | fixed half-width | fixed CPU s | precise updates/process | 1% reached "
+          "| precise half-width | precise GUPS vs fixed | precise CPU s | CPU ratio | needed with a 4x cap |")
+    print("|" + "---|" * 11)
+    shapes = bgl_partition_shapes()
+    bgl = load_machine("bgl")
+    for table, algorithm in (("Table 3", "baseline"), ("Table 4", "routed")):
+        for n in args.nodes:
+            print(_row(f"{table} N={n}", machine=bgl, shape=shapes[n], algorithm=algorithm,
+                       updates_per_process=4096), flush=True)
+    ref = reference_table("bgl_upc_one_packet.csv")
+    local, remote = bgl_upc.fit_overheads(ref, bgl)
+    options = bgl_upc.PACKET | {"local_overhead_cycles": local, "remote_overhead_cycles": remote}
+    vn = load_machine("bgl", {"cpu.processes_per_node": 2})
+    sizes = dict(zip(ref["processors"], ref["log2_table_size"]))
+    for p in args.upc:
+        print(_row(f"UPC P={p}", machine=vn, shape=bgl_upc.SHAPES[p], algorithm="one-packet",
+                   updates_per_process=bgl_upc._updates(p, False), log2_table_size=int(sizes[p]),
+                   algorithm_options=options), flush=True)
+
+
+if __name__ == "__main__":
+    main()
