@@ -40,20 +40,39 @@ def _plot(frame: pd.DataFrame, out_dir: Path) -> list[Path]:
         ("baseline_gups", "baseline (Table 3)", "tab:blue", "o"),
         ("optimized_gups", "optimized (Table 4)", "tab:orange", "s"),
     ]
+    hollow = False
     for column, label, colour, marker in series:
         ax.plot(n, frame[column], marker, color=colour, label=f"{label}, published", markersize=6, linestyle="none")
         sim = frame[f"sim_{column}"]
         ok = sim.notna()
         if ok.any():
             ax.plot(n[ok], sim[ok], "-", color=colour, label=f"{label.split(' (')[0]}, simulated")
+        if f"sim_{column}_low" in frame:
+            hollow |= _simulated_points(ax, n[ok], frame[ok], column, colour)
+    if hollow:
+        ax.plot([], [], "o", mfc="none", color="grey", label="hollow: run too short for a valid 95% interval")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("nodes")
-    ax.set_ylabel("GUPS (giga-updates per second)")
+    ax.set_ylabel("GUPS (10$^9$ updates/s); bars: 95% interval of the simulated rate")
     ax.set_title("Blue Gene/L RandomAccess: bounds and performance (seed 000 Fig. 3)")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7, ncol=2, loc="upper left")
     return save_figure(fig, out_dir, "bgl-figure3", dpi=130)
+
+
+def _simulated_points(ax, nodes: pd.Series, rows: pd.DataFrame, column: str, colour: str) -> bool:
+    """The simulated rates as points: with their 95% interval as a bar where the run gave a valid one, hollow
+    where it did not.  True when any point is hollow."""
+    low, high = rows[f"sim_{column}_low"].astype(float), rows[f"sim_{column}_high"].astype(float)
+    value = rows[f"sim_{column}"].astype(float)
+    valid = low.notna() & high.notna()
+    if valid.any():
+        ax.errorbar(nodes[valid], value[valid], yerr=[value[valid] - low[valid], high[valid] - value[valid]],
+                    fmt=".", color=colour, capsize=3, markersize=5)
+    if (~valid).any():
+        ax.plot(nodes[~valid], value[~valid], "o", mfc="none", color=colour, markersize=6)
+    return bool((~valid).any())
 
 
 def carried_notes(inputs: dict) -> dict:
@@ -77,6 +96,10 @@ def reproduce(quick: bool = False, inputs: dict | None = None) -> Comparison:
     frame["sim_baseline_gups"] = frame["nodes"].map(t3["sim_gups"])
     frame["optimized_gups"] = frame["nodes"].map(t4["gups"])
     frame["sim_optimized_gups"] = frame["nodes"].map(t4["sim_gups"])
+    for column, table in (("baseline_gups", t3), ("optimized_gups", t4)):
+        for side in ("low", "high"):
+            if f"sim_gups_{side}" in table:
+                frame[f"sim_{column}_{side}"] = frame["nodes"].map(table[f"sim_gups_{side}"])
     for bound in ("cpu_bound_gups", "network_bound_gups"):
         frame[bound] = frame["nodes"].map(t4[bound])
         frame[f"sim_{bound}"] = frame["nodes"].map(t4[f"sim_{bound}"])
