@@ -48,6 +48,10 @@ class RunOutcome:
     #: The simulated seconds at which the updates applied crossed each of
     #: :func:`gupsim.model.output_analysis.applied_marks`'s marks (fewer if the run ended first).
     applied_times: tuple[float, ...] = ()
+    #: BG/P's DMA engines (a machine with a ``dma`` section), else None: per node the injection and reception
+    #: engines' busy seconds (``tx_busy_s``, ``rx_busy_s``), and the throttle's back-offs (``throttle_waits``,
+    #: ``throttled_s``), as :meth:`gupsim.engines.reference.dma.DmaNetwork.dma_stats` counts them.
+    dma: dict[str, Any] | None = None
     earlier_wall_s: float = 0.0
     earlier_peak_rss_mb: float = 0.0
 
