@@ -275,7 +275,7 @@ def test_both_engines_refuse_more_than_1024_pending_updates(bgl, engine):
         simulate(cfg)
 
 
-@pytest.mark.parametrize("machine", ["bgp", "hypatia-dv"])
+@pytest.mark.parametrize("machine", ["hypatia-dv"])
 def test_auto_uses_simpy_for_machines_the_kernels_do_not_model(machine):
     from gupsim.config import load_machine
     from gupsim.engines.choose import choose_engine
