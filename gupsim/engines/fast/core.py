@@ -326,13 +326,35 @@ def _through_dma(pk, pf, pq, dq, rk, lf, ip, fp, coords, hh, ctr, p, now):
     node = pk[p, PK_NODE]
     dst = node_of(ip, pk[p, PK_DST])
     if node == dst:
-        dma.local(pk, pq, dq, rk, lf, ip, fp, hh, ctr, p, now)
+        _dma_local(pk, pq, dq, rk, lf, ip, fp, hh, ctr, p, now)
         return False
     if not ip[I_ADAPTIVE]:  # the reference throttles at the dimension-order route's first link only
         if dma.throttled(pk, pf, lf, fp, hh, ctr, p, node * 6 + _first_port(ip, coords, node, dst), now):
             return False
     pk[p, PK_DMA] = dma.DMA_NET
     return True
+
+
+@njit(cache=True, _nrt=False)
+def _dma_local(pk, pq, dq, rk, lf, ip, fp, hh, ctr, p, now):
+    """An intra-node packet out of the injection DMA: room in its receiver's reception FIFO, now or queued
+    (``DmaNetwork._dma_transit``: down to the DMA and back up, no link)."""
+    rec = rec_pool(pk, ip, p)
+    if take(pq, dq, ctr, rec, pk[p, PK_CHUNKS], 0):
+        _dma_local_arrived(pk, pq, rk, lf, ip, fp, hh, ctr, p, now)
+    else:
+        pk[p, PK_STATE] = W_DMA_REC
+        pk[p, PK_BUBBLE] = 0
+        enqueue(pk, pq, dq, hh, ctr, rec, p, 0)
+
+
+@njit(cache=True, _nrt=False)
+def _dma_local_arrived(pk, pq, rk, lf, ip, fp, hh, ctr, p, now):
+    """The intra-node packet holds its reception room: its injection room comes back, and the reception DMA
+    serves it."""
+    give(pk, pq, rk, ip, hh, ctr, pk[p, PK_HELD], pk[p, PK_CHUNKS], now)
+    ctr[C_DELIVERED] += 1
+    dma.receive(pk, lf, ip, fp, hh, ctr, p, now)
 
 
 @njit(cache=True, inline="always", _nrt=False)
@@ -440,7 +462,7 @@ def resume(pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, hh, ctr, p, now):
         lf[link, LF_BLOCKED] += now - pf[p, PF_ASKED]
         _go(pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, hh, ctr, p, link, link, now)
     elif state == W_DMA_REC:
-        dma.local_arrived(pk, pq, rk, lf, ip, fp, hh, ctr, p, now)
+        _dma_local_arrived(pk, pq, rk, lf, ip, fp, hh, ctr, p, now)
     else:
         _arrive(pk, pf, pq, dq, rk, lf, ip, fp, hh, ctr, p, now)
 

@@ -8,7 +8,8 @@ entered only when it is idle or busy with the node's own injected packets, else 
 
 The reference runs a packet through the DMA as one SimPy process (``DmaNetwork._dma_transit``) before the plain
 network's transit; here a packet's column ``PK_DMA`` says how far it has got (``DMA_*``), and each of the
-process's yields is one event of the packet's own kinds, scheduled at the same instant with the same priority
+process's yields is one event of the packet's own kinds (the intra-node path's steps, which use the credit
+pools, are :mod:`gupsim.engines.fast.core`'s ``_dma_local``), scheduled at the same instant with the same priority
 and in the same order, so the records equal the reference's bit for bit:
 
 * ``DMA_NEW``: launched; its ``EV_HOP`` at the launch instant (URGENT) is the process's Initialize, which
@@ -28,9 +29,8 @@ from __future__ import annotations
 
 from numba import njit
 
-from gupsim.engines.fast.credits import enqueue, give, rec_pool, take
 from gupsim.engines.fast.events import NORMAL, push
-from gupsim.engines.fast.tables import C_DELIVERED, C_THROTTLE_WAITS, C_THROTTLED_S, EV_HOP, EV_TAIL, F_BACKOFF_S, F_DMA_RATE, F_RATE, F_RX_OVERHEAD_S, I_DMA_ROW, LF_FREE, LF_LOCAL_END, LF_RX_BUSY, LF_RX_FREE, LF_TX_BUSY, LF_TX_FREE, PF_ASKED, PK_BUBBLE, PK_CHUNKS, PK_DMA, PK_DST, PK_HELD, PK_NODE, PK_SRC, PK_STATE, PK_WIRE, W_DMA_REC, f2i, i2f, node_of
+from gupsim.engines.fast.tables import C_THROTTLE_WAITS, C_THROTTLED_S, EV_HOP, EV_TAIL, F_BACKOFF_S, F_DMA_RATE, F_RATE, F_RX_OVERHEAD_S, I_DMA_ROW, LF_FREE, LF_LOCAL_END, LF_RX_BUSY, LF_RX_FREE, LF_TX_BUSY, LF_TX_FREE, PF_ASKED, PK_DMA, PK_DST, PK_NODE, PK_SRC, PK_WIRE, f2i, i2f, node_of
 
 DMA_NEW, DMA_TX, DMA_THROTTLE, DMA_NET, DMA_RX = 0, 1, 2, 3, 4
 
@@ -81,23 +81,3 @@ def receive(pk, lf, ip, fp, hh, ctr, p, now):
     lf[row, LF_RX_BUSY] += service
     pk[p, PK_DMA] = DMA_RX
     push(hh, ctr, now + (start + service - now), NORMAL, p << 3 | EV_TAIL)
-
-
-@njit(cache=True, _nrt=False)
-def local(pk, pq, dq, rk, lf, ip, fp, hh, ctr, p, now):
-    """An intra-node packet out of the injection engine: room in its receiver's reception FIFO, now or queued."""
-    rec = rec_pool(pk, ip, p)
-    if take(pq, dq, ctr, rec, pk[p, PK_CHUNKS], 0):
-        local_arrived(pk, pq, rk, lf, ip, fp, hh, ctr, p, now)
-    else:
-        pk[p, PK_STATE] = W_DMA_REC
-        pk[p, PK_BUBBLE] = 0
-        enqueue(pk, pq, dq, hh, ctr, rec, p, 0)
-
-
-@njit(cache=True, _nrt=False)
-def local_arrived(pk, pq, rk, lf, ip, fp, hh, ctr, p, now):
-    """The intra-node packet holds its reception room: its injection room comes back, and it is received."""
-    give(pk, pq, rk, ip, hh, ctr, pk[p, PK_HELD], pk[p, PK_CHUNKS], now)
-    ctr[C_DELIVERED] += 1
-    receive(pk, lf, ip, fp, hh, ctr, p, now)

@@ -52,6 +52,8 @@ CASES = [
     ("routed", "4x4x2", 600, {**PARITY, **PER_DIM}, {}),
     ("routed", "4x4x4", 300, {**PARITY, **PER_DIM, "network.routing": "adaptive"}, {}),
     ("baseline", "4x4x2", 200, PARITY, {}),
+    # the head moves on once the router has 8 bytes of it (BG/P's setting), not a whole chunk
+    ("one-packet", "4x4x2", 300, {"network.topology": "torus", "network.cut_through_bytes": 8}, {}),
 ]
 
 
