@@ -126,6 +126,7 @@ def test_fast_engine_rows_stay_at_or_under_both_bounds_by_either_rate(alg, mode)
 def test_full_table_simulates_the_kernels_rows_on_the_fast_engine_and_routed_split_on_simpy():
     assert gups.simulated_updates(1024, "VN", "routed") == gups.FAST_UPDATES
     assert gups.simulated_updates(40960, "VN", "routed") is None
-    assert gups.simulated_updates(512, "VN", "one-packet") == gups.FAST_UPDATES_BY_ALGORITHM["one-packet"]
+    assert gups.simulated_updates(512, "VN", "one-packet") == gups.FAST_UPDATES_SHORT["one-packet", "VN"]
+    assert gups.simulated_updates(512, "SMP", "one-packet") == gups.FAST_UPDATES
     assert gups.simulated_updates(512, "VN", "routed-split") == gups.UPDATES_PER_RUN // (512 * 4)
     assert gups.simulated_updates(1024, "VN", "routed-split") is None

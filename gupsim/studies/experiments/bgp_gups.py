@@ -33,7 +33,7 @@ target and no column is "compared".  The ``simulated`` flag marks the rows
 that were run (full run only).  The algorithms with a fast kernel
 (``baseline``, ``routed``, ``one-packet``: gupsim/engines/fast/, which models the
 DMA engine bit for bit) run on the fast engine at :data:`FAST_UPDATES` updates
-per process (``one-packet`` fewer: :data:`FAST_UPDATES_BY_ALGORITHM`) on the
+per process (``one-packet`` in dual and VN mode fewer: :data:`FAST_UPDATES_SHORT`) on the
 partitions of :data:`FAST_SIMULATED_NODES`; ``routed-split``
 has no kernel and runs on the SimPy engine on the 512-node partition only, at a
 fixed 131,072 updates per run (128 and 64 per process in dual and VN mode:
@@ -73,11 +73,13 @@ SIMULATED_NODES = (512,)  # the SimPy rows (routed-split)
 #: the buckets still filling; at 4,096 and 8,192 both rates are under it, within 1% of each other).
 FAST_SIMULATED_NODES = (512, 1024)
 FAST_UPDATES = MIN_STEADY_UPDATES
-#: Shorter runs where the model's own events make the steady length unaffordable: ``one-packet`` in dual and VN
-#: mode keeps hundreds of packets per node past the injection DMA, each polling its busy first link on its own
-#: (gupsim.engines.reference.dma's throttle), 266 events per update at 256 updates per process on 4x4x4 VN and
-#: 488 at 1,024 against BG/L's 24 (benchmarks/bench_bgp.py), so these rows are not at a steady state.
-FAST_UPDATES_BY_ALGORITHM = {"one-packet": 512}
+#: Shorter runs where the model's own events make the steady length unaffordable: ``one-packet`` with two or four
+#: processes per node keeps hundreds of packets per node past the injection DMA, each polling its busy first link
+#: on its own (gupsim.engines.reference.dma's throttle), 266 events per update at 256 updates per process on
+#: 4x4x4 VN and 488 at 1,024 against BG/L's 24 (docs/performance-log.md), so these rows are not at a steady
+#: state.  (In SMP mode it takes 29 per update; on 8x8x8 at 4,096 its windowed rate is 99.8% of the CPU bound,
+#: at 512 it was 100.1%, the start-up's share of the window.)
+FAST_UPDATES_SHORT = {("one-packet", "dual"): 512, ("one-packet", "VN"): 512}
 HANDOFF_CYCLES = 10.0  # routed-split's default (assumed; see gupsim/algorithms/routed_split.py)
 UPDATE_BYTES = 8
 
@@ -143,7 +145,7 @@ def simulated_updates(nodes: int, mode: str, alg: str) -> int | None:
     """Updates per process of a full run's simulated row, or None for a bounds-only row."""
     ppn = MODES[mode]
     if choose_engine(row_config(bgp.PARTITIONS[nodes], mode, alg, 1)) == "fast":
-        return FAST_UPDATES_BY_ALGORITHM.get(alg, FAST_UPDATES) if nodes in FAST_SIMULATED_NODES else None
+        return FAST_UPDATES_SHORT.get((alg, mode), FAST_UPDATES) if nodes in FAST_SIMULATED_NODES else None
     return UPDATES_PER_RUN // (nodes * ppn) if nodes in SIMULATED_NODES else None
 
 
@@ -221,8 +223,8 @@ def reproduce(quick: bool = False, inputs: dict | None = None, pool: RunPool = S
         method=("No published BG/P GUPS table exists, so no column has a target. Bounds per algorithm from seed "
                 "000 eq. (1) and (2) with BG/P's clock, link rate and cores and the assumed BG/L cycle costs "
                 "(see gupsim/experiments/bgp_gups.py). `simulated` marks the rows that were run (full run): "
-                f"baseline and routed on the fast engine at {FAST_UPDATES} updates per process, one-packet at "
-                f"{FAST_UPDATES_BY_ALGORITHM['one-packet']} (not steady state), on "
+                f"baseline, routed and one-packet on the fast engine at {FAST_UPDATES} updates per process (one-packet "
+                f"in dual and VN mode at {FAST_UPDATES_SHORT['one-packet', 'VN']}, not steady state) on "
                 f"{', '.join(map(str, FAST_SIMULATED_NODES))} nodes; routed-split on SimPy at 512 nodes, "
                 f"{UPDATES_PER_RUN} updates per run, not steady state); the others are bounds only."),
         wall_s=time.perf_counter() - t0, checks=checks,
