@@ -26,15 +26,9 @@ def unsupported(run: RunConfig) -> str | None:
     for name in type(options).model_fields:
         if name not in KERNELS[run.algorithm].options and getattr(options, name) != getattr(defaults, name):
             return f"option {name}={getattr(options, name)!r} is not in the {run.algorithm} kernel"
-    # The kernels compile network.py's torus link model and nothing else.
+    # The kernels compile the torus link model (torus_network.py, with dma.py's DMA engine) and nothing else.
     if not isinstance(run.machine, MachineConfig):
         return f"machine {run.machine.name} is not a torus machine (the kernels model network.py only)"
-    # One reason per feature: the line must name what the user set, not a neighbouring feature.
-    if run.machine.dma is not None:
-        return f"machine {run.machine.name} has a DMA engine (gupsim.engines.reference.dma), which the kernels do not model"
-    if run.machine.network.cut_through_bytes is not None:
-        return (f"machine {run.machine.name} sets network.cut_through_bytes={run.machine.network.cut_through_bytes}; "
-                f"the kernels forward a packet's head after one chunk only")
     if run.machine.network.max_chunks_per_packet > MAX_FAST_CHUNKS:
         return f"max_chunks_per_packet above {MAX_FAST_CHUNKS}"
     # The kernels count updates in int64; only a table near 2^63 words leaves room in its slices for more.

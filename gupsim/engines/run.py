@@ -257,6 +257,7 @@ def make_record(outcome: RunOutcome, wall_s: float) -> dict[str, Any]:
         "events_per_s": o.events / wall_s if wall_s > 0 else float("nan"),
     }
     record.update({f"alg_{k}": v for k, v in alg.items()})
+    record.update(_dma_fields(o))
     record.update(_network_bound(o, record))
     record["config"] = resolved_config(run)
     _check_finite(record, run)
@@ -269,6 +270,19 @@ def _window_rate(o: RunOutcome) -> float:
     if len(o.window_times) < 2 or not o.window_times[1] > o.window_times[0]:
         return float("nan")
     return (WINDOW[1] - WINDOW[0]) * o.total_updates / (o.window_times[1] - o.window_times[0])
+
+
+def _dma_fields(o: RunOutcome) -> dict[str, Any]:
+    """BG/P's DMA engines over the whole run (seed 002 §3.2, §3.4): the injection and reception engines' busy share
+    per node (mean and max), and the sends the throttle held back and the seconds they waited.  None on machines
+    without a DMA engine."""
+    if o.dma is None:
+        return {}
+    t = o.sim_time_s
+    tx, rx = (o.dma[k] / t if t > 0 else np.zeros(1) for k in ("tx_busy_s", "rx_busy_s"))
+    return {"dma_tx_utilisation_mean": float(tx.mean()), "dma_tx_utilisation_max": float(tx.max()),
+            "dma_rx_utilisation_mean": float(rx.mean()), "dma_rx_utilisation_max": float(rx.max()),
+            "throttle_waits": int(o.dma["throttle_waits"]), "throttled_s": float(o.dma["throttled_s"])}
 
 
 def _precision(ri: RateInterval, cycles: float) -> dict[str, Any]:

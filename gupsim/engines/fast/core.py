@@ -40,7 +40,8 @@ from numba import njit
 
 from gupsim.engines.fast.credits import enqueue, give, give_later, inj_pool, list_append, rec_pool, room, take, wake
 from gupsim.engines.fast.events import NORMAL, PAYLOAD_MASK, URGENT, push
-from gupsim.engines.fast.tables import C_CHECKED, C_DELIVERED, C_MARK_INDEX, C_NEXT_MARK, C_PAUSE_AT, I_CHECK_EVERY, I_FIRST_CHECK, I_NMARKS, I_TOTAL, C_FREE_HEAD, C_HEAP_N, C_HOPS, C_INJECTED, C_NFREE, C_WIRE, EV_CPU, EV_FRONT, EV_GIVE, EV_HOP, EV_RESUME, EV_TAIL, F_CHUNK_S, F_CYCLE_S, F_RATE, F_ROUTER_S, I_ADAPTIVE, I_BUBBLE, I_ORDERED, I_POOL_DYN, I_TIES, I_POOL_INJ, I_WRAPS, I_X, PF_ASKED, PF_START, PK_BUBBLE, PK_CHUNKS, PK_DIM, PK_DST, PK_HELD, PK_LINK, PK_NEXT, PK_NODE, PK_ONEXT, PK_SRC, PK_STATE, PK_WIRE, PQ_FREE, PQ_OHEAD, RK_IN_COUNT, RK_IN_HEAD, RK_IN_TAIL, RK_WAIT, W_FRONT, W_FRONT_TIME, W_LINK, W_NONE, W_REC, WAKE_INBOX, f2i, i2f, node_of, prefetch_row
+from gupsim.engines.fast import dma
+from gupsim.engines.fast.tables import C_CHECKED, C_DELIVERED, C_MARK_INDEX, C_NEXT_MARK, C_PAUSE_AT, I_CHECK_EVERY, I_FIRST_CHECK, I_NMARKS, I_TOTAL, C_FREE_HEAD, C_HEAP_N, C_HOPS, C_INJECTED, C_NFREE, C_WIRE, EV_CPU, EV_FRONT, EV_GIVE, EV_HOP, EV_RESUME, EV_TAIL, F_CHUNK_S, F_CYCLE_S, F_RATE, F_ROUTER_S, I_ADAPTIVE, I_BUBBLE, I_ORDERED, I_POOL_DYN, I_TIES, I_POOL_INJ, I_WRAPS, I_X, PF_ASKED, PF_START, PK_BUBBLE, PK_CHUNKS, PK_DIM, PK_DST, PK_HELD, PK_LINK, PK_NEXT, PK_NODE, PK_ONEXT, PK_SRC, PK_STATE, PK_WIRE, PQ_FREE, PQ_OHEAD, RK_IN_COUNT, RK_IN_HEAD, RK_IN_TAIL, RK_WAIT, W_FRONT, W_FRONT_TIME, W_LINK, W_NONE, W_REC, WAKE_INBOX, f2i, i2f, node_of, prefetch_row, I_DMA, LF_BLOCKED, LF_BUSY, LF_FREE, PK_DMA, W_DMA_REC
 
 
 #: C_NEXT_MARK past the last mark: no count of updates reaches it.
@@ -191,6 +192,7 @@ def launch(pk, pf, ip, hh, ctr, p, now):
     pk[p, PK_DIM] = -1
     pk[p, PK_HELD] = inj_pool(ip, src, pk[p, PK_DST])
     pk[p, PK_LINK] = -1
+    pk[p, PK_DMA] = dma.DMA_NEW
     pf[p, PF_START] = now
     push(hh, ctr, now, URGENT, p << 3 | EV_HOP)
 
@@ -239,9 +241,9 @@ def _go(pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, hh, ctr, p, link, pool, now):
     serial = pk[p, PK_WIRE] / fp[F_RATE]
     ctr[C_HOPS] += 1
     pk[p, PK_NODE] = nbr[link]
-    start = max(now, lf[link, 0])
-    lf[link, 0] = start + serial
-    lf[link, 1] += serial
+    start = max(now, lf[link, LF_FREE])
+    lf[link, LF_FREE] = start + serial
+    lf[link, LF_BUSY] += serial
     lb[link] += pk[p, PK_WIRE]
     give_later(pk, pq, dq, rk, ip, hh, ctr, pk[p, PK_HELD], pk[p, PK_CHUNKS], now, start + serial - now)
     if ip[I_ORDERED]:
@@ -255,7 +257,7 @@ def _go(pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, hh, ctr, p, link, pool, now):
 
 
 @njit(cache=True, _nrt=False)
-def _arrive(pk, pf, pq, dq, rk, ip, fp, hh, ctr, p, now):
+def _arrive(pk, pf, pq, dq, rk, lf, ip, fp, hh, ctr, p, now):
     """Room taken in the reception FIFO: wait for the tail."""
     if ip[I_ORDERED]:
         leave(pk, pq, dq, hh, ctr, pk[p, PK_HELD], now, now)
@@ -264,14 +266,24 @@ def _arrive(pk, pf, pq, dq, rk, ip, fp, hh, ctr, p, now):
     if tail > 0:
         push(hh, ctr, now + tail, NORMAL, p << 3 | EV_TAIL)
     else:
-        deliver(pk, pq, rk, ip, hh, ctr, p, now)
+        deliver(pk, pq, rk, lf, ip, fp, hh, ctr, p, now)
 
 
 @njit(cache=True, _nrt=False)
-def deliver(pk, pq, rk, ip, hh, ctr, p, now):
-    """Tail in: free the last buffer, put the packet in the receiver's inbox, wake its CPU."""
+def deliver(pk, pq, rk, lf, ip, fp, hh, ctr, p, now):
+    """Tail in: free the last buffer, put the packet in the receiver's inbox (after its node's reception DMA,
+    if it has one), wake its CPU."""
     give(pk, pq, rk, ip, hh, ctr, pk[p, PK_HELD], pk[p, PK_CHUNKS], now)
     ctr[C_DELIVERED] += 1
+    if ip[I_DMA]:
+        dma.receive(pk, lf, ip, fp, hh, ctr, p, now)
+    else:
+        to_inbox(pk, rk, hh, ctr, p, now)
+
+
+@njit(cache=True, _nrt=False)
+def to_inbox(pk, rk, hh, ctr, p, now):
+    """The packet is in the receiver's inbox: wake its CPU if it waits for one."""
     r = pk[p, PK_DST]
     pk[p, PK_NEXT] = -1
     if rk[r, RK_IN_HEAD] < 0:
@@ -295,6 +307,9 @@ def inbox_pop(pk, rk, r):
 @njit(cache=True, _nrt=False)
 def hop(pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, p, now):
     """One step of :meth:`Network._transit`: the head is at ``PK_NODE``."""
+    if ip[I_DMA] and pk[p, PK_DMA] != dma.DMA_NET and not _through_dma(pk, pf, pq, dq, rk, lf, ip, fp, coords, hh,
+                                                                     ctr, p, now):
+        return
     if ip[I_ORDERED]:
         # Still holding injection room means just launched (later hops hold link pools, and a packet that
         # waits goes on in hop_on): it enters its injection FIFO's order, as Network._transit starts.
@@ -303,6 +318,57 @@ def hop(pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, p, now):
         if not front_ready(pk, pq, dq, hh, ctr, p, now):
             return
     hop_on(pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, p, now)
+
+
+@njit(cache=True, _nrt=False)
+def _through_dma(pk, pf, pq, dq, rk, lf, ip, fp, coords, hh, ctr, p, now):
+    """A step of ``DmaNetwork._dma_transit`` (:mod:`gupsim.engines.fast.dma`): True once the packet enters the
+    torus, now."""
+    if pk[p, PK_DMA] == dma.DMA_NEW:
+        dma.transmit(pk, lf, ip, fp, hh, ctr, p, now)
+        return False
+    node = pk[p, PK_NODE]
+    dst = node_of(ip, pk[p, PK_DST])
+    if node == dst:
+        _dma_local(pk, pq, dq, rk, lf, ip, fp, hh, ctr, p, now)
+        return False
+    if not ip[I_ADAPTIVE]:  # the reference throttles at the dimension-order route's first link only
+        if dma.throttled(pk, pf, lf, fp, hh, ctr, p, node * 6 + _first_port(ip, coords, node, dst), now):
+            return False
+    pk[p, PK_DMA] = dma.DMA_NET
+    return True
+
+
+@njit(cache=True, _nrt=False)
+def _dma_local(pk, pq, dq, rk, lf, ip, fp, hh, ctr, p, now):
+    """An intra-node packet out of the injection DMA: room in its receiver's reception FIFO, now or queued
+    (``DmaNetwork._dma_transit``: down to the DMA and back up, no link)."""
+    rec = rec_pool(pk, ip, p)
+    if take(pq, dq, ctr, rec, pk[p, PK_CHUNKS], 0):
+        _dma_local_arrived(pk, pq, rk, lf, ip, fp, hh, ctr, p, now)
+    else:
+        pk[p, PK_STATE] = W_DMA_REC
+        pk[p, PK_BUBBLE] = 0
+        enqueue(pk, pq, dq, hh, ctr, rec, p, 0)
+
+
+@njit(cache=True, _nrt=False)
+def _dma_local_arrived(pk, pq, rk, lf, ip, fp, hh, ctr, p, now):
+    """The intra-node packet holds its reception room: its injection room comes back, and the reception DMA
+    serves it."""
+    give(pk, pq, rk, ip, hh, ctr, pk[p, PK_HELD], pk[p, PK_CHUNKS], now)
+    ctr[C_DELIVERED] += 1
+    dma.receive(pk, lf, ip, fp, hh, ctr, p, now)
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _first_port(ip, coords, node, dst):
+    """The port of the dimension-order route's next link from ``node`` towards ``dst`` (they differ)."""
+    for d in range(3):
+        off = _offset(coords[node, d], coords[dst, d], ip[I_X + d], ip[I_WRAPS], ip[I_TIES])
+        if off != 0:
+            return 2 * d if off > 0 else 2 * d + 1
+    return -1
 
 
 @njit(cache=True, _nrt=False)
@@ -318,12 +384,7 @@ def hop_on(pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, p, now):
                 pk[p, PK_DIM] = -1  # re-entering the escape ring needs the bubble again
                 _go(pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, hh, ctr, p, link, ip[I_POOL_DYN] + link, now)
                 return
-        port = -1
-        for d in range(3):
-            off = _offset(coords[node, d], coords[dst, d], ip[I_X + d], ip[I_WRAPS], ip[I_TIES])
-            if off != 0:
-                port = 2 * d if off > 0 else 2 * d + 1
-                break
+        port = _first_port(ip, coords, node, dst)
         link = node * 6 + port
         d = port >> 1
         bubble = ip[I_BUBBLE] if d != pk[p, PK_DIM] else 0
@@ -339,7 +400,7 @@ def hop_on(pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, p, now):
         return
     rec = rec_pool(pk, ip, p)
     if take(pq, dq, ctr, rec, chunks, 0):
-        _arrive(pk, pf, pq, dq, rk, ip, fp, hh, ctr, p, now)
+        _arrive(pk, pf, pq, dq, rk, lf, ip, fp, hh, ctr, p, now)
     else:
         pk[p, PK_STATE] = W_REC
         pk[p, PK_BUBBLE] = 0
@@ -402,10 +463,12 @@ def resume(pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, hh, ctr, p, now):
     pk[p, PK_STATE] = W_NONE
     if state == W_LINK:
         link = pk[p, PK_LINK]
-        lf[link, 2] += now - pf[p, PF_ASKED]
+        lf[link, LF_BLOCKED] += now - pf[p, PF_ASKED]
         _go(pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, hh, ctr, p, link, link, now)
+    elif state == W_DMA_REC:
+        _dma_local_arrived(pk, pq, rk, lf, ip, fp, hh, ctr, p, now)
     else:
-        _arrive(pk, pf, pq, dq, rk, ip, fp, hh, ctr, p, now)
+        _arrive(pk, pf, pq, dq, rk, lf, ip, fp, hh, ctr, p, now)
 
 
 @njit(cache=True, _nrt=False)
@@ -424,7 +487,10 @@ def network_event(kind, a, net, now):
     elif kind == EV_RESUME:
         resume(pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, hh, ctr, a, now)
     elif kind == EV_TAIL:
-        deliver(pk, pq, rk, ip, hh, ctr, a, now)
+        if ip[I_DMA] and pk[a, PK_DMA] == dma.DMA_RX:
+            to_inbox(pk, rk, hh, ctr, a, now)
+        else:
+            deliver(pk, pq, rk, lf, ip, fp, hh, ctr, a, now)
     elif kind == EV_FRONT:
         front_event(pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, a, now)
     else:

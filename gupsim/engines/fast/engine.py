@@ -42,12 +42,28 @@ for _kernel in (one_packet.KERNEL, routed.KERNEL, baseline.KERNEL):
     register_kernel(KERNELS, _kernel)
 
 
+#: Per process, on a machine with a DMA engine: every packet its injection FIFO holds can be past the injection DMA
+#: at once, each polling its first link on its own (gupsim.engines.fast.dma), one chunk a packet at worst; each
+#: costs a packet row (64 B), its times (16 B) and an event (heap 16 B, far table 24 B), doubled as tables grow.
+#: Measured: one-packet in VN mode on 8x8x4, 256 updates per process, 384 packet rows a process (35 KB of RSS).
+DMA_PACKET_BYTES = 240
+
+
+def per_rank_bytes(run: RunConfig) -> int:
+    """The memory estimate's part per process: the kernel's measured figure, or on a machine with a DMA engine
+    the packets its injection FIFO can hold past the DMA, whichever is larger."""
+    own = KERNELS[run.algorithm].per_rank_bytes
+    if getattr(run.machine, "dma", None) is None:
+        return own
+    return max(own, run.machine.network.injection_fifo_chunks * DMA_PACKET_BYTES)
+
+
 def check_memory(run: RunConfig) -> int:
     """The fast engine's memory estimate for ``run`` in bytes; a run that would not fit is refused in one line
     (:func:`gupsim.base.memory.check_fits`)."""
     nodes = math.prod(parse_shape(run.shape))
     ppn = run.machine.cpu.processes_per_node
-    return check_fits(nodes * ppn, KERNELS[run.algorithm].per_rank_bytes, f"{run.algorithm} on {run.shape}",
+    return check_fits(nodes * ppn, per_rank_bytes(run), f"{run.algorithm} on {run.shape}",
                       base_bytes=FAST_BASE_BYTES + FAST_MARGIN_BYTES + nodes * FAST_NODE_BYTES,
                       detail=f"{ppn} per node, fast engine")
 
@@ -90,7 +106,7 @@ class FastSimulation:
         self.layout = stream_layout(run)  # checks every rank's stretch first, as the SimPy engine does
         self.total_updates = self.num_ranks * run.updates_per_process
         options = validate_options(run.algorithm, run.algorithm_options)
-        # The kernels model no DMA engine (choose_engine refuses one), so the limits have no DMA header either.
+        # The algorithm reads the packet limits, DMA header included, from a stand-in of the network.
         host = AlgorithmHost(run, m, self.topology, self.ppn, self.num_ranks, self.total_updates, self.cost,
                              network_standin(m, self.topology))
         self.algorithm = algorithm_class(run.algorithm)(host, options)
@@ -159,9 +175,17 @@ class FastSimulation:
                                                algorithm_class(self.run.algorithm).holds_pending)
         fp = np.zeros(tb.N_FPARAMS)
         fp[tb.F_RATE] = net.link_bytes_per_s
-        fp[tb.F_CHUNK_S] = net.chunk_bytes / net.link_bytes_per_s
+        # the head moves on once the router has cut_through_bytes of it (one chunk unless set), as the reference
+        fp[tb.F_CHUNK_S] = (net.cut_through_bytes or net.chunk_bytes) / net.link_bytes_per_s
         fp[tb.F_ROUTER_S] = net.router_delay_ns * 1e-9
         fp[tb.F_CYCLE_S] = 1.0 / self.machine.cpu.clock_hz
+        dma = getattr(self.machine, "dma", None)
+        ip[tb.I_DMA_ROW] = nlinks  # the nodes' DMA rows follow the links' in the link table
+        if dma is not None:  # gupsim.engines.fast.dma, as gupsim.engines.reference.dma.DmaNetwork computes them
+            ip[tb.I_DMA] = 1
+            fp[tb.F_DMA_RATE] = dma.engine_bytes_per_s
+            fp[tb.F_RX_OVERHEAD_S] = dma.rx_packet_overhead_ns * 1e-9
+            fp[tb.F_BACKOFF_S] = dma.throttle_backoff_ns * 1e-9
         if (2 * nlinks + 2 * F) << 8 >= 1 << ev.PAYLOAD_BITS:  # a credit-return event names its pool
             raise GupsimError(f"fast engine: {R:,} processes on {n:,} nodes is too large for its event keys")
         npools = 2 * nlinks + 2 * F
@@ -192,7 +216,7 @@ class FastSimulation:
         arrays = {
             "packets": pk, "packet_times": np.zeros((packets, tb.PF_COLS)),
             "pools": pq, "deferred": dq, "ranks": rk,
-            "link_times": np.zeros((nlinks, 3)), "link_bytes": np.zeros(nlinks, dtype=np.int64),
+            "link_times": np.zeros((nlinks + (n if dma is not None else 0), tb.LF_COLS)), "link_bytes": np.zeros(nlinks, dtype=np.int64),
             "int_params": ip, "float_params": fp, "neighbors": np.ascontiguousarray(topo.neighbor_array().ravel()),
             "coords": np.ascontiguousarray(topo.coords_array()),
             "queue": hh, "counters": ctr, "window_times": np.full(2, np.nan),
@@ -265,7 +289,8 @@ class FastSimulation:
             algorithm_metrics=self.algorithm.metrics(window, totals),
             packets_injected=int(ctr[tb.C_INJECTED]), packets_delivered=int(ctr[tb.C_DELIVERED]),
             wire_bytes_injected=int(ctr[tb.C_WIRE]), packet_hops=int(ctr[tb.C_HOPS]),
-            links=link_stats(self.topology, a["link_bytes"][:nlinks], lf[:, 1], lf[:, 2]),
+            links=link_stats(self.topology, a["link_bytes"][:nlinks], lf[:nlinks, tb.LF_BUSY], lf[:nlinks, tb.LF_BLOCKED]),
+            dma=_dma_stats(a) if a["int_params"][tb.I_DMA] else None,
             applied_times=tuple(float(t) for t in a["applied_times"][:int(ctr[tb.C_MARK_INDEX])]),
             precision_reached=bool(ctr[tb.C_STOP_T] != driver.NO_STOP),
             earlier_wall_s=self.earlier_wall_s, earlier_peak_rss_mb=self.earlier_peak_rss_mb)
@@ -275,6 +300,15 @@ class FastSimulation:
         if self._outcome is None:
             raise SimulationError("fast engine: the run's outcome is asked for before it has run (execute)")
         return self._outcome
+
+
+def _dma_stats(a: dict[str, Any]) -> dict[str, Any]:
+    """The DMA engines' counters, as :meth:`gupsim.engines.reference.dma.DmaNetwork.dma_stats` reports them."""
+    nodes = a["link_times"][a["int_params"][tb.I_DMA_ROW]:]
+    ctr = a["counters"]
+    return {"tx_busy_s": nodes[:, tb.LF_TX_BUSY].copy(), "rx_busy_s": nodes[:, tb.LF_RX_BUSY].copy(),
+            "throttle_waits": int(ctr[tb.C_THROTTLE_WAITS]),
+            "throttled_s": float(ctr[tb.C_THROTTLED_S:tb.C_THROTTLED_S + 1].view(np.float64)[0])}
 
 
 def _queue_stats(ctr: np.ndarray) -> dict[str, int]:

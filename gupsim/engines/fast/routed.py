@@ -366,7 +366,8 @@ def prepare(sim, options) -> dict:
     lengths = alg.lengths
     nd, R = len(lengths), sim.num_ranks
     nslots = sum(lengths)
-    cap, pp, hdr = alg.capacity, alg.per_packet, options.software_header_bytes
+    # a BG/P packet's chunks hold the DMA header before the software header, as the reference's _write_packets
+    cap, pp, hdr = alg.capacity, alg.per_packet, alg.sim.net.data_header_bytes + options.software_header_bytes
     ai = np.zeros(16, dtype=np.int64)
     ai[A_NDIMS], ai[A_CAP], ai[A_PER_PACKET], ai[A_HDR] = nd, cap, pp, hdr
     ai[A_LEN:A_LEN + nd] = lengths

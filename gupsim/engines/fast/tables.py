@@ -40,7 +40,9 @@ PK_SRC, PK_DST, PK_CHUNKS, PK_WIRE, PK_PAYLOAD, PK_MSG, PK_N, PK_NODE = 0, 1, 2,
 PK_DIM, PK_HELD, PK_STATE, PK_NEXT, PK_LINK, PK_BUBBLE = 8, 9, 10, 11, 12, 13
 # buffer_order fifo: the next packet in the order of the buffer this one holds room in
 PK_ONEXT = 14
-#: 16 int32 columns (the last unused): a row is one 64-byte cache line, and the table starts on a line
+# BG/P's DMA engine (gupsim.engines.fast.dma): where the packet is on its way through the DMA (DMA_*)
+PK_DMA = 15
+#: 16 int32 columns: a row is one 64-byte cache line, and the table starts on a line
 #: (:func:`line_aligned`), so the one prefetch of a packet's row loads all of it.  (With 15 columns, 14 rows
 #: in 16 straddled two lines, and the second line was a miss of its own.)
 PK_COLS = 16
@@ -59,6 +61,8 @@ PQ_COLS = 8
 W_NONE, W_LINK, W_REC, W_INJ = 0, 1, 2, 3
 # buffer_order fifo: waits to head its buffer (a departure wakes it), or for the departure time itself
 W_FRONT, W_FRONT_TIME = 4, 5
+# BG/P's DMA: an intra-node packet waits for room in its receiver's reception FIFO (gupsim.engines.fast.dma)
+W_DMA_REC = 6
 
 # ------------------------------------------------------------------ rank table columns (network side)
 RK_IN_HEAD, RK_IN_TAIL, RK_IN_COUNT, RK_WAIT, RK_GRANTED = 0, 1, 2, 3, 4
@@ -91,7 +95,10 @@ C_NEXT_MARK, C_MARK_INDEX = 31, 32
 # the stopping rule (--precision): the time after which no event is processed (float bits; int64 max while the
 # rule has not held), and the marks crossed when the driver last evaluated it (gupsim.engines.fast.driver)
 C_STOP_T, C_CHECKED = 33, 34
-N_COUNTERS = 37
+# BG/P's DMA (gupsim.engines.fast.dma): sends that found their first link held by other traffic, and the
+# seconds they backed off (float bits)
+C_THROTTLE_WAITS, C_THROTTLED_S = 40, 41
+N_COUNTERS = 50
 
 # ------------------------------------------------------------------ integer parameters
 I_PPN, I_X, I_Y, I_Z, I_WRAPS, I_BUBBLE, I_ADAPTIVE, I_NLINKS, I_NRANKS, I_MAXCH = range(10)
@@ -103,9 +110,20 @@ I_TIES = 19
 # the stopping rule's mark counts: every I_CHECK_EVERY marks from I_FIRST_CHECK on (0: no rule; gupsim.model.
 # output_analysis.check_points)
 I_CHECK_EVERY, I_FIRST_CHECK = 20, 21
-N_IPARAMS = 24
+# 1 if the machine has a DMA engine (gupsim.engines.fast.dma); the first row of its per-node DMA times in the
+# link table (LF_*)
+I_DMA, I_DMA_ROW = 24, 25
+N_IPARAMS = 32
 F_RATE, F_CHUNK_S, F_ROUTER_S, F_CYCLE_S = range(4)
-N_FPARAMS = 4
+# BG/P's DMA: engine rate (bytes/s), the receive path's overhead per torus packet and the throttle's back-off (s)
+F_DMA_RATE, F_RX_OVERHEAD_S, F_BACKOFF_S = 8, 9, 10
+N_FPARAMS = 12
+# link table ``lf`` columns: a link's free-at time, busy and blocked seconds, and (DMA) the end of the last
+# reservation its node's injection made on it; below the links, one row per node (DMA): its injection and
+# reception engines' free-at times and busy seconds
+LF_FREE, LF_BUSY, LF_BLOCKED, LF_LOCAL_END = 0, 1, 2, 3
+LF_COLS = 4
+LF_TX_FREE, LF_RX_FREE, LF_TX_BUSY, LF_RX_BUSY = 0, 1, 2, 3
 #: Free packet rows the kernels' outer loop keeps (:func:`gupsim.engines.fast.events.needs_room`).
 PACKET_MARGIN = 1 << 12
 

@@ -50,6 +50,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from gupsim.engines.reference.torus_network import Mailbox, Network, Packet
 
 if TYPE_CHECKING:
@@ -129,6 +131,11 @@ class DmaNetwork(Network):
                 self.throttled_s += env.now - began
             self._local_end[link] = max(env.now, self._free_at[link]) + pkt.wire_bytes / self._rate
         yield from self._transit(pkt)
+
+    def dma_stats(self) -> dict[str, Any]:
+        """The engines' busy seconds per node and the throttle's back-offs (:attr:`gupsim.engines.outcome.RunOutcome.dma`)."""
+        return {"tx_busy_s": np.array(self.dma_tx_busy_s), "rx_busy_s": np.array(self.dma_rx_busy_s),
+                "throttle_waits": self.throttle_waits, "throttled_s": self.throttled_s}
 
     def dma_receive(self, box: DmaMailbox, pkt: Packet) -> None:
         """Serve ``pkt`` on its destination node's reception engine, then make it visible."""

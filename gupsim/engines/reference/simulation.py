@@ -193,7 +193,8 @@ class Simulation:
             totals=totals, algorithm_metrics=self.algorithm.metrics(window, totals),
             packets_injected=net.packets_injected, packets_delivered=net.packets_delivered,
             wire_bytes_injected=net.wire_bytes_injected, packet_hops=None, links=net.link_stats(),
-            applied_times=tuple(self.applied_times), precision_reached=self.precision_reached)
+            applied_times=tuple(self.applied_times), precision_reached=self.precision_reached,
+            dma=net.dma_stats() if hasattr(net, "dma_stats") else None)
 
     # ------------------------------------------------------------------ bookkeeping
 

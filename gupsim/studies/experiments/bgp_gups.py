@@ -30,16 +30,21 @@ this DMA model uses), hand-off 10
 
 There is no published BG/P GUPS table, so nothing here has a published
 target and no column is "compared".  The ``simulated`` flag marks the rows
-the SimPy engine ran (full run only: the 512-node partition, a fixed
-131,072 updates per run, i.e. 256, 128 and 64 per process in SMP, dual and
-VN mode: start-up dominated, far from steady state, see ``sim_steady_state``;
-that is what the SimPy engine affords on 512 nodes, minutes a row).
-``sim_gups`` is the run record's windowed rate (25-75 % of updates applied), which
-in so short a run can exceed a bound; ``sim_gups_run`` is the whole run's
-average, which cannot, and ``sim_fraction_of_bound`` is that over the
-smaller bound.  The
-checks line says whether every simulated row stays at or under both bounds
-(tests/studies/test_bgp_gups.py checks the same on a small partition in the default
+that were run (full run only).  The algorithms with a fast kernel
+(``baseline``, ``routed``, ``one-packet``: gupsim/engines/fast/, which models the
+DMA engine bit for bit) run on the fast engine at :data:`FAST_UPDATES` updates
+per process (``one-packet`` in dual and VN mode fewer: :data:`FAST_UPDATES_SHORT`) on the
+partitions of :data:`FAST_SIMULATED_NODES`; ``routed-split``
+has no kernel and runs on the SimPy engine on the 512-node partition only, at a
+fixed 131,072 updates per run (128 and 64 per process in dual and VN mode:
+start-up dominated, far from steady state, see ``sim_steady_state``; minutes a
+row).  ``sim_gups`` is the run record's windowed rate (25-75 % of updates
+applied), which in a short run can exceed a bound; ``sim_gups_run`` is the
+whole run's average, which cannot, and ``sim_fraction_of_bound`` is that over
+the smaller bound; ``sim_engine`` says which engine ran the row.  The
+checks lines say whether every simulated row stays at or under both bounds, by
+its whole-run rate and by its windowed rate
+(tests/studies/test_bgp_gups.py checks the same on small partitions in the default
 suite).  Nothing is extrapolated.  Run: ``gupsim reproduce bgp-gups``.
 """
 
@@ -53,15 +58,28 @@ import pandas as pd
 from gupsim.studies import bgp
 from gupsim.model.bounds import bounds, cpu_bound_gups, machine_topology, network_bound_gups
 from gupsim.studies.figures import save_figure
-from gupsim.engines.run import make_run_config, run
+from gupsim.engines.choose import choose_engine
+from gupsim.engines.run import MIN_STEADY_UPDATES, make_run_config, run
 from gupsim.studies.runpool import SERIAL, RunPool
 from gupsim.studies.validation import Comparison
 
 NODES = (512, 1024, 2048, 4096, 8192, 16384, 32768, 40960)
 MODES = {"SMP": 1, "dual": 2, "VN": 4}
 ALGORITHMS = ("baseline", "routed", "one-packet", "routed-split")
-UPDATES_PER_RUN = 131_072  # per simulated row (full run only): 512 nodes x 256 updates in SMP mode
-SIMULATED_NODES = (512,)
+UPDATES_PER_RUN = 131_072  # per SimPy row (full run only): 512 nodes x 256 updates in SMP mode
+SIMULATED_NODES = (512,)  # the SimPy rows (routed-split)
+#: The fast engine's rows (full run only): the partitions and the updates per process they run, the length from
+#: which a window's rate is stable (at 1,024 the windowed rate of routed on 4x4x4 was 2-3% above its CPU bound,
+#: the buckets still filling; at 4,096 and 8,192 both rates are under it, within 1% of each other).
+FAST_SIMULATED_NODES = (512, 1024)
+FAST_UPDATES = MIN_STEADY_UPDATES
+#: Shorter runs where the model's own events make the steady length unaffordable: ``one-packet`` with two or four
+#: processes per node keeps hundreds of packets per node past the injection DMA, each polling its busy first link
+#: on its own (gupsim.engines.reference.dma's throttle), 266 events per update at 256 updates per process on
+#: 4x4x4 VN and 488 at 1,024 against BG/L's 24 (docs/performance-log.md), so these rows are not at a steady
+#: state.  (In SMP mode it takes 29 per update; on 8x8x8 at 4,096 its windowed rate is 99.8% of the CPU bound,
+#: at 512 it was 100.1%, the start-up's share of the window.)
+FAST_UPDATES_SHORT = {("one-packet", "dual"): 512, ("one-packet", "VN"): 512}
 HANDOFF_CYCLES = 10.0  # routed-split's default (assumed; see gupsim/algorithms/routed_split.py)
 UPDATE_BYTES = 8
 
@@ -123,6 +141,14 @@ def row_bounds(shape: str, mode: str, alg: str) -> dict:
             "bound_gups": min(cpu, net), "bottleneck": "network" if net < cpu else "cpu"}
 
 
+def simulated_updates(nodes: int, mode: str, alg: str) -> int | None:
+    """Updates per process of a full run's simulated row, or None for a bounds-only row."""
+    ppn = MODES[mode]
+    if choose_engine(row_config(bgp.PARTITIONS[nodes], mode, alg, 1)) == "fast":
+        return FAST_UPDATES_SHORT.get((alg, mode), FAST_UPDATES) if nodes in FAST_SIMULATED_NODES else None
+    return UPDATES_PER_RUN // (nodes * ppn) if nodes in SIMULATED_NODES else None
+
+
 def row_config(shape: str, mode: str, alg: str, updates: int):
     return make_run_config(machine=bgp.machine(MODES[mode]), shape=shape, algorithm=alg, updates_per_process=updates)
 
@@ -135,7 +161,7 @@ def row_columns(rec: dict, updates: int) -> dict:
     # The whole run's average rate obeys both bounds by construction (every update's cycles and bytes
     # are spent inside the run); the record's windowed rate of a short, start-up dominated run need not.
     return {"simulated": True, "sim_gups": rec["gups"], "sim_gups_run": rec["updates_applied"] / rec["sim_time_s"] / 1e9,
-            "sim_updates_per_process": updates,
+            "sim_updates_per_process": updates, "sim_engine": rec["engine"],
             "sim_wall_s": rec["wall_s"], "sim_steady_state": rec["steady_state"]}
 
 
@@ -150,24 +176,30 @@ def reproduce(quick: bool = False, inputs: dict | None = None, pool: RunPool = S
                 row = {"row": f"{nodes} {mode} {alg}", "nodes": nodes, "shape": bgp.PARTITIONS[nodes],
                        "mode": mode, "algorithm": alg, "processes": nodes * ppn} | row_bounds(bgp.PARTITIONS[nodes], mode, alg)
                 row["simulated"] = False
-                if not quick and nodes in SIMULATED_NODES:
-                    runs.append((len(rows), row_config(row["shape"], mode, alg, UPDATES_PER_RUN // (nodes * ppn))))
+                updates = None if quick else simulated_updates(nodes, mode, alg)
+                if updates is not None:
+                    runs.append((len(rows), row_config(row["shape"], mode, alg, updates)))
                 rows.append(row)
     for (i, config), rec in zip(runs, pool.records([config for _, config in runs])):
         rows[i] |= row_columns(rec, config.updates_per_process)
     frame = pd.DataFrame(rows)
-    for column in ("sim_gups", "sim_gups_run", "sim_updates_per_process", "sim_wall_s", "sim_steady_state"):
+    for column in ("sim_gups", "sim_gups_run", "sim_updates_per_process", "sim_engine", "sim_wall_s",
+                   "sim_steady_state"):
         if column not in frame:
             frame[column] = float("nan")
     frame["sim_fraction_of_bound"] = frame["sim_gups_run"] / frame["bound_gups"]
     sim = frame[frame["simulated"]]
     over = sim[sim["sim_gups_run"] > sim["bound_gups"] * (1 + 1e-9)]
-    checks = [f"{len(sim)} simulated rows, {len(frame) - len(sim)} bounds-only rows"]
+    over_window = sim[sim["sim_gups"] > sim["bound_gups"] * (1 + 1e-9)]
+    checks = [f"{len(sim)} simulated rows ({(sim['sim_engine'] == 'fast').sum()} on the fast engine), "
+              f"{len(frame) - len(sim)} bounds-only rows"]
     if len(sim):
         checks.append(f"simulated rows above their smaller bound: {len(over)}"
                       + (f" ({', '.join(over['row'])})" if len(over) else "") + " (whole-run rate)"
                       + f"; fraction of bound {sim['sim_fraction_of_bound'].min():.1%}"
                       f" to {sim['sim_fraction_of_bound'].max():.1%}")
+        checks.append(f"simulated rows whose windowed rate is above their smaller bound: {len(over_window)}"
+                      + (f" ({', '.join(over_window['row'])})" if len(over_window) else ""))
 
     def plot(out_dir):
         fig, axes = bgp.axes(len(MODES))
@@ -190,9 +222,12 @@ def reproduce(quick: bool = False, inputs: dict | None = None, pool: RunPool = S
         key="row", frame=frame, targets={},
         method=("No published BG/P GUPS table exists, so no column has a target. Bounds per algorithm from seed "
                 "000 eq. (1) and (2) with BG/P's clock, link rate and cores and the assumed BG/L cycle costs "
-                "(see gupsim/experiments/bgp_gups.py). `simulated` marks the rows the SimPy engine ran (full run: "
-                f"512 nodes, {UPDATES_PER_RUN} updates per run, not steady state); the others are bounds only."),
+                "(see gupsim/experiments/bgp_gups.py). `simulated` marks the rows that were run (full run): "
+                f"baseline, routed and one-packet on the fast engine at {FAST_UPDATES} updates per process (one-packet "
+                f"in dual and VN mode at {FAST_UPDATES_SHORT['one-packet', 'VN']}, not steady state) on "
+                f"{', '.join(map(str, FAST_SIMULATED_NODES))} nodes; routed-split on SimPy at 512 nodes, "
+                f"{UPDATES_PER_RUN} updates per run, not steady state); the others are bounds only."),
         wall_s=time.perf_counter() - t0, checks=checks,
         # sim_wall_s stays in the CSV only: it changes with the box on every regeneration (diff noise on the page)
         shown=["cpu_bound_gups", "network_bound_gups", "bottleneck", "simulated", "sim_gups", "sim_gups_run",
-               "sim_fraction_of_bound", "sim_updates_per_process"], plot=plot)
+               "sim_fraction_of_bound", "sim_updates_per_process", "sim_steady_state", "sim_engine"], plot=plot)

@@ -56,6 +56,8 @@ CASES = [
     # routed's whole working set in a round-robin L1 (a per-hop cost the model layer computes)
     ("routed", "4x4x2", 600, {**ROUND_ROBIN, "network.topology": "torus"}, {}),
     ("routed", "4x2x2", 600, {**ROUND_ROBIN, "cpu.processes_per_node": 2}, {}),
+    # the head moves on once the router has 8 bytes of it (BG/P's setting), not a whole chunk
+    ("one-packet", "4x4x2", 300, {"network.topology": "torus", "network.cut_through_bytes": 8}, {}),
 ]
 
 
@@ -189,8 +191,18 @@ def test_fast_engine_reproduces_the_simpy_reference_on_larger_random_what_ifs(wh
 
 
 def _engines_agree_on(what_if):
+    """Record for record; a what-if whose buffers deadlock (the space holds some: e.g. ``baseline`` on 2x1x1 with
+    shared 4-chunk FIFOs and FINISHED messages) must deadlock on both engines in the same line."""
+    from gupsim.base.errors import DeadlockError
+
     algorithm, shape, updates, sets, options, seed = what_if
-    fast_sim, fast = _run(algorithm, shape, updates, sets, options, "fast", seed=seed)
+    try:
+        fast_sim, fast = _run(algorithm, shape, updates, sets, options, "fast", seed=seed)
+    except DeadlockError as err:
+        with pytest.raises(DeadlockError) as ref_err:
+            _run(algorithm, shape, updates, sets, options, "simpy", seed=seed)
+        assert str(ref_err.value) == str(err)
+        return
     ref_sim, ref = _run(algorithm, shape, updates, sets, options, "simpy", seed=seed)
     assert fast["updates_applied"] == fast_sim.num_ranks * updates
     assert_engines_agree(fast_sim, fast, ref_sim, ref)
@@ -280,7 +292,7 @@ def test_both_engines_refuse_more_than_1024_pending_updates(bgl, engine):
         simulate(cfg)
 
 
-@pytest.mark.parametrize("machine", ["bgp", "hypatia-dv"])
+@pytest.mark.parametrize("machine", ["hypatia-dv"])
 def test_auto_uses_simpy_for_machines_the_kernels_do_not_model(machine):
     from gupsim.config import load_machine
     from gupsim.engines.choose import choose_engine

@@ -30,7 +30,7 @@ def rss():
     with open("/proc/self/statm") as fh:
         return int(fh.read().split()[1]) * resource.getpagesize()
 before = rss()
-run = make_run_config(machine=load_machine("bgl", {sets!r}), shape={shape!r}, algorithm={algorithm!r},
+run = make_run_config(machine=load_machine({machine!r}, {sets!r}), shape={shape!r}, algorithm={algorithm!r},
                       updates_per_process={updates}, engine="fast")
 sim = simulate_fast(run)
 print(json.dumps({{"before": before, "peak": peak_rss_mb() * 2**20,
@@ -38,15 +38,20 @@ print(json.dumps({{"before": before, "peak": peak_rss_mb() * 2**20,
 """
 
 
-@pytest.mark.parametrize("algorithm, shape, updates, sets", [
-    ("routed", "16x16x16", 64, {}),  # the largest per-process figure: ~77 MB added against 192 MB
-    ("one-packet", "8x8x8", 512, {"cpu.processes_per_node": 2}),  # virtual-node mode, buffers filled
+@pytest.mark.parametrize("machine, algorithm, shape, updates, sets", [
+    ("bgl", "routed", "16x16x16", 64, {}),  # the largest per-process figure: ~77 MB added against 192 MB
+    ("bgl", "one-packet", "8x8x8", 512, {"cpu.processes_per_node": 2}),  # virtual-node mode, buffers filled
+    # BG/P in virtual-node mode (four processes per node, the DMA engines' rows) at two sizes
+    ("bgp", "routed", "8x8x8", 1024, {"cpu.processes_per_node": 4}),
+    ("bgp", "routed", "16x16x8", 256, {"cpu.processes_per_node": 4}),
+    # one-packet keeps hundreds of one-chunk packets a process past the DMA, polling (about 35 KB a process)
+    ("bgp", "one-packet", "8x8x4", 256, {"cpu.processes_per_node": 4}),
 ])
-def test_the_memory_estimate_covers_a_measured_peak(algorithm, shape, updates, sets):
+def test_the_memory_estimate_covers_a_measured_peak(machine, algorithm, shape, updates, sets):
     from gupsim.engines.run import compile_all
 
     compile_all()  # here, so that the child loads the kernels from the cache instead of compiling them
-    code = CHILD.format(algorithm=algorithm, shape=shape, updates=updates, sets=sets)
+    code = CHILD.format(machine=machine, algorithm=algorithm, shape=shape, updates=updates, sets=sets)
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
     m = json.loads(out.stdout.strip().splitlines()[-1])
     assert m["before"] < FAST_BASE_BYTES, "the fixed part alone exceeds FAST_BASE_BYTES"
