@@ -123,7 +123,10 @@ def test_kept_timings_give_a_points_own_time_and_scale_the_model_for_the_others(
     assert {by_key[p.key].basis for p in baseline} == {"model"}  # no kept baseline timing
 
 
-def test_the_dry_run_prints_each_points_estimate_and_the_sweeps(tmp_path):
+def test_the_dry_run_prints_each_points_estimate_and_the_sweeps(tmp_path, monkeypatch):
+    # The estimate scales by the timings kept under ./results/runs; from an empty folder there are none, so the
+    # test does not depend on what a developer's checkout has run.
+    monkeypatch.chdir(tmp_path)
     path = _sweep_file(tmp_path, {"shape": ["4x4x4"], "algorithm": ["routed", "baseline"], "updates": [64]})
     result = CliRunner().invoke(cli, ["sweep", str(path), "--store", str(tmp_path / "st"), "--dry-run",
                                       "--workers", "2"])
