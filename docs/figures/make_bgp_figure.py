@@ -122,6 +122,19 @@ def limits_table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def steady_note(rows: list[dict]) -> str:
+    """Which rows their records call steady (a valid interval at most 5% wide either side), which not."""
+    def names(rs):
+        return ", ".join(f"{r['nodes']:,} {r['mode']} {r['algorithm']}" for r in rs) or "none"
+    steady = [r for r in rows if r["steady_state"]]
+    valid = [r for r in rows if r["precision"] == "ok" and not r["steady_state"]]
+    other = [r for r in rows if r["precision"] != "ok"]
+    return (f"- At a steady state by its record ({len(steady)} of {len(rows)}): {names(steady)}.\n"
+            f"- A valid interval, wider than 5%: {names(valid)}.\n"
+            f"- **Not at a steady state, no valid interval** (`precision` \"insufficient\"; {len(other)} of "
+            f"{len(rows)}): {names(other)}.")
+
+
 def _all_bounds() -> list[dict]:
     return [{"nodes": n, "mode": mode, "algorithm": alg} | bgp_gups.row_bounds(bgp.PARTITIONS[n], mode, alg)
             for n in bgp_gups.NODES for mode, ppn in bgp_gups.MODES.items() for alg in bgp_gups.ALGORITHMS
@@ -246,6 +259,7 @@ def main() -> None:
     rows = _rows()
     figure(rows)
     text = PAGE.read_text()
+    text = _replace(text, "bgp-steady", steady_note(rows))
     text = _replace(text, "bgp-limits", limits_table(rows))
     text = _replace(text, "bgp-best", best_table(rows))
     text = _replace(text, "bgp-public", public_table())
