@@ -1,0 +1,68 @@
+"""Run and cache the simulated Blue Gene/P GUPS rows that docs/bgp.md reads.
+
+The rows are exactly those of ``gupsim reproduce bgp-gups`` (gupsim/studies/experiments/bgp_gups.py): every
+partition of :data:`~gupsim.studies.experiments.bgp_gups.FAST_SIMULATED_NODES` in SMP, dual and virtual-node
+mode with ``baseline``, ``routed`` and ``one-packet`` on the fast engine, and ``routed-split`` on the SimPy
+engine at 512 nodes, each at the length that module gives it.  Each run's whole record (DMA and link
+utilisation, throttle back-offs, send blocking factor, interval, steady-state flag) is appended as one JSON line
+to ``docs/research/data/bgp_rows.jsonl`` as soon as it finishes; rows already there are not run again.
+
+Run (long: minutes per row on a shared box): ``nice -n 10 .venv/bin/python docs/figures/bgp_rows.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from gupsim.engines.run import run
+from gupsim.studies import bgp
+from gupsim.studies.experiments import bgp_gups
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT / "docs/research/data/bgp_rows.jsonl"
+#: Cheapest first, so an interrupted run still leaves the most rows (one-packet in dual/VN polls heavily;
+#: routed-split runs on SimPy).
+ORDER = ("routed", "baseline", "one-packet", "routed-split")
+
+
+def planned() -> list[tuple[int, str, str, int]]:
+    rows = []
+    for alg in ORDER:
+        for nodes in bgp_gups.NODES:
+            for mode, ppn in bgp_gups.MODES.items():
+                if not bgp_gups.applies(alg, ppn):
+                    continue
+                updates = bgp_gups.simulated_updates(nodes, mode, alg)
+                if updates is not None:
+                    rows.append((nodes, mode, alg, updates))
+    return rows
+
+
+def cached() -> list[dict]:
+    if not DATA.exists():
+        return []
+    return [json.loads(line) for line in DATA.read_text().splitlines() if line.strip()]
+
+
+def key(r: dict) -> tuple[int, str, str, int]:
+    return r["nodes"], r["mode"], r["algorithm"], r["updates_per_process"]
+
+
+def main() -> None:
+    done = {key(r) for r in cached()}
+    only = set(sys.argv[1:])  # optional algorithm names
+    for nodes, mode, alg, updates in planned():
+        if (nodes, mode, alg, updates) in done or (only and alg not in only):
+            continue
+        rec = run(bgp_gups.row_config(bgp.PARTITIONS[nodes], mode, alg, updates))
+        row = {"nodes": nodes, "shape": bgp.PARTITIONS[nodes], "mode": mode, "algorithm": alg,
+               "updates_per_process": updates} | rec
+        with DATA.open("a") as f:
+            f.write(json.dumps(row, default=float) + "\n")
+        print(f"{nodes} {mode} {alg}: {rec['gups']:.3f} GUPS, {rec['wall_s']:.0f} s", flush=True)
+
+
+if __name__ == "__main__":
+    main()
