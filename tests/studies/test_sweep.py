@@ -18,6 +18,7 @@ from gupsim.base.errors import GupsimError
 from gupsim.engines.run import simulate
 from gupsim.studies.store import ResultsStore
 from tests.studies.conftest import start_sweep_until_a_point_is_stored
+from gupsim.studies import sweep as sweep_module
 from gupsim.studies.sweep import EXPERIMENTS_DIR, expand, load_sweep, run_sweep, shape_for_nodes
 
 GUPSIM = [sys.executable, "-m", "gupsim.app.cli"]
@@ -336,3 +337,11 @@ def test_a_store_that_may_be_read_but_not_written(tmp_path, monkeypatch):
     result = CliRunner().invoke(cli, ["sweep", str(_sweep_file(tmp_path, {"shape": ["2x2x2"], "updates": [8]})),
                                       "--store", str(store.path), "--workers", "1", "--threads", "--no-progress"])
     assert result.exit_code == 2 and result.stderr.strip() == f"gupsim: error: --store {store.path}: Permission denied"
+
+
+def test_an_installed_gupsim_says_named_sweeps_need_a_source_checkout(monkeypatch):
+    """Outside a source checkout there is no configs/experiments: a sweep named, not given as a file, is one line
+    saying so, not an empty list of valid names."""
+    monkeypatch.setattr(sweep_module, "source_checkout", lambda: None)
+    with pytest.raises(GupsimError, match="named sweeps come with a source checkout.*give the path of a sweep file"):
+        sweep_module.load_sweep("example")
