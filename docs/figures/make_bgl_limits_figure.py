@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from pathlib import Path
 
 from gupsim.config import load_machine
 from gupsim.model.routed_cache import ROUTED_CACHE_MODELS
 from gupsim.studies.figures import pyplot, save_figure
+from page_blocks import replace_block  # this folder's module: the scripts run from here
 from gupsim.studies.validation import bgl_partition_shapes, reference_table
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -150,19 +150,12 @@ def figure(recs: list[dict]) -> None:
     save_figure(fig, ROOT / "docs/figures", "bgl-limits", source="docs/figures/make_bgl_limits_figure.py")
 
 
-def _replace(text: str, marker: str, body: str) -> str:
-    pattern = re.compile(rf"(<!-- {marker} -->\n).*?(<!-- /{marker} -->)", re.S)
-    if not pattern.search(text):
-        raise SystemExit(f"{PAGE}: marker <!-- {marker} --> not found")
-    return pattern.sub(lambda m: m.group(1) + body + "\n" + m.group(2), text)
-
-
 def main() -> None:
     recs = _records()
     figure(recs)
     text = PAGE.read_text()
-    text = _replace(text, "bgl-mechanisms-rows", rows_table(recs))
-    text = _replace(text, "bgl-mechanisms-vn", vn_table(recs))
+    text = replace_block(text, "bgl-mechanisms-rows", rows_table(recs), PAGE)
+    text = replace_block(text, "bgl-mechanisms-vn", vn_table(recs), PAGE)
     PAGE.write_text(text)
 
 

@@ -32,13 +32,13 @@ Run: ``.venv/bin/python docs/figures/make_bgp_figure.py`` (after ``bgp_rows.py``
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 from gupsim.algorithms.baseline import Baseline
 from gupsim.studies import bgp
 from gupsim.studies.experiments import bgp_gups
 from gupsim.studies.figures import pyplot, save_figure
+from page_blocks import replace_block  # this folder's module: the scripts run from here
 from gupsim.studies.validation import reference_table
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -282,22 +282,15 @@ def figure(rows: list[dict]) -> None:
     save_figure(fig, ROOT / "docs/figures", "bgp-limits", source="docs/figures/make_bgp_figure.py")
 
 
-def _replace(text: str, marker: str, body: str) -> str:
-    pattern = re.compile(rf"(<!-- {marker} -->\n).*?(<!-- /{marker} -->)", re.S)
-    if not pattern.search(text):
-        raise SystemExit(f"{PAGE}: marker <!-- {marker} --> not found")
-    return pattern.sub(lambda m: m.group(1) + body + "\n" + m.group(2), text)
-
-
 def main() -> None:
     rows = _rows()
     figure(rows)
     text = PAGE.read_text()
-    text = _replace(text, "bgp-steady", steady_note(rows))
-    text = _replace(text, "bgp-limits", limits_table(rows))
-    text = _replace(text, "bgp-summary", summary(rows))
-    text = _replace(text, "bgp-best", best_table(rows))
-    text = _replace(text, "bgp-public", public_table())
+    text = replace_block(text, "bgp-steady", steady_note(rows), PAGE)
+    text = replace_block(text, "bgp-limits", limits_table(rows), PAGE)
+    text = replace_block(text, "bgp-summary", summary(rows), PAGE)
+    text = replace_block(text, "bgp-best", best_table(rows), PAGE)
+    text = replace_block(text, "bgp-public", public_table(), PAGE)
     PAGE.write_text(text)
 
 
