@@ -130,3 +130,19 @@ def test_full_table_simulates_the_kernels_rows_on_the_fast_engine_and_routed_spl
     assert gups.simulated_updates(512, "SMP", "one-packet") == gups.FAST_UPDATES
     assert gups.simulated_updates(512, "VN", "routed-split") == gups.UPDATES_PER_RUN // (512 * 4)
     assert gups.simulated_updates(1024, "VN", "routed-split") is None
+
+
+def test_a_slow_dma_engine_binds_and_the_dma_bound_holds():
+    """Slowing the DMA engine fiftyfold makes it the bottleneck by the bounds, and the simulated run keeps under
+    that bound with its engines nearly always busy (the bound is the resource that binds, not a loose number)."""
+    from gupsim.studies import bgp
+
+    m = bgp.machine(4, {"dma.engine_bytes_per_s": 2.55e9 / 50})
+    b = gups.machine_bounds(m, "4x4x4", "routed")
+    assert b["bottleneck"] == "dma" and b["bound_gups"] == b["dma_bound_gups"]
+    rec = gups.run(gups.make_run_config(machine=m, shape="4x4x4", algorithm="routed", updates_per_process=256))
+    assert rec["updates_applied"] / rec["sim_time_s"] / 1e9 <= b["dma_bound_gups"]
+    assert rec["dma_tx_utilisation_mean"] > 0.8
+    # ... and with bgp.yaml's engine the DMA bound is far above the others on every size of the table
+    assert gups.row_bounds("32x32x40", "VN", "routed")["dma_bound_gups"] > 10 * gups.row_bounds(
+        "32x32x40", "VN", "routed")["bound_gups"]

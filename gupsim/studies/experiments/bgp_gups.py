@@ -4,7 +4,7 @@ For every partition (8x8x8 up to 40 racks), mode (SMP: 1 process per node,
 dual: 2, virtual-node: 4) and algorithm (``baseline``, ``routed``,
 ``one-packet``, and with 2 or 4 processes per node ``routed-split``, in which
 one core per node only routes and the others only generate and update) the
-table gives two analytic upper bounds, both derived here for each algorithm:
+table gives three analytic upper bounds, each derived here for each algorithm:
 
 * **network** (sparsest cut, seed 000 §3.2 eq. 2): ``(2N / b) alpha C`` with
   ``b`` the fewest wire bytes an update can cost: 32 + 12 = 44 for
@@ -19,7 +19,13 @@ table gives two analytic upper bounds, both derived here for each algorithm:
   route_hop_cycles`` with ``E[hops] = sum (L - 1) / L`` over x, y, z and, with
   several processes per node, the core; ``routed-split`` the slower of the
   node's workers (``t_g + t_u + 2 f handoff`` each, ``f`` the remote fraction)
-  and its router (``f (E[hops] route_hop_cycles + 2 handoff)``).
+  and its router (``f (E[hops] route_hop_cycles + 2 handoff)``);
+* **DMA** (seed 002 §3.2: one engine per node injects, and one receives, every
+  packet of every core, intra-node ones too): ``N engine_bytes_per_s / (b h)``
+  with ``h`` the times an update is sent (:func:`dma_injections_per_update`).
+  With bgp.yaml's 2.55 GB/s it is 10 to 40 times the smaller of the other two
+  on every row, so it never binds the table; it is there for the what-ifs
+  that slow the engine or speed everything else up.
 
 Per-core cycle costs (all assumed, seed 002 gives none for BG/P; see
 gupsim/data/machines/bgp.yaml): ``t_g + t_o^s`` = 18 and ``t_u`` = 86 (BG/L, seed
@@ -132,13 +138,47 @@ def _edge_expansion(shape: str) -> tuple[int, float]:
     return topo.num_nodes, float(topo.edge_expansion())
 
 
-def row_bounds(shape: str, mode: str, alg: str) -> dict:
-    m = _machine(MODES[mode])
+def dma_injections_per_update(m, shape: str, alg: str) -> float:
+    """How many times the DMA engines serve an update's bytes on its way (each side: injection and reception).
+
+    Every packet a core launches passes its node's injection engine and its destination's reception engine,
+    an intra-node one too (gupsim.engines.reference.dma).  ``routed`` sends an update once per software hop: the
+    expected node hops ``sum (L - 1) / L`` plus, with several processes per node, the core hop ``(P - 1) / P``;
+    ``routed-split`` hands the core hop over shared memory, so its node hops only, for the remote share; the
+    others send an update once."""
+    topo = machine_topology(m, shape)
+    node_hops = sum((length - 1) / length for length in topo.shape)
+    ppn = m.cpu.processes_per_node
+    if alg == "routed":
+        return node_hops + (ppn - 1) / ppn
+    if alg == "routed-split":
+        return node_hops * (1 - 1 / topo.num_nodes)
+    return 1.0
+
+
+def dma_bound(m, shape: str, alg: str) -> float:
+    """Upper bound on GUPS from the DMA engines: each node's injection (and reception) engine moves at most
+    ``dma.engine_bytes_per_s``, and an update costs at least :func:`bytes_per_update` each time it is served."""
+    nodes = machine_topology(m, shape).num_nodes
+    per_update = bytes_per_update(m, alg) * dma_injections_per_update(m, shape, alg)
+    return nodes * m.dma.engine_bytes_per_s / per_update / 1e9
+
+
+def machine_bounds(m, shape: str, alg: str) -> dict:
+    """The three bounds of ``alg`` on ``shape`` of BG/P machine ``m`` (any overrides: the what-ifs), the
+    smallest of them, and which resource it is."""
     b = bytes_per_update(m, alg)
-    net = network_bound_gups(*_edge_expansion(shape), m.network.link_bytes_per_s, b)
-    cpu = cpu_bound(m, shape, alg)
-    return {"cpu_bound_gups": cpu, "network_bound_gups": net, "bytes_per_update": b,
-            "bound_gups": min(cpu, net), "bottleneck": "network" if net < cpu else "cpu"}
+    limits = {"cpu": cpu_bound(m, shape, alg),
+              "network": network_bound_gups(*_edge_expansion(shape), m.network.link_bytes_per_s, b),
+              "dma": dma_bound(m, shape, alg)}
+    bottleneck = min(limits, key=limits.get)
+    return {"cpu_bound_gups": limits["cpu"], "network_bound_gups": limits["network"],
+            "dma_bound_gups": limits["dma"], "bytes_per_update": b, "bound_gups": limits[bottleneck],
+            "bottleneck": bottleneck}
+
+
+def row_bounds(shape: str, mode: str, alg: str) -> dict:
+    return machine_bounds(_machine(MODES[mode]), shape, alg)
 
 
 def simulated_updates(nodes: int, mode: str, alg: str) -> int | None:
