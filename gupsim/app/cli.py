@@ -40,6 +40,7 @@ from gupsim.algorithms.base import algorithm_class, available_algorithms
 from gupsim.config.loading import available_machines
 from gupsim.topology.base import TOPOLOGIES
 from gupsim.studies.store import ResultsStore
+from gupsim.studies.cluster import interruptible
 from gupsim.studies.sweep import expand, load_sweep, run_sweep
 from gupsim.studies.estimate import describe, estimate_points
 from gupsim.studies.sweep import KEPT_RUNS_DIR
@@ -365,9 +366,15 @@ def reproduce(names, out_dir, quick, docs_path, jobs, keep_runs, precision, fixe
         Path(out_dir).mkdir(parents=True, exist_ok=True)
     cache_dir = Path(out_dir) / "runs" if keep_runs else None
     log_to_stderr()
-    with _kept_runs(out_dir):
-        comparisons = run_experiments(wanted, quick, jobs, on_done=keep, cache_dir=cache_dir,
-                                      precision=None if fixed_length else precision)
+    try:
+        with _kept_runs(out_dir), interruptible():
+            comparisons = run_experiments(wanted, quick, jobs, on_done=keep, cache_dir=cache_dir,
+                                          precision=None if fixed_length else precision)
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (gupsim.studies.cluster.Interrupted)
+        kept = f"; its finished runs are kept in {cache_dir} and reused" if cache_dir else ""
+        click.echo(f"gupsim: interrupted: {len(finished)} finished table(s) are written to {out_dir}{kept}; "
+                   "run the same command again to resume", err=True)
+        sys.exit(128 + getattr(exc, "signum", 2))
     if docs_path:
         # One table reproduced refreshes its own section; `all` rewrites the page once everything is in.
         with _writing("--docs", docs_path):
