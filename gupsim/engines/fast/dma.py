@@ -30,7 +30,7 @@ from __future__ import annotations
 from numba import njit
 
 from gupsim.engines.fast.events import NORMAL, push
-from gupsim.engines.fast.tables import C_THROTTLE_WAITS, C_THROTTLED_S, EV_HOP, EV_TAIL, F_BACKOFF_S, F_DMA_RATE, F_RATE, F_RX_OVERHEAD_S, I_DMA_ROW, LF_FREE, LF_LOCAL_END, LF_RX_BUSY, LF_RX_FREE, LF_TX_BUSY, LF_TX_FREE, PF_ASKED, PK_DMA, PK_DST, PK_NODE, PK_SRC, PK_WIRE, f2i, i2f, node_of
+from gupsim.engines.fast.tables import C_THROTTLE_POLLS, C_THROTTLE_WAITS, C_THROTTLED_S, EV_HOP, EV_TAIL, F_BACKOFF_S, F_DMA_RATE, F_RATE, F_RX_OVERHEAD_S, I_DMA_ROW, LF_FREE, LF_LOCAL_END, LF_RX_BUSY, LF_RX_FREE, LF_TX_BUSY, LF_TX_FREE, PF_ASKED, PK_DMA, PK_DST, PK_NODE, PK_SRC, PK_WIRE, f2i, i2f, node_of
 
 DMA_NEW, DMA_TX, DMA_THROTTLE, DMA_NET, DMA_RX = 0, 1, 2, 3, 4
 
@@ -57,10 +57,12 @@ def throttled(pk, pf, lf, fp, hh, ctr, p, link, now):
             ctr[C_THROTTLE_WAITS] += 1
             pf[p, PF_ASKED] = now  # when the back-off began (the field is free until it waits for a link)
             pk[p, PK_DMA] = DMA_THROTTLE
+            ctr[C_THROTTLE_POLLS] += 1
             push(hh, ctr, now + (free - now + fp[F_BACKOFF_S]), NORMAL, p << 3 | EV_HOP)
             return True
     else:  # a back-off ended: look again
         if free > now:
+            ctr[C_THROTTLE_POLLS] += 1
             push(hh, ctr, now + (free - now + fp[F_BACKOFF_S]), NORMAL, p << 3 | EV_HOP)
             return True
         ctr[C_THROTTLED_S] = f2i(i2f(ctr[C_THROTTLED_S]) + (now - pf[p, PF_ASKED]))

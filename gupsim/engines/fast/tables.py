@@ -98,6 +98,8 @@ C_STOP_T, C_CHECKED = 33, 34
 # BG/P's DMA (gupsim.engines.fast.dma): sends that found their first link held by other traffic, and the
 # seconds they backed off (float bits)
 C_THROTTLE_WAITS, C_THROTTLED_S = 40, 41
+# BG/P's DMA: the throttle's back-off polls (events that look at a held first link again)
+C_THROTTLE_POLLS = 42
 N_COUNTERS = 50
 
 # ------------------------------------------------------------------ integer parameters

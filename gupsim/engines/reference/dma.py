@@ -96,6 +96,7 @@ class DmaNetwork(Network):
         self._local_end = [-1.0] * (nodes * topology.ports)  # end of the last reservation made by injection
         self.throttle_waits = 0
         self.throttled_s = 0.0
+        self.throttle_polls = 0
         self.inbox = [DmaMailbox(env, self) for _ in range(self.num_ranks)]
 
     def launch(self, pkt: Packet) -> None:
@@ -127,6 +128,7 @@ class DmaNetwork(Network):
                 self.throttle_waits += 1
                 began = env.now
                 while self._free_at[link] > env.now:
+                    self.throttle_polls += 1
                     yield env.timeout(self._free_at[link] - env.now + self._backoff_s)
                 self.throttled_s += env.now - began
             self._local_end[link] = max(env.now, self._free_at[link]) + pkt.wire_bytes / self._rate
@@ -135,7 +137,8 @@ class DmaNetwork(Network):
     def dma_stats(self) -> dict[str, Any]:
         """The engines' busy seconds per node and the throttle's back-offs (:attr:`gupsim.engines.outcome.RunOutcome.dma`)."""
         return {"tx_busy_s": np.array(self.dma_tx_busy_s), "rx_busy_s": np.array(self.dma_rx_busy_s),
-                "throttle_waits": self.throttle_waits, "throttled_s": self.throttled_s}
+                "throttle_waits": self.throttle_waits, "throttled_s": self.throttled_s,
+                "throttle_polls": self.throttle_polls}
 
     def dma_receive(self, box: DmaMailbox, pkt: Packet) -> None:
         """Serve ``pkt`` on its destination node's reception engine, then make it visible."""
