@@ -181,6 +181,7 @@ class FastSimulation:
         fp[tb.F_CYCLE_S] = 1.0 / self.machine.cpu.clock_hz
         dma = getattr(self.machine, "dma", None)
         ip[tb.I_DMA_ROW] = nlinks  # the nodes' DMA rows follow the links' in the link table
+        ip[tb.I_THROTTLE_ROW] = nlinks + n  # then the throttle's queues, one per link
         if dma is not None:  # gupsim.engines.fast.dma, as gupsim.engines.reference.dma.DmaNetwork computes them
             ip[tb.I_DMA] = 1
             fp[tb.F_DMA_RATE] = dma.engine_bytes_per_s
@@ -216,7 +217,7 @@ class FastSimulation:
         arrays = {
             "packets": pk, "packet_times": np.zeros((packets, tb.PF_COLS)),
             "pools": pq, "deferred": dq, "ranks": rk,
-            "link_times": np.zeros((nlinks + (n if dma is not None else 0), tb.LF_COLS)), "link_bytes": np.zeros(nlinks, dtype=np.int64),
+            "link_times": _link_times(nlinks, n, dma is not None), "link_bytes": np.zeros(nlinks, dtype=np.int64),
             "int_params": ip, "float_params": fp, "neighbors": np.ascontiguousarray(topo.neighbor_array().ravel()),
             "coords": np.ascontiguousarray(topo.coords_array()),
             "queue": hh, "counters": ctr, "window_times": np.full(2, np.nan),
@@ -302,9 +303,19 @@ class FastSimulation:
         return self._outcome
 
 
+def _link_times(nlinks: int, nodes: int, dma: bool) -> np.ndarray:
+    """The link table: a row per link, and with a DMA engine a row per node and a throttle queue per link
+    (empty) below (:mod:`gupsim.engines.fast.dma`)."""
+    lf = np.zeros((nlinks + (nodes + nlinks if dma else 0), tb.LF_COLS))
+    if dma:
+        lf[nlinks + nodes:, [tb.TQ_HEAD, tb.TQ_TAIL]] = -1.0
+    return lf
+
+
 def _dma_stats(a: dict[str, Any]) -> dict[str, Any]:
     """The DMA engines' counters, as :meth:`gupsim.engines.reference.dma.DmaNetwork.dma_stats` reports them."""
-    nodes = a["link_times"][a["int_params"][tb.I_DMA_ROW]:]
+    ip = a["int_params"]
+    nodes = a["link_times"][ip[tb.I_DMA_ROW]:ip[tb.I_THROTTLE_ROW]]
     ctr = a["counters"]
     return {"tx_busy_s": nodes[:, tb.LF_TX_BUSY].copy(), "rx_busy_s": nodes[:, tb.LF_RX_BUSY].copy(),
             "throttle_waits": int(ctr[tb.C_THROTTLE_WAITS]),
