@@ -8,6 +8,11 @@ Goals (issue 36; they live here, not in timed tests)
   Both events per wall second and per CPU second are reported; the CPU figure is the better one on a box whose
   two cores are shared.  A BG/P run has more events per update than the BG/L one (the two DMA services and the
   throttle's polls: gupsim.engines.reference.dma), so updates per CPU second are reported as well.
+* ``throttle``: what sender-driven throttling costs (gupsim.engines.reference.dma: a node's packets held back at
+  one first link queue, and only the queue's head polls): virtual-node ``one-packet`` and ``routed`` on 8x8x8 and
+  16x16x16, events per update split into the throttle's polls, the hops, the DMA's steps and the rest, polls per
+  held-back packet and packets held per link.  The model is the checkout's own: for a before/after, run the
+  series in a worktree of each commit (``PYTHONPATH=<worktree>``) and compare the CSVs.
 * ``large``: ``routed`` in virtual-node mode (four processes per node) at a steady-state run length, its wall
   time, CPU time and peak RSS, at the sizes the box affords; the goal is 32x32x32 (131,072 processes) in at most
   20 minutes and 8 GB, extrapolated from these by CPU seconds per update (the cost per event grows slowly with
@@ -16,6 +21,7 @@ Goals (issue 36; they live here, not in timed tests)
 Run::
 
     nice -n 10 .venv/bin/python benchmarks/bench_bgp.py --series ratio large --out benchmarks/results/bench_bgp.csv
+    nice -n 10 .venv/bin/python benchmarks/bench_bgp.py --series throttle --out /tmp/throttle.csv
 """
 
 from __future__ import annotations
