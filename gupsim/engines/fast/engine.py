@@ -43,8 +43,9 @@ for _kernel in (one_packet.KERNEL, routed.KERNEL, baseline.KERNEL):
 
 
 #: Per process, on a machine with a DMA engine: every packet its injection FIFO holds can be past the injection DMA
-#: at once, each polling its first link on its own (gupsim.engines.fast.dma), one chunk a packet at worst; each
-#: costs a packet row (64 B), its times (16 B) and an event (heap 16 B, far table 24 B), doubled as tables grow.
+#: at once, held back at its first link (gupsim.engines.fast.dma), one chunk a packet at worst; each costs a packet
+#: row (64 B), its times (16 B) and an event (heap 16 B, far table 24 B; only a link queue's head has one pending,
+#: but each is counted), doubled as tables grow.
 #: Measured: one-packet in VN mode on 8x8x4, 256 updates per process, 384 packet rows a process (35 KB of RSS).
 DMA_PACKET_BYTES = 240
 
