@@ -29,7 +29,8 @@ injection on each link) and, below the links (from row ``I_DMA_ROW``), one row p
 free-at times and busy seconds, and below those, one row per link with its throttle queue's head and tail packets
 (``TQ_*``, from row ``I_THROTTLE_ROW``; the queue is linked through ``PK_NEXT``, which a held-back packet does not
 otherwise use).  The throttle's counters: ``C_THROTTLE_WAITS`` (packets held back), ``C_THROTTLED_S`` (the
-seconds they were held, float bits) and ``C_THROTTLE_POLLS`` (the head's back-off polls).
+seconds they were held, float bits), ``C_THROTTLE_POLLS`` (the head's back-off polls) and ``C_THROTTLE_QUEUED``
+(those held behind another).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from __future__ import annotations
 from numba import njit
 
 from gupsim.engines.fast.events import NORMAL, push
-from gupsim.engines.fast.tables import C_THROTTLE_POLLS, C_THROTTLE_WAITS, C_THROTTLED_S, EV_HOP, EV_TAIL, F_BACKOFF_S, F_DMA_RATE, F_RATE, F_RX_OVERHEAD_S, I_DMA_ROW, I_THROTTLE_ROW, LF_FREE, LF_LOCAL_END, LF_RX_BUSY, LF_RX_FREE, LF_TX_BUSY, LF_TX_FREE, PF_ASKED, PK_DMA, PK_DST, PK_NEXT, PK_NODE, PK_SRC, PK_WIRE, TQ_HEAD, TQ_TAIL, f2i, i2f, node_of
+from gupsim.engines.fast.tables import C_THROTTLE_POLLS, C_THROTTLE_QUEUED, C_THROTTLE_WAITS, C_THROTTLED_S, EV_HOP, EV_TAIL, F_BACKOFF_S, F_DMA_RATE, F_RATE, F_RX_OVERHEAD_S, I_DMA_ROW, I_THROTTLE_ROW, LF_FREE, LF_LOCAL_END, LF_RX_BUSY, LF_RX_FREE, LF_TX_BUSY, LF_TX_FREE, PF_ASKED, PK_DMA, PK_DST, PK_NEXT, PK_NODE, PK_SRC, PK_WIRE, TQ_HEAD, TQ_TAIL, f2i, i2f, node_of
 
 DMA_NEW, DMA_TX, DMA_THROTTLE, DMA_NET, DMA_RX = 0, 1, 2, 3, 4
 
@@ -69,6 +70,7 @@ def throttled(pk, pf, lf, ip, fp, hh, ctr, p, link, now):
             pk[p, PK_DMA] = DMA_THROTTLE
             pk[p, PK_NEXT] = -1
             if behind:  # no poll of its own: the head's departure starts its turn
+                ctr[C_THROTTLE_QUEUED] += 1
                 pk[int(lf[q, TQ_TAIL]), PK_NEXT] = p
             else:
                 lf[q, TQ_HEAD] = p

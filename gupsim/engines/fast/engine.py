@@ -321,7 +321,7 @@ def _dma_stats(a: dict[str, Any]) -> dict[str, Any]:
     return {"tx_busy_s": nodes[:, tb.LF_TX_BUSY].copy(), "rx_busy_s": nodes[:, tb.LF_RX_BUSY].copy(),
             "throttle_waits": int(ctr[tb.C_THROTTLE_WAITS]),
             "throttled_s": float(ctr[tb.C_THROTTLED_S:tb.C_THROTTLED_S + 1].view(np.float64)[0]),
-            "throttle_polls": int(ctr[tb.C_THROTTLE_POLLS])}
+            "throttle_polls": int(ctr[tb.C_THROTTLE_POLLS]), "throttle_queued": int(ctr[tb.C_THROTTLE_QUEUED])}
 
 
 def _queue_stats(ctr: np.ndarray) -> dict[str, int]:

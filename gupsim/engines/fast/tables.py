@@ -100,6 +100,8 @@ C_STOP_T, C_CHECKED = 33, 34
 C_THROTTLE_WAITS, C_THROTTLED_S = 40, 41
 # BG/P's DMA: the throttle's back-off polls (events that look at a held first link again)
 C_THROTTLE_POLLS = 42
+# BG/P's DMA: held-back packets that joined a queue behind another (no poll of their own until they head it)
+C_THROTTLE_QUEUED = 43
 N_COUNTERS = 50
 
 # ------------------------------------------------------------------ integer parameters

@@ -25,8 +25,9 @@ changing it (BG/L runs use the plain class):
 * **Throttling.**  After the DMA, a packet enters its first link only when
   that link is idle or busy with this node's own injected packets; if other
   traffic holds it, the packet is held back (``throttle_waits`` counts such
-  packets, ``throttled_s`` sums the seconds from being held back to entering
-  the link).  The node's held-back packets for one link wait in a first-in,
+  packets, ``throttle_queued`` those of them held behind another,
+  ``throttled_s`` sums the seconds from being held back to entering the
+  link).  The node's held-back packets for one link wait in a first-in,
   first-out queue, in the order they came out of the DMA: BG/P's DMA takes
   its work from injection FIFOs of descriptors, first in, first out (US
   patent 8,037,213, "Replenishing data descriptors in a DMA injection FIFO
@@ -109,6 +110,7 @@ class DmaNetwork(Network):
         self.throttle_waits = 0
         self.throttled_s = 0.0
         self.throttle_polls = 0
+        self.throttle_queued = 0
         self._held: dict[int, deque] = {}  # per first link: the node's packets held back, in injection order
         self.inbox = [DmaMailbox(env, self) for _ in range(self.num_ranks)]
 
@@ -152,6 +154,7 @@ class DmaNetwork(Network):
         turn = env.event() if held else None
         held.append(turn)
         if turn is not None:
+            self.throttle_queued += 1
             yield turn  # the packet before it has entered the link
         while self._free_at[link] > env.now:
             self.throttle_polls += 1
@@ -165,7 +168,7 @@ class DmaNetwork(Network):
         """The engines' busy seconds per node and the throttle's back-offs (:attr:`gupsim.engines.outcome.RunOutcome.dma`)."""
         return {"tx_busy_s": np.array(self.dma_tx_busy_s), "rx_busy_s": np.array(self.dma_rx_busy_s),
                 "throttle_waits": self.throttle_waits, "throttled_s": self.throttled_s,
-                "throttle_polls": self.throttle_polls}
+                "throttle_polls": self.throttle_polls, "throttle_queued": self.throttle_queued}
 
     def dma_receive(self, box: DmaMailbox, pkt: Packet) -> None:
         """Serve ``pkt`` on its destination node's reception engine, then make it visible."""

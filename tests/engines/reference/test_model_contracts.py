@@ -581,7 +581,7 @@ def test_dma_packets_held_back_at_one_link_queue_in_order_and_only_the_head_poll
     serial = pkts[0].wire_bytes / m.network.link_bytes_per_s
     backoff = m.dma.throttle_backoff_ns * 1e-9
     assert 3 * pkts[0].wire_bytes / m.dma.engine_bytes_per_s < held_until  # all three are held at once
-    assert (net.throttle_waits, net.throttle_polls, net.packets_delivered) == (3, 3, 3)
+    assert (net.throttle_waits, net.throttle_queued, net.throttle_polls, net.packets_delivered) == (3, 2, 3, 3)
     assert list(net.inbox[1].items) == pkts
     assert net._free_at[link] == pytest.approx(held_until + 3 * (backoff + serial), rel=1e-12)
 
