@@ -8,6 +8,11 @@ Goals (issue 36; they live here, not in timed tests)
   Both events per wall second and per CPU second are reported; the CPU figure is the better one on a box whose
   two cores are shared.  A BG/P run has more events per update than the BG/L one (the two DMA services and the
   throttle's polls: gupsim.engines.reference.dma), so updates per CPU second are reported as well.
+* ``throttle``: what sender-driven throttling costs (gupsim.engines.reference.dma: a node's packets held back at
+  one first link queue, and only the queue's head polls): virtual-node ``one-packet`` and ``routed`` on 8x8x8 and
+  16x16x16, events per update split into the throttle's polls, the hops, the DMA's steps and the rest, polls per
+  held-back packet and packets held per link.  The model is the checkout's own: for a before/after, run the
+  series in a worktree of each commit (``PYTHONPATH=<worktree>``) and compare the CSVs.
 * ``large``: ``routed`` in virtual-node mode (four processes per node) at a steady-state run length, its wall
   time, CPU time and peak RSS, at the sizes the box affords; the goal is 32x32x32 (131,072 processes) in at most
   20 minutes and 8 GB, extrapolated from these by CPU seconds per update (the cost per event grows slowly with
@@ -16,6 +21,7 @@ Goals (issue 36; they live here, not in timed tests)
 Run::
 
     nice -n 10 .venv/bin/python benchmarks/bench_bgp.py --series ratio large --out benchmarks/results/bench_bgp.csv
+    nice -n 10 .venv/bin/python benchmarks/bench_bgp.py --series throttle --out /tmp/throttle.csv
 """
 
 from __future__ import annotations
@@ -39,7 +45,13 @@ RATIO = [(f"ratio-{alg}", machine, "16x16x16", alg, updates, sets)
 #: partitions; the last is what the box affords beside the other engineers' runs.
 LARGE = [("large", "bgp", shape, "routed", updates, VN)
          for shape, updates in (("8x8x8", 4096), ("16x16x8", 4096), ("16x16x16", 4096))]
-SERIES = {"ratio": RATIO, "large": LARGE}
+#: The throttle's cost (issue 36): virtual-node one-packet and routed on 8x8x8 and 16x16x16, events per update
+#: split into the throttle's polls, the hops, the DMA's steps and the rest; run once per throttle model (the
+#: model in the checkout that runs it: compare two checkouts' CSVs).
+THROTTLE = [("throttle", "bgp", shape, alg, updates, VN)
+            for shape, op_updates, routed_updates in (("8x8x8", 128, 512), ("16x16x16", 64, 256))
+            for alg, updates in (("one-packet", op_updates), ("routed", routed_updates))]
+SERIES = {"ratio": RATIO, "large": LARGE, "throttle": THROTTLE}
 
 
 def _cpu_s() -> float:
@@ -72,7 +84,28 @@ def run_case(machine: str, shape: str, algorithm: str, updates: int, sets: dict)
         "throttle_waits": rec.get("throttle_waits", 0),
         "dma_tx_utilisation_mean": rec.get("dma_tx_utilisation_mean", float("nan")),
         "link_utilisation_mean": rec["link_utilisation_mean"],
+        **_throttle_split(sim.outcome(), rec),
     }
+
+
+def _throttle_split(o, rec: dict) -> dict:
+    """Events per update by kind: the throttle's polls, the packets' hops, the DMA's steps (launch, end of the
+    injection service and of the reception service: three per packet) and the rest (CPU, credits, tails); the
+    throttled packets' polls each and, by Little's law, the mean number of packets backing off per link."""
+    if o.dma is None:
+        return {}
+    total, packets = rec["updates_generated"], o.packets_injected
+    polls, hops = o.dma.get("throttle_polls", 0), o.packet_hops or 0
+    dma_steps = 3 * packets
+    links = len(o.links["busy_s"])
+    return {"throttle_polls": polls, "throttled_s": o.dma["throttled_s"], "packets": packets,
+            "polls_per_update": polls / total, "hops_per_update": hops / total,
+            "dma_per_update": dma_steps / total,
+            "other_per_update": (rec["events"] - polls - hops - dma_steps) / total,
+            "polls_per_throttled": polls / o.dma["throttle_waits"] if o.dma["throttle_waits"] else 0.0,
+            "backed_off_per_packet": o.dma["throttle_waits"] / packets if packets else 0.0,
+            "waiting_per_link": o.dma["throttled_s"] / (o.sim_time_s * links) if o.sim_time_s > 0 else 0.0,
+            "gups_run": rec["gups"], "sim_time_s": o.sim_time_s}
 
 
 def spawn(label: str, machine: str, shape: str, algorithm: str, updates: int, sets: dict) -> dict:
@@ -86,6 +119,11 @@ def spawn(label: str, machine: str, shape: str, algorithm: str, updates: int, se
           f"cpu {row['cpu_s']:.1f} s, {row['events_per_cpu_s']:.3g} events/cpu-s, "
           f"{row['updates_per_cpu_s']:.3g} updates/cpu-s, {row['peak_rss_mb']:.0f} MB "
           f"(estimate {row['estimate_mb']:.0f})", flush=True)
+    if "polls_per_update" in row:
+        print(f"  events/update {row['events_per_update']:.2f} = polls {row['polls_per_update']:.2f} + hops "
+              f"{row['hops_per_update']:.2f} + DMA {row['dma_per_update']:.2f} + other {row['other_per_update']:.2f};"
+              f" backed off {row['backed_off_per_packet']:.3f}/pkt, {row['polls_per_throttled']:.2f} polls each,"
+              f" {row['waiting_per_link']:.3f} waiting/link; GUPS {row['gups_run']:.4f}", flush=True)
     return row
 
 

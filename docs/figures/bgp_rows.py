@@ -22,8 +22,7 @@ from gupsim.studies.experiments import bgp_gups
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "docs/research/data/bgp_rows.jsonl"
-#: Cheapest first, so an interrupted run still leaves the most rows (one-packet in dual/VN polls heavily;
-#: routed-split runs on SimPy).
+#: Cheapest first, so an interrupted run still leaves the most rows (routed-split runs on SimPy).
 ORDER = ("routed", "baseline", "one-packet", "routed-split")
 
 

@@ -264,7 +264,7 @@ def _bgp_panel(ax, rows: list[dict]) -> None:
     pub = reference_table("bgp_hpcc_public.csv").iloc[0]
     ax.plot([pub["nodes"]], [pub["value"]], "*", color="tab:red", ms=14,
             label=f"public: {pub['value']:g} GUPS, 32 racks, SC08 (not fitted)")
-    ax.set_title("Blue Gene/P: simulated to 1,024 nodes, bounds beyond")
+    ax.set_title(f"Blue Gene/P: simulated to {max(r['nodes'] for r in rows):,} nodes, bounds beyond")
 
 
 def figure(rows: list[dict]) -> None:

@@ -50,8 +50,8 @@ FAST_MARGIN_BYTES = 16 * 2**20
 #: Fast engine, per node: six links' times, counters and credit pools, and the topology tables (1,200 B),
 #: and the slots of its twelve link and dynamic-channel pools: the credit returns kept beside them and the
 #: time their oldest packet may leave (12 x (``DEFER_SLOTS`` + 1) x 16 B = 1,728 B, about half of it touched
-#: without adaptive routing).
-FAST_NODE_BYTES = 3_000
+#: without adaptive routing), and with a DMA engine its six links' throttle queues (6 x 32 B).
+FAST_NODE_BYTES = 3_200
 #: Address space a run maps beyond its resident set, which RLIMIT_AS counts: the libraries' reservations
 #: (glibc's arenas, LLVM, pandas) that are never touched.  Measured as VmPeak - VmHWM: 1.27 GB for a 4x4x4
 #: SimPy run, 1.36 GB for a 4x4x4 fast run with its kernels loaded, 1.45 GB for a 32x32x16 ``routed`` one.

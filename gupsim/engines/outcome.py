@@ -52,7 +52,8 @@ class RunOutcome:
     precision_reached: bool = False
     #: BG/P's DMA engines (a machine with a ``dma`` section), else None: per node the injection and reception
     #: engines' busy seconds (``tx_busy_s``, ``rx_busy_s``), and the throttle's back-offs (``throttle_waits``,
-    #: ``throttled_s``), as :meth:`gupsim.engines.reference.dma.DmaNetwork.dma_stats` counts them.
+    #: ``throttled_s``), the polls they cost (``throttle_polls``) and how many were held behind another
+    #: (``throttle_queued``), as :meth:`gupsim.engines.reference.dma.DmaNetwork.dma_stats` counts them.
     dma: dict[str, Any] | None = None
     earlier_wall_s: float = 0.0
     earlier_peak_rss_mb: float = 0.0

@@ -282,7 +282,8 @@ def _dma_fields(o: RunOutcome) -> dict[str, Any]:
     tx, rx = (o.dma[k] / t if t > 0 else np.zeros(1) for k in ("tx_busy_s", "rx_busy_s"))
     return {"dma_tx_utilisation_mean": float(tx.mean()), "dma_tx_utilisation_max": float(tx.max()),
             "dma_rx_utilisation_mean": float(rx.mean()), "dma_rx_utilisation_max": float(rx.max()),
-            "throttle_waits": int(o.dma["throttle_waits"]), "throttled_s": float(o.dma["throttled_s"])}
+            "throttle_waits": int(o.dma["throttle_waits"]), "throttled_s": float(o.dma["throttled_s"]),
+            "throttle_polls": int(o.dma["throttle_polls"])}
 
 
 def _precision(ri: RateInterval, cycles: float) -> dict[str, Any]:

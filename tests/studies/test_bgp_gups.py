@@ -126,6 +126,10 @@ def test_fast_engine_rows_stay_at_or_under_both_bounds_by_either_rate(alg, mode)
 def test_full_table_simulates_the_kernels_rows_on_the_fast_engine_and_routed_split_on_simpy():
     assert gups.simulated_updates(1024, "VN", "routed") == gups.FAST_UPDATES
     assert gups.simulated_updates(40960, "VN", "routed") is None
+    assert gups.simulated_updates(4096, "VN", "routed") == gups.FAST_UPDATES  # VN only beyond 1,024 nodes
+    assert gups.simulated_updates(4096, "VN", "one-packet") == gups.FAST_UPDATES_SHORT["one-packet", "VN"]
+    assert gups.simulated_updates(4096, "SMP", "routed") is None
+    assert gups.simulated_updates(2048, "VN", "baseline") is None
     assert gups.simulated_updates(512, "VN", "one-packet") == gups.FAST_UPDATES_SHORT["one-packet", "VN"]
     assert gups.simulated_updates(512, "SMP", "one-packet") == gups.FAST_UPDATES
     assert gups.simulated_updates(512, "VN", "routed-split") == gups.UPDATES_PER_RUN // (512 * 4)

@@ -41,8 +41,9 @@ class Network(NamedTuple):
     deferred: np.ndarray
     #: [rk] int32 (ranks, ``RK_NET_COLS``): a rank's inbox and what wakes its CPU.
     ranks: np.ndarray
-    #: [lf] float64 (links [+ nodes], ``LF_COLS``): a link's free-at time, busy and blocked seconds, and the end of
-    #: its node's last injected reservation; with a DMA engine, one row per node below (:mod:`gupsim.engines.fast.dma`).
+    #: [lf] float64 (links [+ nodes + links], ``LF_COLS``): a link's free-at time, busy and blocked seconds, and the
+    #: end of its node's last injected reservation; with a DMA engine, one row per node below, then one throttle
+    #: queue per link (:mod:`gupsim.engines.fast.dma`).
     link_times: np.ndarray
     #: [lb] int64 (links,): bytes each link carried.
     link_bytes: np.ndarray

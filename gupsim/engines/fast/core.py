@@ -333,7 +333,7 @@ def _through_dma(pk, pf, pq, dq, rk, lf, ip, fp, coords, hh, ctr, p, now):
         _dma_local(pk, pq, dq, rk, lf, ip, fp, hh, ctr, p, now)
         return False
     if not ip[I_ADAPTIVE]:  # the reference throttles at the dimension-order route's first link only
-        if dma.throttled(pk, pf, lf, fp, hh, ctr, p, node * 6 + _first_port(ip, coords, node, dst), now):
+        if dma.throttled(pk, pf, lf, ip, fp, hh, ctr, p, node * 6 + _first_port(ip, coords, node, dst), now):
             return False
     pk[p, PK_DMA] = dma.DMA_NET
     return True

@@ -43,8 +43,9 @@ for _kernel in (one_packet.KERNEL, routed.KERNEL, baseline.KERNEL):
 
 
 #: Per process, on a machine with a DMA engine: every packet its injection FIFO holds can be past the injection DMA
-#: at once, each polling its first link on its own (gupsim.engines.fast.dma), one chunk a packet at worst; each
-#: costs a packet row (64 B), its times (16 B) and an event (heap 16 B, far table 24 B), doubled as tables grow.
+#: at once, held back at its first link (gupsim.engines.fast.dma), one chunk a packet at worst; each costs a packet
+#: row (64 B), its times (16 B) and an event (heap 16 B, far table 24 B; only a link queue's head has one pending,
+#: but each is counted), doubled as tables grow.
 #: Measured: one-packet in VN mode on 8x8x4, 256 updates per process, 384 packet rows a process (35 KB of RSS).
 DMA_PACKET_BYTES = 240
 
@@ -181,6 +182,7 @@ class FastSimulation:
         fp[tb.F_CYCLE_S] = 1.0 / self.machine.cpu.clock_hz
         dma = getattr(self.machine, "dma", None)
         ip[tb.I_DMA_ROW] = nlinks  # the nodes' DMA rows follow the links' in the link table
+        ip[tb.I_THROTTLE_ROW] = nlinks + n  # then the throttle's queues, one per link
         if dma is not None:  # gupsim.engines.fast.dma, as gupsim.engines.reference.dma.DmaNetwork computes them
             ip[tb.I_DMA] = 1
             fp[tb.F_DMA_RATE] = dma.engine_bytes_per_s
@@ -216,7 +218,7 @@ class FastSimulation:
         arrays = {
             "packets": pk, "packet_times": np.zeros((packets, tb.PF_COLS)),
             "pools": pq, "deferred": dq, "ranks": rk,
-            "link_times": np.zeros((nlinks + (n if dma is not None else 0), tb.LF_COLS)), "link_bytes": np.zeros(nlinks, dtype=np.int64),
+            "link_times": _link_times(nlinks, n, dma is not None), "link_bytes": np.zeros(nlinks, dtype=np.int64),
             "int_params": ip, "float_params": fp, "neighbors": np.ascontiguousarray(topo.neighbor_array().ravel()),
             "coords": np.ascontiguousarray(topo.coords_array()),
             "queue": hh, "counters": ctr, "window_times": np.full(2, np.nan),
@@ -302,13 +304,24 @@ class FastSimulation:
         return self._outcome
 
 
+def _link_times(nlinks: int, nodes: int, dma: bool) -> np.ndarray:
+    """The link table: a row per link, and with a DMA engine a row per node and a throttle queue per link
+    (empty) below (:mod:`gupsim.engines.fast.dma`)."""
+    lf = np.zeros((nlinks + (nodes + nlinks if dma else 0), tb.LF_COLS))
+    if dma:
+        lf[nlinks + nodes:, [tb.TQ_HEAD, tb.TQ_TAIL]] = -1.0
+    return lf
+
+
 def _dma_stats(a: dict[str, Any]) -> dict[str, Any]:
     """The DMA engines' counters, as :meth:`gupsim.engines.reference.dma.DmaNetwork.dma_stats` reports them."""
-    nodes = a["link_times"][a["int_params"][tb.I_DMA_ROW]:]
+    ip = a["int_params"]
+    nodes = a["link_times"][ip[tb.I_DMA_ROW]:ip[tb.I_THROTTLE_ROW]]
     ctr = a["counters"]
     return {"tx_busy_s": nodes[:, tb.LF_TX_BUSY].copy(), "rx_busy_s": nodes[:, tb.LF_RX_BUSY].copy(),
             "throttle_waits": int(ctr[tb.C_THROTTLE_WAITS]),
-            "throttled_s": float(ctr[tb.C_THROTTLED_S:tb.C_THROTTLED_S + 1].view(np.float64)[0])}
+            "throttled_s": float(ctr[tb.C_THROTTLED_S:tb.C_THROTTLED_S + 1].view(np.float64)[0]),
+            "throttle_polls": int(ctr[tb.C_THROTTLE_POLLS]), "throttle_queued": int(ctr[tb.C_THROTTLE_QUEUED])}
 
 
 def _queue_stats(ctr: np.ndarray) -> dict[str, int]:

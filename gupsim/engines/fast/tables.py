@@ -98,6 +98,10 @@ C_STOP_T, C_CHECKED = 33, 34
 # BG/P's DMA (gupsim.engines.fast.dma): sends that found their first link held by other traffic, and the
 # seconds they backed off (float bits)
 C_THROTTLE_WAITS, C_THROTTLED_S = 40, 41
+# BG/P's DMA: the throttle's back-off polls (events that look at a held first link again)
+C_THROTTLE_POLLS = 42
+# BG/P's DMA: held-back packets that joined a queue behind another (no poll of their own until they head it)
+C_THROTTLE_QUEUED = 43
 N_COUNTERS = 50
 
 # ------------------------------------------------------------------ integer parameters
@@ -113,6 +117,8 @@ I_CHECK_EVERY, I_FIRST_CHECK = 20, 21
 # 1 if the machine has a DMA engine (gupsim.engines.fast.dma); the first row of its per-node DMA times in the
 # link table (LF_*)
 I_DMA, I_DMA_ROW = 24, 25
+# BG/P's DMA: the first row of the throttle's queues in the link table, one per link (TQ_*)
+I_THROTTLE_ROW = 26
 N_IPARAMS = 32
 F_RATE, F_CHUNK_S, F_ROUTER_S, F_CYCLE_S = range(4)
 # BG/P's DMA: engine rate (bytes/s), the receive path's overhead per torus packet and the throttle's back-off (s)
@@ -124,6 +130,9 @@ N_FPARAMS = 12
 LF_FREE, LF_BUSY, LF_BLOCKED, LF_LOCAL_END = 0, 1, 2, 3
 LF_COLS = 4
 LF_TX_FREE, LF_RX_FREE, LF_TX_BUSY, LF_RX_BUSY = 0, 1, 2, 3
+# (DMA) below the nodes' rows, one row per link: the throttle's queue of the node's packets held back at it, its
+# head and tail packets (as floats; -1 for none), linked through PK_NEXT
+TQ_HEAD, TQ_TAIL = 0, 1
 #: Free packet rows the kernels' outer loop keeps (:func:`gupsim.engines.fast.events.needs_room`).
 PACKET_MARGIN = 1 << 12
 

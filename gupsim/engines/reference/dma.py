@@ -24,10 +24,24 @@ changing it (BG/L runs use the plain class):
   enter its first link.
 * **Throttling.**  After the DMA, a packet enters its first link only when
   that link is idle or busy with this node's own injected packets; if other
-  traffic holds it, the sender waits ``throttle_backoff_ns`` past the link's
-  current reservation and looks again.  Packets in transit
-  reserve links as soon as their head arrives (the plain network's rule), so
-  at a shared link they win over local injection.
+  traffic holds it, the packet is held back (``throttle_waits`` counts such
+  packets, ``throttle_queued`` those of them held behind another,
+  ``throttled_s`` sums the seconds from being held back to entering the
+  link).  The node's held-back packets for one link wait in a first-in,
+  first-out queue, in the order they came out of the DMA: BG/P's DMA takes
+  its work from injection FIFOs of descriptors, first in, first out (US
+  patent 8,037,213, "Replenishing data descriptors in a DMA injection FIFO
+  buffer", Archer, Blocksome, Cernohous, Heidelberger, Kumar and Parker,
+  IBM, filed 2007), so held-back packets of one link do not pass each
+  other.  Only the queue's head backs off: it waits ``throttle_backoff_ns``
+  past the link's current reservation and looks again, until the link is
+  free.  When it enters the link, the next held packet heads the queue and
+  looks at once (one event), backing off past the reservation just made.  A
+  packet that finds the link idle or carrying the node's own packets enters
+  at once, as the rule says, even while others are held (they look only at
+  their back-off's end).  Packets in transit reserve links as soon as their
+  head arrives (the plain network's rule), so at a shared link they win over
+  local injection.
 * **Reception.**  Each node has one reception server of the same rate; a
   packet that arrived over the torus also pays ``rx_packet_overhead_ns``
   (the receive path's extra overhead, seed 002 §3.7, fitted on Fig. 7a).
@@ -35,19 +49,18 @@ changing it (BG/L runs use the plain class):
   in, without the torus overhead.
 
 Simulation cost: against the plain network, each packet costs two more
-SimPy events (the injection and reception services) plus the throttled
-sender's polls, about seven per throttled packet under all-to-all load,
-since in-transit packets keep re-reserving the link.  Measured on 8x8x8,
-one-packet, 64 updates per process: 765,654 events against 618,077 for the
-same run on BG/L (+24%); the events themselves cost no more (4x4x4, 256
-updates, both at once: 17,100 events/s against 13,600).  So a BG/P run costs
-about a quarter more than the BG/L run of the same size.  There is nothing pathological:
-the polls are the throttling model itself, and removing them would change
-results.
+SimPy events (the injection and reception services), plus, for a held-back
+packet, one event when it heads its queue and the head's polls
+(``throttle_polls``): a few per packet that backs off, however many of the
+node's packets are held behind it, since only the head polls.  (If every
+held packet polled on its own, k packets held at one link would cost k
+events per back-off: about 200 polls per held packet under virtual-node
+one-packet load, docs/performance-log.md.)
 """
 
 from __future__ import annotations
 
+from collections import deque
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -96,6 +109,9 @@ class DmaNetwork(Network):
         self._local_end = [-1.0] * (nodes * topology.ports)  # end of the last reservation made by injection
         self.throttle_waits = 0
         self.throttled_s = 0.0
+        self.throttle_polls = 0
+        self.throttle_queued = 0
+        self._held: dict[int, deque] = {}  # per first link: the node's packets held back, in injection order
         self.inbox = [DmaMailbox(env, self) for _ in range(self.num_ranks)]
 
     def launch(self, pkt: Packet) -> None:
@@ -122,20 +138,37 @@ class DmaNetwork(Network):
         link = self.route(src, dst)[0] if not self._adaptive else None
         if link is not None:
             if self._free_at[link] > env.now and self._free_at[link] != self._local_end[link]:
-                # Sender-driven throttling: other traffic holds the first link, so this sender
-                # backs off.  (Its own node's packets queue behind each other without backing off.)
-                self.throttle_waits += 1
-                began = env.now
-                while self._free_at[link] > env.now:
-                    yield env.timeout(self._free_at[link] - env.now + self._backoff_s)
-                self.throttled_s += env.now - began
+                yield from self._throttle(link, self._held.get(link))
             self._local_end[link] = max(env.now, self._free_at[link]) + pkt.wire_bytes / self._rate
         yield from self._transit(pkt)
+
+    def _throttle(self, link: int, held):
+        """Generator: sender-driven throttling at the node's first ``link`` (seed 002 §3.4), which other traffic
+        holds: the packet joins the link's queue of the node's held-back packets (``held``, None before the
+        first), and only the queue's head backs off and looks again."""
+        env = self.env
+        self.throttle_waits += 1
+        began = env.now
+        if held is None:
+            held = self._held[link] = deque()
+        turn = env.event() if held else None
+        held.append(turn)
+        if turn is not None:
+            self.throttle_queued += 1
+            yield turn  # the packet before it has entered the link
+        while self._free_at[link] > env.now:
+            self.throttle_polls += 1
+            yield env.timeout(self._free_at[link] - env.now + self._backoff_s)
+        self.throttled_s += env.now - began
+        held.popleft()
+        if held:
+            held[0].succeed()  # the next packet heads the queue and looks at the link at once
 
     def dma_stats(self) -> dict[str, Any]:
         """The engines' busy seconds per node and the throttle's back-offs (:attr:`gupsim.engines.outcome.RunOutcome.dma`)."""
         return {"tx_busy_s": np.array(self.dma_tx_busy_s), "rx_busy_s": np.array(self.dma_rx_busy_s),
-                "throttle_waits": self.throttle_waits, "throttled_s": self.throttled_s}
+                "throttle_waits": self.throttle_waits, "throttled_s": self.throttled_s,
+                "throttle_polls": self.throttle_polls, "throttle_queued": self.throttle_queued}
 
     def dma_receive(self, box: DmaMailbox, pkt: Packet) -> None:
         """Serve ``pkt`` on its destination node's reception engine, then make it visible."""

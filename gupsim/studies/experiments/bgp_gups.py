@@ -40,7 +40,8 @@ that were run (full run only).  The algorithms with a fast kernel
 (``baseline``, ``routed``, ``one-packet``: gupsim/engines/fast/, which models the
 DMA engine bit for bit) run on the fast engine at :data:`FAST_UPDATES` updates
 per process (``one-packet`` in dual and VN mode fewer: :data:`FAST_UPDATES_SHORT`) on the
-partitions of :data:`FAST_SIMULATED_NODES`; ``routed-split``
+partitions of :data:`FAST_SIMULATED_NODES`, and in virtual-node mode ``routed`` and ``one-packet`` on those of
+:data:`FAST_SIMULATED_VN`; ``routed-split``
 has no kernel and runs on the SimPy engine on the 512-node partition only, at a
 fixed 131,072 updates per run (128 and 64 per process in dual and VN mode:
 start-up dominated, far from steady state, see ``sim_steady_state``; minutes a
@@ -78,13 +79,15 @@ SIMULATED_NODES = (512,)  # the SimPy rows (routed-split)
 #: which a window's rate is stable (at 1,024 the windowed rate of routed on 4x4x4 was 2-3% above its CPU bound,
 #: the buckets still filling; at 4,096 and 8,192 both rates are under it, within 1% of each other).
 FAST_SIMULATED_NODES = (512, 1024)
+#: Larger partitions simulated in virtual-node mode only, with ``routed`` and ``one-packet`` (the held-back packets'
+#: queue makes the throttle cost a few events per packet: docs/performance-log.md); the other rows there are bounds.
+FAST_SIMULATED_VN = {"nodes": (2048, 4096), "algorithms": ("routed", "one-packet")}
 FAST_UPDATES = MIN_STEADY_UPDATES
-#: Shorter runs where the model's own events make the steady length unaffordable: ``one-packet`` with two or four
-#: processes per node keeps hundreds of packets per node past the injection DMA, each polling its busy first link
-#: on its own (gupsim.engines.reference.dma's throttle), 266 events per update at 256 updates per process on
-#: 4x4x4 VN and 488 at 1,024 against BG/L's 24 (docs/performance-log.md), so these rows are not at a steady
-#: state.  (In SMP mode it takes 29 per update; on 8x8x8 at 4,096 its windowed rate is 99.8% of the CPU bound,
-#: at 512 it was 100.1%, the start-up's share of the window.)
+#: Shorter runs for ``one-packet`` with two or four processes per node, so these rows are not at a steady state.
+#: The throttle's queue keeps their events per update a few times BG/L's (23 on 8x8x8 VN at 128 updates per
+#: process, 36 on 16x16x16 at 64: docs/performance-log.md); the steady length, eight times these rows' events,
+#: is not run in the table.  (In SMP mode one-packet runs at the steady length: on 8x8x8 at 4,096 its windowed
+#: rate is 99.8% of the CPU bound.)
 FAST_UPDATES_SHORT = {("one-packet", "dual"): 512, ("one-packet", "VN"): 512}
 HANDOFF_CYCLES = 10.0  # routed-split's default (assumed; see gupsim/algorithms/routed_split.py)
 UPDATE_BYTES = 8
@@ -185,7 +188,8 @@ def simulated_updates(nodes: int, mode: str, alg: str) -> int | None:
     """Updates per process of a full run's simulated row, or None for a bounds-only row."""
     ppn = MODES[mode]
     if choose_engine(row_config(bgp.PARTITIONS[nodes], mode, alg, 1)) == "fast":
-        return FAST_UPDATES_SHORT.get((alg, mode), FAST_UPDATES) if nodes in FAST_SIMULATED_NODES else None
+        vn_only = mode == "VN" and nodes in FAST_SIMULATED_VN["nodes"] and alg in FAST_SIMULATED_VN["algorithms"]
+        return FAST_UPDATES_SHORT.get((alg, mode), FAST_UPDATES) if nodes in FAST_SIMULATED_NODES or vn_only else None
     return UPDATES_PER_RUN // (nodes * ppn) if nodes in SIMULATED_NODES else None
 
 
@@ -265,7 +269,8 @@ def reproduce(quick: bool = False, inputs: dict | None = None, pool: RunPool = S
                 "(see gupsim/experiments/bgp_gups.py). `simulated` marks the rows that were run (full run): "
                 f"baseline, routed and one-packet on the fast engine at {FAST_UPDATES} updates per process (one-packet "
                 f"in dual and VN mode at {FAST_UPDATES_SHORT['one-packet', 'VN']}, not steady state) on "
-                f"{', '.join(map(str, FAST_SIMULATED_NODES))} nodes; routed-split on SimPy at 512 nodes, "
+                f"{', '.join(map(str, FAST_SIMULATED_NODES))} nodes, and VN routed and one-packet on "
+                f"{', '.join(map(str, FAST_SIMULATED_VN['nodes']))}; routed-split on SimPy at 512 nodes, "
                 f"{UPDATES_PER_RUN} updates per run, not steady state); the others are bounds only."),
         wall_s=time.perf_counter() - t0, checks=checks,
         # sim_wall_s stays in the CSV only: it changes with the box on every regeneration (diff noise on the page)

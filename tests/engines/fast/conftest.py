@@ -44,7 +44,8 @@ def assert_engines_agree(fast_sim, fast, ref_sim, ref):
     if ro.dma is not None:  # BG/P's DMA engines: every node's busy seconds, and the throttle's back-offs
         for column in ("tx_busy_s", "rx_busy_s"):
             np.testing.assert_array_equal(fo.dma[column], ro.dma[column])
-        assert (fo.dma["throttle_waits"], fo.dma["throttled_s"]) == (ro.dma["throttle_waits"], ro.dma["throttled_s"])
+        keys = ("throttle_waits", "throttled_s", "throttle_polls", "throttle_queued")
+        assert [fo.dma[k] for k in keys] == [ro.dma[k] for k in keys]
     assert len(fo.applied_times) == len(applied_marks(fo.total_updates)) == len(ro.applied_times)
     np.testing.assert_array_equal(np.array(fo.applied_times).view(np.int64), np.array(ro.applied_times).view(np.int64))
 

@@ -567,6 +567,25 @@ def test_dma_sender_backs_off_from_a_link_held_by_other_traffic_but_not_from_its
     assert net._free_at[link] == pytest.approx(pkts[0].wire_bytes / dma_rate + 3 * serial, rel=1e-12)
 
 
+def test_dma_packets_held_back_at_one_link_queue_in_order_and_only_the_head_polls():
+    """Three packets of one node find their first link held by other traffic until T: all three are held back,
+    they enter the link in the order they left the DMA, each a back-off past the reservation before it, and the
+    queue costs one poll per packet (the head's), not one per packet held per back-off."""
+    env, net, m = _dma_net()
+    link = net.topology.link_id(0, 0)
+    held_until = 1e-6
+    net._free_at[link] = held_until
+    pkts = [net.make_packet(0, 1, 256) for _ in range(3)]
+    assert all(net.try_inject(p) for p in pkts)
+    env.run(until=1e-4)
+    serial = pkts[0].wire_bytes / m.network.link_bytes_per_s
+    backoff = m.dma.throttle_backoff_ns * 1e-9
+    assert 3 * pkts[0].wire_bytes / m.dma.engine_bytes_per_s < held_until  # all three are held at once
+    assert (net.throttle_waits, net.throttle_queued, net.throttle_polls, net.packets_delivered) == (3, 2, 3, 3)
+    assert list(net.inbox[1].items) == pkts
+    assert net._free_at[link] == pytest.approx(held_until + 3 * (backoff + serial), rel=1e-12)
+
+
 # ------------------------------------------------------------------ telemetry.py
 
 
