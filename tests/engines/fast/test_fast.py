@@ -239,14 +239,12 @@ def test_auto_picks_the_fast_engine_only_where_a_kernel_exists(bgl):
     assert choose_engine(cfg("one-packet")) == "fast"
     assert choose_engine(cfg("routed")) == "fast"
     assert choose_engine(cfg("baseline")) == "fast"
-    assert choose_engine(cfg("routed-split")) == "simpy"
+    assert choose_engine(cfg("upc")) == "simpy"
     assert choose_engine(cfg("routed", verify=True)) == "simpy"
     assert choose_engine(cfg("routed", engine="simpy")) == "simpy"
-    with pytest.raises(GupsimError, match="no fast kernel for algorithm 'routed-split'"):
-        choose_engine(cfg("routed-split", engine="fast"))
-    split = make_run_config(machine=load_machine("bgl", {"cpu.processes_per_node": 2}), shape="2x2x1",
-                            algorithm="routed-split", updates_per_process=64)
-    assert simulate(split)[1]["engine"] == "simpy"
+    with pytest.raises(GupsimError, match="no fast kernel for algorithm 'upc'"):
+        choose_engine(cfg("upc", engine="fast"))
+    assert simulate(cfg("upc"))[1]["engine"] == "simpy"
 
 
 def test_engine_flag_on_the_command_line(capsys):
@@ -255,7 +253,7 @@ def test_engine_flag_on_the_command_line(capsys):
     main(["run", "--shape", "2x2x1", "--algorithm", "routed", "--updates", "64", "--engine", "fast"])
     assert "fast engine" in capsys.readouterr().out
     with pytest.raises(SystemExit) as exc:
-        main(["run", "--shape", "2x2x1", "--algorithm", "routed-split", "--engine", "fast"])
+        main(["run", "--shape", "2x2x1", "--algorithm", "upc", "--engine", "fast"])
     err = capsys.readouterr().err
     assert exc.value.code == 2 and len(err.strip().splitlines()) == 1
     assert err.startswith("gupsim: error: --engine fast: no fast kernel")

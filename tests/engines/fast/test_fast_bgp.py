@@ -70,17 +70,17 @@ def test_the_dma_model_changes_the_record_on_both_engines():
     assert faster["throttled_s"] > with_dma["throttled_s"]
 
 
-def test_bgp_runs_on_the_fast_engine_and_routed_split_stays_on_simpy():
+def test_bgp_runs_on_the_fast_engine_for_every_algorithm_it_has():
     machine = load_machine("bgp", DUAL)
 
     def cfg(algorithm, **kw):
         return make_run_config(machine=machine, shape="2x2x1", algorithm=algorithm, updates_per_process=64, **kw)
 
-    for algorithm in ("one-packet", "routed", "baseline"):
+    for algorithm in ("one-packet", "routed", "baseline", "routed-split"):
         assert choose_engine(cfg(algorithm)) == "fast"
-    assert choose_engine(cfg("routed-split")) == "simpy"
-    with pytest.raises(GupsimError, match="no fast kernel for algorithm 'routed-split'") as err:
-        choose_engine(cfg("routed-split", engine="fast"))
+    assert choose_engine(cfg("upc")) == "simpy"
+    with pytest.raises(GupsimError, match="no fast kernel for algorithm 'upc'") as err:
+        choose_engine(cfg("upc", engine="fast"))
     assert "\n" not in str(err.value)
 
 
