@@ -92,7 +92,7 @@ def _apply(ip, ctr, wt, at, wc, ac, t, now):
         ctr[tb.C_DONE] = 1
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, inline="always", _nrt=False)
 def bucket_update(r, d, owner, value, s):
     """One software hop: append the update to the bucket of its next router (dimension ``d``)."""
     ci, cf, rd, bv, bl, rc, ai, ac = s.rank_ints, s.rank_debt, s.dims, s.bucket_values, s.bucket_lengths, \
@@ -117,7 +117,7 @@ def first_dim(r, owner, rc):
     return d
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, inline="always", _nrt=False)
 def _route_one(r, value, now, s, net):
     """routeUpdates for one update: apply it or bucket it; False if its dimension's bucket is full."""
     lay = net.layout
@@ -189,7 +189,7 @@ def _write_packets(r, d, now, ci, cf, rd, bv, bl, pv, rc, ai, tabs, ac, pk, pf, 
     return True
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, inline="always", _nrt=False)
 def send_logic(r, now, s, net):
     """Figure 1's send step: write every full bucket whose FIFO has room; True if one was written."""
     rd, ac = s.dims, s.alg_counters
@@ -207,7 +207,7 @@ def send_logic(r, now, s, net):
     return progressed
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, inline="always", _nrt=False)
 def _sort_arrivals(r, s, net):
     """Move the inbox's packets to the waiting list of the dimension they came from."""
     pk, rk, rd = net.packets, net.ranks, s.dims
@@ -222,7 +222,7 @@ def _sort_arrivals(r, s, net):
         rd[r, d, RD_WTAIL] = p
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, inline="always", _nrt=False)
 def _take_waiting(r, d, now, s, net):
     """Receive dimension ``d``'s next waiting packet into its receive bucket: the packet, -1 if none waits,
     -2 if the process now holds more than HPCC's 1024 updates (``C_ERROR`` set)."""
@@ -295,7 +295,7 @@ def nothing_received(r, s):
     return True
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, inline="always", _nrt=False)
 def _wait(r, now, s, net):
     """Nothing to do until a packet arrives or (with a full bucket) the injection FIFO drains: SimPy's
     ``any_of`` on the inbox and the FIFOs of the dimensions whose bucket is full ("can send a packet on dim")."""
@@ -365,7 +365,7 @@ def run_cpu(r, now, s, net, route_one, own_work, count_polls):
             return
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, inline="always", _nrt=False)
 def _form(r, now, s, net, progressed):
     """Figure 1's form step (one update generated and routed while no bucket is full), and FinishLogic once
     the stream is done and nothing else moved."""

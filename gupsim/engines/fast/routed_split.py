@@ -58,7 +58,7 @@ def _poke(x, now, net):
         cr.wake(net.ranks, net.queue, net.counters, x, now)
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, inline="always", _nrt=False)
 def _route_one(r, value, now, s, net):
     """The router's routeUpdates for one update: to a worker of this node, or into its next router's
     bucket; False if that bucket's dimension has a full bucket."""
@@ -87,7 +87,7 @@ def _node_generating(node, s, net):
     return False
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, inline="always", _nrt=False)
 def _router_work(r, now, s, net, progressed):
     """The router's own step: drain the hand-off queue while no bucket is full, else finish."""
     si, iv, ci = s.split_ints, s.inq_values, s.rank_ints

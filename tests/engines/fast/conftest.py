@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from gupsim.app.reporting import MEASURED_KEYS, model_fields
+from gupsim.base.errors import DeadlockError
 from gupsim.config import load_machine
 from gupsim.engines.fast import FastSimulation
 from gupsim.engines.run import make_record, make_run_config
@@ -47,6 +48,21 @@ def assert_engines_agree(fast_sim, fast, ref_sim, ref):
         assert (fo.dma["throttle_waits"], fo.dma["throttled_s"]) == (ro.dma["throttle_waits"], ro.dma["throttled_s"])
     assert len(fo.applied_times) == len(applied_marks(fo.total_updates)) == len(ro.applied_times)
     np.testing.assert_array_equal(np.array(fo.applied_times).view(np.int64), np.array(ro.applied_times).view(np.int64))
+
+
+def assert_agree_or_deadlock_alike(run, updates):
+    """``run(engine) -> (sim, record)`` on each engine: the records agree (:func:`assert_engines_agree`) and every
+    update is applied; or, for a configuration whose buffers deadlock, both engines deadlock in the same line."""
+    try:
+        fast_sim, fast = run("fast")
+    except DeadlockError as err:
+        with pytest.raises(DeadlockError) as ref_err:
+            run("simpy")
+        assert str(ref_err.value) == str(err)
+        return
+    ref_sim, ref = run("simpy")
+    assert fast["updates_applied"] == fast_sim.num_ranks * updates
+    assert_engines_agree(fast_sim, fast, ref_sim, ref)
 
 
 def _config(algorithm, updates=200):
