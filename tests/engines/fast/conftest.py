@@ -65,8 +65,17 @@ def assert_agree_or_deadlock_alike(run, updates):
     assert_engines_agree(fast_sim, fast, ref_sim, ref)
 
 
+#: What a kernel's test runs need of the machine beyond its defaults: routed-split a worker and a router core.
+KERNEL_SETS = {"routed-split": {"cpu.processes_per_node": 2}}
+
+
+def kernel_machine(algorithm, name="bgl", sets=None):
+    """Machine ``name`` with ``sets`` and whatever ``algorithm``'s kernel needs (:data:`KERNEL_SETS`)."""
+    return load_machine(name, {**KERNEL_SETS.get(algorithm, {}), **(sets or {})})
+
+
 def _config(algorithm, updates=200):
-    machine = load_machine("bgl", {"network.topology": "torus"})
+    machine = kernel_machine(algorithm, sets={"network.topology": "torus"})
     return make_run_config(machine=machine, shape="4x4x2", algorithm=algorithm, updates_per_process=updates,
                            engine="fast")
 
