@@ -1,7 +1,7 @@
 """Numba's on-disk cache, keyed on every fast-engine source file instead of one.
 
 Numba stamps a cached function with the hash of the file that defines it.
-The kernels (``one_packet.py``, ``routed.py``, ``baseline.py``) compile the
+The kernels (``one_packet.py``, ``routed.py``, ``routed_split.py``, ``baseline.py``) compile the
 helpers of ``core.py``, ``credits.py``, ``events.py``, ``tables.py`` and
 ``stream.py`` into themselves, so an edit to a helper's file alone would leave
 stale machine code in their cache.  The locators below stamp every function

@@ -14,6 +14,13 @@ position in it) and the packets that arrived from that dimension but were
 not yet received (``waiting``).  The number of updates a process holds is
 kept as a running count and checked against HPCC's 1024 on every receive,
 where the reference checks it.
+
+The loop's pieces (send, receive, wait, finish, the event loop) take the
+route step and the process's own step as arguments, so that
+:mod:`gupsim.engines.fast.routed_split`'s routers run them with their own.
+They are inlined at Numba's level: called as functions they would pass the
+two state tuples' arrays as arguments once per update and hop
+(docs/performance-log.md).
 """
 
 from __future__ import annotations
