@@ -7,9 +7,9 @@ helpers of ``core.py``, ``credits.py``, ``events.py``, ``tables.py`` and
 stale machine code in their cache.  The locators below stamp every function
 of this package with the hash of all its kernel files together (``__init__.py``
 is plain Python); functions
-elsewhere keep Numba's own locators.  Imported by :mod:`gupsim.engines.fast.tables`
-(which every compiled module imports) and :mod:`gupsim.engines.fast.stream` before
-anything is compiled.
+elsewhere keep Numba's own locators.  Imported first by the package's
+``__init__.py``, which Python runs before any module of the package, so before
+any function is decorated.
 
 Where the cache is: the folder named by ``NUMBA_CACHE_DIR`` if the user set
 one, else ``gupsim/engines/fast/__pycache__`` if it is writable (a checkout, an

@@ -35,7 +35,7 @@ from gupsim.engines.fast.contract import Kernel
 
 # per rank
 SI_INQ_HEAD, SI_INQ_LEN, SI_BOX = range(3)
-SI_COLS = 4
+SI_COLS = 3
 # integer parameters after routed's (rt.A_*: 0-12)
 A_WORKERS, A_ROUTER_CORES = 13, 14
 # cost parameters after routed's (rt.K_*: 0-3)
