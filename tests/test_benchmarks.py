@@ -88,7 +88,7 @@ def test_profile_fast_refuses_bad_input_in_one_line_before_looking_for_perf(tmp_
     script = str(BENCH_FAST.parent / "profile_fast.py")
     for argv, message in [(["--shape", "4x4"], "invalid shape '4x4'"),
                           (["--algorithm", "routd"], "unknown algorithm 'routd'; valid choices: alltoall, baseline"),
-                          (["--algorithm", "routed-split"], "no fast kernel for algorithm 'routed-split'")]:
+                          (["--algorithm", "upc"], "no fast kernel for algorithm 'upc'")]:
         out = subprocess.run([sys.executable, script, *argv], capture_output=True, text=True,
                              env={"PATH": str(tmp_path)})  # no perf either: the input is checked first
         assert out.returncode == 2

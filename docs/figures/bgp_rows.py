@@ -2,8 +2,8 @@
 
 The rows are exactly those of ``gupsim reproduce bgp-gups`` (gupsim/studies/experiments/bgp_gups.py): every
 partition of :data:`~gupsim.studies.experiments.bgp_gups.FAST_SIMULATED_NODES` in SMP, dual and virtual-node
-mode with ``baseline``, ``routed`` and ``one-packet`` on the fast engine, and ``routed-split`` on the SimPy
-engine at 512 nodes, each at the length that module gives it.  Each run's whole record (DMA and link
+mode with every algorithm (``baseline``, ``routed``, ``one-packet``, ``routed-split``) on the fast engine,
+each at the length that module gives it.  Each run's whole record (DMA and link
 utilisation, throttle back-offs, send blocking factor, interval, steady-state flag) is appended as one JSON line
 to ``docs/research/data/bgp_rows.jsonl`` as soon as it finishes; rows already there are not run again.
 
@@ -22,7 +22,7 @@ from gupsim.studies.experiments import bgp_gups
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "docs/research/data/bgp_rows.jsonl"
-#: Cheapest first, so an interrupted run still leaves the most rows (routed-split runs on SimPy).
+#: Cheapest first, so an interrupted run still leaves the most rows.
 ORDER = ("routed", "baseline", "one-packet", "routed-split")
 
 

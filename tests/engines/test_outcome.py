@@ -17,6 +17,7 @@ from gupsim.config import load_machine
 from gupsim.engines.fast.engine import KERNELS, FastSimulation
 from gupsim.engines.outcome import RunOutcome
 from gupsim.engines.run import make_record, make_run_config, simulate
+from tests.engines.fast.conftest import KERNEL_SETS
 
 #: One small run of every algorithm on a machine it runs on: (algorithm, machine, overrides, shape, updates).
 EVERY_ALGORITHM = [
@@ -37,7 +38,7 @@ def _config(algorithm, machine="bgl", sets=None, shape="4x2x2", updates=300, eng
 def test_a_kernel_reports_the_reference_algorithms_counters_under_their_names(algorithm):
     """The fast engine's totals and window counters are the SimPy run's, key for key and value for value:
     the algorithm's one ``metrics`` then makes both engines' records."""
-    sets = {"network.fifos": "per-dimension"} if algorithm == "routed" else {}
+    sets = {**KERNEL_SETS.get(algorithm, {}), **({"network.fifos": "per-dimension"} if algorithm == "routed" else {})}
     fast, ref = (simulate(_config(algorithm, sets=sets, updates=600, engine=e))[0].outcome()
                  for e in ("fast", "simpy"))
     assert _agree(fast.totals, ref.totals)

@@ -110,8 +110,8 @@ def test_one_packet_on_bgp_refuses_a_payload_that_leaves_no_room_for_the_dma_hea
                                  engine="simpy", algorithm_options={"payload_bytes": room + 1}))
 
 
-@pytest.mark.parametrize("mode", ["SMP", "VN"])
-@pytest.mark.parametrize("alg", ["baseline", "routed", "one-packet"])
+@pytest.mark.parametrize("alg, mode", [(alg, mode) for alg in ("baseline", "routed", "one-packet") for mode in ("SMP", "VN")]
+                         + [("routed-split", "dual"), ("routed-split", "VN")])
 def test_fast_engine_rows_stay_at_or_under_both_bounds_by_either_rate(alg, mode):
     """The rows the full table runs on the fast engine, at its run length, on a small partition: neither the
     windowed rate (``sim_gups``) nor the whole run's exceeds either bound."""
@@ -123,7 +123,7 @@ def test_fast_engine_rows_stay_at_or_under_both_bounds_by_either_rate(alg, mode)
         assert 0 < sim[rate] <= bound["bound_gups"], (rate, sim[rate], bound)
 
 
-def test_full_table_simulates_the_kernels_rows_on_the_fast_engine_and_routed_split_on_simpy():
+def test_full_table_simulates_every_algorithm_on_the_fast_engine_to_1024_nodes():
     assert gups.simulated_updates(1024, "VN", "routed") == gups.FAST_UPDATES
     assert gups.simulated_updates(40960, "VN", "routed") is None
     assert gups.simulated_updates(4096, "VN", "routed") == gups.FAST_UPDATES  # VN only beyond 1,024 nodes
@@ -132,8 +132,9 @@ def test_full_table_simulates_the_kernels_rows_on_the_fast_engine_and_routed_spl
     assert gups.simulated_updates(2048, "VN", "baseline") is None
     assert gups.simulated_updates(512, "VN", "one-packet") == gups.FAST_UPDATES_SHORT["one-packet", "VN"]
     assert gups.simulated_updates(512, "SMP", "one-packet") == gups.FAST_UPDATES
-    assert gups.simulated_updates(512, "VN", "routed-split") == gups.UPDATES_PER_RUN // (512 * 4)
-    assert gups.simulated_updates(1024, "VN", "routed-split") is None
+    assert gups.simulated_updates(512, "VN", "routed-split") == gups.FAST_UPDATES
+    assert gups.simulated_updates(1024, "dual", "routed-split") == gups.FAST_UPDATES
+    assert gups.simulated_updates(2048, "VN", "routed-split") is None
 
 
 def test_a_slow_dma_engine_binds_and_the_dma_bound_holds():

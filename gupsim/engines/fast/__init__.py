@@ -36,6 +36,9 @@ co-processor and virtual-node mode.  The engines differ only in ``events``
 (SimPy counts its bookkeeping events too) and speed.
 """
 
+# First: Python runs this file before any module of the package, so the kernels' cache is stamped before any
+# of them decorates a function (gupsim.engines.fast.kernel_cache).
+from gupsim.engines.fast import kernel_cache  # noqa: F401
 from gupsim.engines.fast.contract import Kernel
 from gupsim.engines.fast.engine import (KERNELS, MAX_FAST_CHUNKS, MAX_FAST_UPDATES, FastSimulation, check_memory,
                                         simulate_fast)

@@ -1,15 +1,15 @@
 """Numba's on-disk cache, keyed on every fast-engine source file instead of one.
 
 Numba stamps a cached function with the hash of the file that defines it.
-The kernels (``one_packet.py``, ``routed.py``, ``baseline.py``) compile the
+The kernels (``one_packet.py``, ``routed.py``, ``routed_split.py``, ``baseline.py``) compile the
 helpers of ``core.py``, ``credits.py``, ``events.py``, ``tables.py`` and
 ``stream.py`` into themselves, so an edit to a helper's file alone would leave
 stale machine code in their cache.  The locators below stamp every function
 of this package with the hash of all its kernel files together (``__init__.py``
 is plain Python); functions
-elsewhere keep Numba's own locators.  Imported by :mod:`gupsim.engines.fast.tables`
-(which every compiled module imports) and :mod:`gupsim.engines.fast.stream` before
-anything is compiled.
+elsewhere keep Numba's own locators.  Imported first by the package's
+``__init__.py``, which Python runs before any module of the package, so before
+any function is decorated.
 
 Where the cache is: the folder named by ``NUMBA_CACHE_DIR`` if the user set
 one, else ``gupsim/engines/fast/__pycache__`` if it is writable (a checkout, an

@@ -14,6 +14,13 @@ position in it) and the packets that arrived from that dimension but were
 not yet received (``waiting``).  The number of updates a process holds is
 kept as a running count and checked against HPCC's 1024 on every receive,
 where the reference checks it.
+
+The loop's pieces (send, receive, wait, finish, the event loop) take the
+route step and the process's own step as arguments, so that
+:mod:`gupsim.engines.fast.routed_split`'s routers run them with their own.
+They are inlined at Numba's level: called as functions they would pass the
+two state tuples' arrays as arguments once per update and hop
+(docs/performance-log.md).
 """
 
 from __future__ import annotations
@@ -92,29 +99,52 @@ def _apply(ip, ctr, wt, at, wc, ac, t, now):
         ctr[tb.C_DONE] = 1
 
 
-@njit(cache=True, _nrt=False)
-def _route_one(r, value, now, ci, cf, rd, bv, bl, rc, ai, cost, lay, ac, ip, fp, ctr, wt, at, wc):
-    """routeUpdates for one update: apply it or bucket it; False if its dimension's bucket is full."""
-    owner = stream.owner_of(value, lay[0], lay[1], lay[2], lay[3])
-    if owner == r:
-        cf[r] += cost[K_UPD]
-        _apply(ip, ctr, wt, at, wc, ac, now + cf[r] * fp[tb.F_CYCLE_S], now)
-        return True
-    d = 0
-    while rc[r, d] == rc[owner, d]:
-        d += 1
-    if rd[r, d, RD_FULL] >= 0:
-        return False
+@njit(cache=True, inline="always", _nrt=False)
+def bucket_update(r, d, owner, value, s):
+    """One software hop: append the update to the bucket of its next router (dimension ``d``)."""
+    ci, cf, rd, bv, bl, rc, ai, ac = s.rank_ints, s.rank_debt, s.dims, s.bucket_values, s.bucket_lengths, \
+        s.rank_coords, s.params, s.alg_counters
     slot = ai[A_OFF + d] + rc[owner, d]
     row = r * ai[A_NSLOTS] + slot
     bv[row, bl[row]] = value
     bl[row] += 1
     ci[r, CI_PENDING] += 1
-    cf[r] += cost[K_HOP]
+    cf[r] += s.costs[K_HOP]
     ac[AC_HOPS] += 1
     if bl[row] >= ai[A_CAP]:
         rd[r, d, RD_FULL] = slot
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def first_dim(r, owner, rc):
+    """The first software dimension in which ``owner``'s router coordinates differ from ``r``'s."""
+    d = 0
+    while rc[r, d] == rc[owner, d]:
+        d += 1
+    return d
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _route_one(r, value, now, s, net):
+    """routeUpdates for one update: apply it or bucket it; False if its dimension's bucket is full."""
+    lay = net.layout
+    owner = stream.owner_of(value, lay[0], lay[1], lay[2], lay[3])
+    if owner == r:
+        s.rank_debt[r] += s.costs[K_UPD]
+        apply_update(r, now, s, net)
+        return True
+    d = first_dim(r, owner, s.rank_coords)
+    if s.dims[r, d, RD_FULL] >= 0:
+        return False
+    bucket_update(r, d, owner, value, s)
     return True
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def apply_update(r, now, s, net):
+    """Rank ``r`` applies one update, its CPU's debt from now (:meth:`Simulation.apply`'s ``delay_s``)."""
+    _apply(net.int_params, net.counters, net.window_times, net.applied_times, s.window_marks, s.alg_counters,
+           now + s.rank_debt[r] * net.float_params[tb.F_CYCLE_S], now)
 
 
 @njit(cache=True, _nrt=False)
@@ -166,16 +196,143 @@ def _write_packets(r, d, now, ci, cf, rd, bv, bl, pv, rc, ai, tabs, ac, pk, pf, 
     return True
 
 
-@njit(cache=True, _nrt=False)
-def _cpu(r, now, s, net):
-    ci, cf, rd, bv, bl, pv = s.rank_ints, s.rank_debt, s.dims, s.bucket_values, s.bucket_lengths, s.packet_updates
-    rc, ai, cost, tabs, ac, wc, ws = s.rank_coords, s.params, s.costs, s.packet_costs, s.alg_counters, \
-        s.window_marks, s.wait_start
-    pk, pf, pq, dq, rk, ip = net.packets, net.packet_times, net.pools, net.deferred, net.ranks, net.int_params
-    fp, hh, ctr, wt, ran, lay = net.float_params, net.queue, net.counters, net.window_times, net.streams, net.layout
-    at = net.applied_times
-    nd = ai[A_NDIMS]
-    cycle_s = fp[tb.F_CYCLE_S]
+@njit(cache=True, inline="always", _nrt=False)
+def send_logic(r, now, s, net):
+    """Figure 1's send step: write every full bucket whose FIFO has room; True if one was written."""
+    rd, ac = s.dims, s.alg_counters
+    progressed = False
+    for d in range(s.params[A_NDIMS]):
+        if rd[r, d, RD_FULL] < 0:
+            continue
+        ac[AC_SENDS] += 1
+        if _write_packets(r, d, now, s.rank_ints, s.rank_debt, rd, s.bucket_values, s.bucket_lengths,
+                          s.packet_updates, s.rank_coords, s.params, s.packet_costs, ac, net.packets,
+                          net.packet_times, net.pools, net.deferred, net.int_params, net.queue, net.counters):
+            progressed = True
+        else:
+            ac[AC_BLOCKED] += 1
+    return progressed
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _sort_arrivals(r, s, net):
+    """Move the inbox's packets to the waiting list of the dimension they came from."""
+    pk, rk, rd = net.packets, net.ranks, s.dims
+    while rk[r, tb.RK_IN_HEAD] >= 0:
+        p = c.inbox_pop(pk, rk, r)
+        d = pk[p, tb.PK_MSG]
+        pk[p, tb.PK_NEXT] = -1
+        if rd[r, d, RD_WHEAD] < 0:
+            rd[r, d, RD_WHEAD] = p
+        else:
+            pk[rd[r, d, RD_WTAIL], tb.PK_NEXT] = p
+        rd[r, d, RD_WTAIL] = p
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _take_waiting(r, d, now, s, net):
+    """Receive dimension ``d``'s next waiting packet into its receive bucket: the packet, -1 if none waits,
+    -2 if the process now holds more than HPCC's 1024 updates (``C_ERROR`` set)."""
+    ci, cf, rd, pk, ctr = s.rank_ints, s.rank_debt, s.dims, net.packets, net.counters
+    p = rd[r, d, RD_WHEAD]
+    if p < 0:
+        return -1
+    rd[r, d, RD_WHEAD] = pk[p, tb.PK_NEXT]
+    cf[r] += s.packet_costs[pk[p, tb.PK_N], 3]
+    cr.give_later(pk, net.pools, net.deferred, net.ranks, net.int_params, net.queue, ctr,
+                  cr.rec_pool(pk, net.int_params, p), pk[p, tb.PK_CHUNKS], now, cf[r] * net.float_params[tb.F_CYCLE_S])
+    rd[r, d, RD_RBP], rd[r, d, RD_RBPOS] = p, 0
+    ci[r, CI_PENDING] += pk[p, tb.PK_N]
+    if ci[r, CI_PENDING] > MAX_PENDING:
+        ctr[tb.C_ERROR] = ERR_PENDING
+        return -2
+    return p
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def receive_logic(r, now, s, net, route_one):
+    """Figure 1's receive step, each update routed by ``route_one(r, value, now, s, net)`` (False: its
+    bucket is full, it stays); 1 if anything moved, 0 if not, -1 on an error."""
+    ci, rd, pv, pk, rc, lay = s.rank_ints, s.dims, s.packet_updates, net.packets, s.rank_coords, net.layout
+    _sort_arrivals(r, s, net)
+    progressed = 0
+    for d in range(s.params[A_NDIMS]):
+        while True:
+            p = rd[r, d, RD_RBP]
+            if p < 0:
+                p = _take_waiting(r, d, now, s, net)
+                if p == -1:
+                    break
+                if p == -2:
+                    return -1
+                progressed = 1
+            pos, n = rd[r, d, RD_RBPOS], pk[p, tb.PK_N]
+            start = pos
+            for i in range(pos, n):  # each update reads its owner's coordinates: ask for them all now
+                tb.prefetch_row(rc, stream.owner_of(pv[p, i], lay[0], lay[1], lay[2], lay[3]))
+            while pos < n and route_one(r, pv[p, pos], now, s, net):
+                pos += 1
+                ci[r, CI_PENDING] -= 1
+            if pos > start:
+                progressed = 1
+            rd[r, d, RD_RBPOS] = pos
+            if pos < n:
+                break
+            rd[r, d, RD_RBP] = -1
+            c.free_packet(pk, net.counters, p)
+    return progressed
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def no_full_bucket(r, s):
+    rd = s.dims
+    for d in range(s.params[A_NDIMS]):
+        if rd[r, d, RD_FULL] >= 0:
+            return False
+    return True
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def nothing_received(r, s):
+    """No packet waits to be received and no receive bucket holds updates."""
+    rd = s.dims
+    for d in range(s.params[A_NDIMS]):
+        if rd[r, d, RD_WHEAD] >= 0 or rd[r, d, RD_RBP] >= 0:
+            return False
+    return True
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _wait(r, now, s, net):
+    """Nothing to do until a packet arrives or (with a full bucket) the injection FIFO drains: SimPy's
+    ``any_of`` on the inbox and the FIFOs of the dimensions whose bucket is full ("can send a packet on dim")."""
+    rd, pq, dq, rk, ip, hh, ctr = s.dims, net.pools, net.deferred, net.ranks, net.int_params, net.queue, net.counters
+    nd = s.params[A_NDIMS]
+    s.rank_ints[r, CI_PHASE] = PH_COND
+    s.wait_start[r] = now
+    room = False
+    groups = ip[tb.I_FIFO_GROUPS]
+    for d in range(nd):
+        if rd[r, d, RD_FULL] >= 0:
+            if cr.room(pq, dq, ctr, ip[tb.I_POOL_INJ] + r * groups + cr.dim_group(ip, d)) >= ip[tb.I_MAXCH]:
+                room = True
+    if rk[r, tb.RK_IN_HEAD] >= 0 or room:
+        ev.push(hh, ctr, now, ev.NORMAL, r << 3 | tb.EV_CPU)
+    else:
+        rk[r, tb.RK_WAIT] = tb.WAKE_INBOX
+        # the FIFOs' returns must now wake this CPU: they become events again
+        for d in range(nd):
+            if rd[r, d, RD_FULL] >= 0:
+                cr.watch_room(pq, dq, rk, hh, ctr, ip, r, cr.dim_group(ip, d))
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def run_cpu(r, now, s, net, route_one, own_work, count_polls):
+    """Figure 1's loop for rank ``r``, woken at ``now``: send, receive (updates routed by ``route_one``), then
+    the process's own step, ``own_work(r, now, s, net, progressed) -> progressed`` (routed's form and finish;
+    routed-split's router drains its hand-off queue), until it spends cycles or waits.  ``count_polls``: count
+    the passes a real loop spins while it waits (routed's ``send_blocking_factor_polled``)."""
+    ci, cf, rd, ac, hh, ctr = s.rank_ints, s.rank_debt, s.dims, s.alg_counters, net.queue, net.counters
     if ci[r, CI_PHASE] == PH_COND:
         # SimPy's any_of([inbox, room...]): the event that woke the CPU, then the condition's own event, which
         # resumes it; events scheduled for this instant in between run before it does
@@ -186,123 +343,63 @@ def _cpu(r, now, s, net):
         # Resumed: count the passes a real loop spun meanwhile, as the reference does after its yield, so
         # that a window mark crossed by another rank in between sees the same count
         ci[r, CI_PHASE] = PH_LOOP
-        full = 0
-        for d in range(nd):
-            if rd[r, d, RD_FULL] >= 0:
-                full += 1
-        ac[AC_POLLS] += int((now - ws[r]) / cost[K_POLL_S]) * full
+        if count_polls:
+            full = 0
+            for d in range(s.params[A_NDIMS]):
+                if rd[r, d, RD_FULL] >= 0:
+                    full += 1
+            ac[AC_POLLS] += int((now - s.wait_start[r]) / s.costs[K_POLL_S]) * full
     resumed = ci[r, CI_PHASE] == PH_AFTER_FLUSH
     while True:
         if resumed:
             resumed = False
             progressed = ci[r, CI_PROGRESSED] == 1
         else:
-            # ---- send logic
-            progressed = False
-            for d in range(nd):
-                if rd[r, d, RD_FULL] < 0:
-                    continue
-                ac[AC_SENDS] += 1
-                if _write_packets(r, d, now, ci, cf, rd, bv, bl, pv, rc, ai, tabs, ac,
-                                  pk, pf, pq, dq, ip, hh, ctr):
-                    progressed = True
-                else:
-                    ac[AC_BLOCKED] += 1
-            # ---- receive logic: sort arrivals by the dimension they came from
-            while rk[r, tb.RK_IN_HEAD] >= 0:
-                p = c.inbox_pop(pk, rk, r)
-                d = pk[p, tb.PK_MSG]
-                pk[p, tb.PK_NEXT] = -1
-                if rd[r, d, RD_WHEAD] < 0:
-                    rd[r, d, RD_WHEAD] = p
-                else:
-                    pk[rd[r, d, RD_WTAIL], tb.PK_NEXT] = p
-                rd[r, d, RD_WTAIL] = p
-            for d in range(nd):
-                while True:
-                    p = rd[r, d, RD_RBP]
-                    if p < 0:
-                        p = rd[r, d, RD_WHEAD]
-                        if p < 0:
-                            break
-                        rd[r, d, RD_WHEAD] = pk[p, tb.PK_NEXT]
-                        cf[r] += tabs[pk[p, tb.PK_N], 3]
-                        cr.give_later(pk, pq, dq, rk, ip, hh, ctr, cr.rec_pool(pk, ip, p),
-                                     pk[p, tb.PK_CHUNKS], now, cf[r] * cycle_s)
-                        rd[r, d, RD_RBP], rd[r, d, RD_RBPOS] = p, 0
-                        ci[r, CI_PENDING] += pk[p, tb.PK_N]
-                        if ci[r, CI_PENDING] > MAX_PENDING:
-                            ctr[tb.C_ERROR] = ERR_PENDING
-                            return
-                        progressed = True
-                    pos, n = rd[r, d, RD_RBPOS], pk[p, tb.PK_N]
-                    start = pos
-                    for i in range(pos, n):  # each update reads its owner's coordinates: ask for them all now
-                        tb.prefetch_row(rc, stream.owner_of(pv[p, i], lay[0], lay[1], lay[2], lay[3]))
-                    while pos < n and _route_one(r, pv[p, pos], now, ci, cf, rd, bv, bl, rc, ai, cost, lay,
-                                                 ac, ip, fp, ctr, wt, at, wc):
-                        pos += 1
-                        ci[r, CI_PENDING] -= 1
-                    if pos > start:
-                        progressed = True
-                    rd[r, d, RD_RBPOS] = pos
-                    if pos < n:
-                        break
-                    rd[r, d, RD_RBP] = -1
-                    c.free_packet(pk, ctr, p)
-            # ---- form
-            if ci[r, CI_LEFT] > 0:
-                idle = True
-                for d in range(nd):
-                    if rd[r, d, RD_FULL] >= 0:
-                        idle = False
-                if idle:
-                    value = stream.next_ran(ran[r])
-                    ran[r] = value
-                    ci[r, CI_LEFT] -= 1
-                    cf[r] += cost[K_GEN]
-                    _route_one(r, value, now, ci, cf, rd, bv, bl, rc, ai, cost, lay, ac, ip, fp, ctr, wt, at, wc)
-                    progressed = True
-            elif not progressed:
-                quiet = True
-                for d in range(nd):
-                    if rd[r, d, RD_WHEAD] >= 0 or rd[r, d, RD_RBP] >= 0:
-                        quiet = False
-                if quiet:
-                    progressed = _flush_partial(r, now, ci, cf, rd, bv, bl, pv, rc, ai, tabs, ac,
-                                                pk, pf, pq, dq, ip, hh, ctr)
+            progressed = send_logic(r, now, s, net)
+            received = receive_logic(r, now, s, net, route_one)
+            if received < 0:
+                return
+            progressed = own_work(r, now, s, net, progressed or received == 1)
             if cf[r] != 0.0:
                 cycles = cf[r]
                 cf[r] = 0.0
                 ci[r, CI_PHASE] = PH_AFTER_FLUSH
                 ci[r, CI_PROGRESSED] = 1 if progressed else 0
-                ev.push(hh, ctr, now + cycles * cycle_s, ev.NORMAL, r << 3 | tb.EV_CPU)
+                ev.push(hh, ctr, now + cycles * net.float_params[tb.F_CYCLE_S], ev.NORMAL, r << 3 | tb.EV_CPU)
                 return
         if not progressed:
-            # Nothing to do until a packet arrives or (with a full bucket) the injection FIFO drains.
-            ci[r, CI_PHASE] = PH_COND
-            ws[r] = now
-            # "can send a packet on dim": the injection FIFOs of the dimensions with a full bucket
-            room = False
-            groups = ip[tb.I_FIFO_GROUPS]
-            for d in range(nd):
-                if rd[r, d, RD_FULL] >= 0:
-                    if cr.room(pq, dq, ctr, ip[tb.I_POOL_INJ] + r * groups + cr.dim_group(ip, d)) >= ip[tb.I_MAXCH]:
-                        room = True
-            if rk[r, tb.RK_IN_HEAD] >= 0 or room:
-                ev.push(hh, ctr, now, ev.NORMAL, r << 3 | tb.EV_CPU)
-            else:
-                rk[r, tb.RK_WAIT] = tb.WAKE_INBOX
-                # the FIFOs' returns must now wake this CPU: they become events again
-                for d in range(nd):
-                    if rd[r, d, RD_FULL] >= 0:
-                        cr.watch_room(pq, dq, rk, hh, ctr, ip, r, cr.dim_group(ip, d))
+            _wait(r, now, s, net)
             return
 
 
+@njit(cache=True, inline="always", _nrt=False)
+def _form(r, now, s, net, progressed):
+    """Figure 1's form step (one update generated and routed while no bucket is full), and FinishLogic once
+    the stream is done and nothing else moved."""
+    ci = s.rank_ints
+    if ci[r, CI_LEFT] > 0:
+        if no_full_bucket(r, s):
+            value = stream.next_ran(net.streams[r])
+            net.streams[r] = value
+            ci[r, CI_LEFT] -= 1
+            s.rank_debt[r] += s.costs[K_GEN]
+            _route_one(r, value, now, s, net)
+            return True
+        return progressed
+    if not progressed and nothing_received(r, s):
+        return flush_partial(r, now, s, net)
+    return progressed
+
+
 @njit(cache=True, _nrt=False)
-def _flush_partial(r, now, ci, cf, rd, bv, bl, pv, rc, ai, tabs, ac, pk, pf, pq, dq, ip, hh, ctr):
+def _cpu(r, now, s, net):
+    run_cpu(r, now, s, net, _route_one, _form, True)
+
+
+@njit(cache=True, _nrt=False)
+def flush_partial(r, now, s, net):
     """FinishLogic: send the largest partial bucket (ties: the highest router rank)."""
+    rd, bl, rc, ai, ip = s.dims, s.bucket_lengths, s.rank_coords, s.params, net.int_params
     best_len, best_router, best_slot, best_d = 0, -1, -1, -1
     base = r * ai[A_NSLOTS]
     for d in range(ai[A_NDIMS]):
@@ -316,7 +413,9 @@ def _flush_partial(r, now, ci, cf, rd, bv, bl, pv, rc, ai, tabs, ac, pk, pf, pq,
     if best_slot < 0 or rd[r, best_d, RD_FULL] >= 0:
         return False
     rd[r, best_d, RD_FULL] = best_slot
-    _write_packets(r, best_d, now, ci, cf, rd, bv, bl, pv, rc, ai, tabs, ac, pk, pf, pq, dq, ip, hh, ctr)
+    _write_packets(r, best_d, now, s.rank_ints, s.rank_debt, rd, s.bucket_values, bl, s.packet_updates, rc, ai,
+                   s.packet_costs, s.alg_counters, net.packets, net.packet_times, net.pools, net.deferred, ip,
+                   net.queue, net.counters)
     return True
 
 
@@ -335,10 +434,10 @@ def _prefetch_cpu(q, ctr, ci, cf, rd, ran, ws):
         tb.prefetch_row(ws, r)
 
 
-@njit(cache=True, nogil=True, _nrt=False)
-def _loop(s, net, now):
-    """Process events until done (True), or until the batch ends (a table must grow, the sequence be
-    renumbered, or the driver pauses: False)."""
+@njit(cache=True, nogil=True, inline="always", _nrt=False)
+def event_loop(s, net, now, cpu):
+    """Process events, a CPU's by ``cpu(rank, now, s, net)``, until done (True), or until the batch ends (a
+    table must grow, the sequence be renumbered, or the driver pauses: False)."""
     hh, ctr = net.queue, net.counters
     while ctr[tb.C_HEAP_N] > 0 and ctr[tb.C_DONE] == 0 and ctr[tb.C_ERROR] == 0:
         if ev.needs_room(hh, ctr):
@@ -352,12 +451,17 @@ def _loop(s, net, now):
         kind = payload & 7
         a = payload >> 3
         if kind == tb.EV_CPU:
-            _cpu(a, now, s, net)
+            cpu(a, now, s, net)
         else:
             c.network_event(kind, a, net, now)
         if ev.batch_over(ctr):
             return now, False
     return now, True
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _loop(s, net, now):
+    return event_loop(s, net, now, _cpu)
 
 
 def prepare(sim, options) -> dict:
@@ -383,8 +487,7 @@ def prepare(sim, options) -> dict:
     rank = np.arange(R)
     rc = np.zeros((R, 4), dtype=np.int64)
     rc[:, :3] = coords[rank // sim.ppn]
-    if nd > 3:
-        rc[:, 3] = rank % sim.ppn
+    rc[:, 3] = rank % sim.ppn  # the core: a fourth software dimension, or (nd = 3) the core routers keep
     ci = tb.line_aligned((R, CI_COLS), np.int64, 0)  # 32-byte rows, two to a cache line
     ci[:, CI_LEFT] = sim.run.updates_per_process
     rd = np.full((R, nd, RD_COLS), -1, dtype=np.int64)

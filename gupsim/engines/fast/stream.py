@@ -11,8 +11,6 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from gupsim.engines.fast import kernel_cache as cache  # noqa: F401  (stamps the kernels' cache with every fast source file)
-
 
 # ================================================================== HPCC stream (hpcc.py, bit for bit)
 

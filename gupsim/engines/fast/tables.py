@@ -23,8 +23,6 @@ from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from gupsim.engines.fast import kernel_cache as cache  # noqa: F401  (stamps the kernels' cache with every fast source file)
-
 
 # ------------------------------------------------------------------ event kinds (low 3 bits of a payload)
 EV_CPU = 0      # a = rank: the CPU resumes

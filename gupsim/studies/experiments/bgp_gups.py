@@ -36,16 +36,13 @@ this DMA model uses), hand-off 10
 
 There is no published BG/P GUPS table, so nothing here has a published
 target and no column is "compared".  The ``simulated`` flag marks the rows
-that were run (full run only).  The algorithms with a fast kernel
-(``baseline``, ``routed``, ``one-packet``: gupsim/engines/fast/, which models the
-DMA engine bit for bit) run on the fast engine at :data:`FAST_UPDATES` updates
-per process (``one-packet`` in dual and VN mode fewer: :data:`FAST_UPDATES_SHORT`) on the
-partitions of :data:`FAST_SIMULATED_NODES`, and in virtual-node mode ``routed`` and ``one-packet`` on those of
-:data:`FAST_SIMULATED_VN`; ``routed-split``
-has no kernel and runs on the SimPy engine on the 512-node partition only, at a
-fixed 131,072 updates per run (128 and 64 per process in dual and VN mode:
-start-up dominated, far from steady state, see ``sim_steady_state``; minutes a
-row).  ``sim_gups`` is the run record's windowed rate (25-75 % of updates
+that were run (full run only).  Every algorithm has a fast kernel
+(gupsim/engines/fast/, which models the DMA engine bit for bit), and every row of
+the partitions of :data:`FAST_SIMULATED_NODES` runs on the fast engine at
+:data:`FAST_UPDATES` updates per process (``one-packet`` in dual and VN mode
+fewer: :data:`FAST_UPDATES_SHORT`), and in virtual-node mode ``routed`` and
+``one-packet`` on those of :data:`FAST_SIMULATED_VN`; a row no kernel could run
+would be bounds only.  ``sim_gups`` is the run record's windowed rate (25-75 % of updates
 applied), which in a short run can exceed a bound; ``sim_gups_run`` is the
 whole run's average, which cannot, and ``sim_fraction_of_bound`` is that over
 the smaller bound; ``sim_engine`` says which engine ran the row.  The
@@ -73,8 +70,6 @@ from gupsim.studies.validation import Comparison
 NODES = (512, 1024, 2048, 4096, 8192, 16384, 32768, 40960)
 MODES = {"SMP": 1, "dual": 2, "VN": 4}
 ALGORITHMS = ("baseline", "routed", "one-packet", "routed-split")
-UPDATES_PER_RUN = 131_072  # per SimPy row (full run only): 512 nodes x 256 updates in SMP mode
-SIMULATED_NODES = (512,)  # the SimPy rows (routed-split)
 #: The fast engine's rows (full run only): the partitions and the updates per process they run, the length from
 #: which a window's rate is stable (at 1,024 the windowed rate of routed on 4x4x4 was 2-3% above its CPU bound,
 #: the buckets still filling; at 4,096 and 8,192 both rates are under it, within 1% of each other).
@@ -185,12 +180,13 @@ def row_bounds(shape: str, mode: str, alg: str) -> dict:
 
 
 def simulated_updates(nodes: int, mode: str, alg: str) -> int | None:
-    """Updates per process of a full run's simulated row, or None for a bounds-only row."""
-    ppn = MODES[mode]
-    if choose_engine(row_config(bgp.PARTITIONS[nodes], mode, alg, 1)) == "fast":
-        vn_only = mode == "VN" and nodes in FAST_SIMULATED_VN["nodes"] and alg in FAST_SIMULATED_VN["algorithms"]
-        return FAST_UPDATES_SHORT.get((alg, mode), FAST_UPDATES) if nodes in FAST_SIMULATED_NODES or vn_only else None
-    return UPDATES_PER_RUN // (nodes * ppn) if nodes in SIMULATED_NODES else None
+    """Updates per process of a full run's simulated row, or None for a bounds-only row (a size beyond
+    :data:`FAST_SIMULATED_NODES` and :data:`FAST_SIMULATED_VN`, or a row the fast engine cannot run)."""
+    vn_only = mode == "VN" and nodes in FAST_SIMULATED_VN["nodes"] and alg in FAST_SIMULATED_VN["algorithms"]
+    if not (nodes in FAST_SIMULATED_NODES or vn_only) or \
+            choose_engine(row_config(bgp.PARTITIONS[nodes], mode, alg, 1)) != "fast":
+        return None
+    return FAST_UPDATES_SHORT.get((alg, mode), FAST_UPDATES)
 
 
 def row_config(shape: str, mode: str, alg: str, updates: int):
@@ -267,11 +263,10 @@ def reproduce(quick: bool = False, inputs: dict | None = None, pool: RunPool = S
         method=("No published BG/P GUPS table exists, so no column has a target. Bounds per algorithm from seed "
                 "000 eq. (1) and (2) with BG/P's clock, link rate and cores and the assumed BG/L cycle costs "
                 "(see gupsim/experiments/bgp_gups.py). `simulated` marks the rows that were run (full run): "
-                f"baseline, routed and one-packet on the fast engine at {FAST_UPDATES} updates per process (one-packet "
-                f"in dual and VN mode at {FAST_UPDATES_SHORT['one-packet', 'VN']}, not steady state) on "
+                f"every algorithm on the fast engine at {FAST_UPDATES} updates per process (one-packet in dual "
+                f"and VN mode at {FAST_UPDATES_SHORT['one-packet', 'VN']}, not steady state) on "
                 f"{', '.join(map(str, FAST_SIMULATED_NODES))} nodes, and VN routed and one-packet on "
-                f"{', '.join(map(str, FAST_SIMULATED_VN['nodes']))}; routed-split on SimPy at 512 nodes, "
-                f"{UPDATES_PER_RUN} updates per run, not steady state); the others are bounds only."),
+                f"{', '.join(map(str, FAST_SIMULATED_VN['nodes']))}; the others are bounds only."),
         wall_s=time.perf_counter() - t0, checks=checks,
         # sim_wall_s stays in the CSV only: it changes with the box on every regeneration (diff noise on the page)
         shown=["cpu_bound_gups", "network_bound_gups", "bottleneck", "simulated", "sim_gups", "sim_gups_run",

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from gupsim.app.reporting import MEASURED_KEYS, model_fields
+from gupsim.base.errors import DeadlockError
 from gupsim.config import load_machine
 from gupsim.engines.fast import FastSimulation
 from gupsim.engines.run import make_record, make_run_config
@@ -50,8 +51,32 @@ def assert_engines_agree(fast_sim, fast, ref_sim, ref):
     np.testing.assert_array_equal(np.array(fo.applied_times).view(np.int64), np.array(ro.applied_times).view(np.int64))
 
 
+def assert_agree_or_deadlock_alike(run, updates):
+    """``run(engine) -> (sim, record)`` on each engine: the records agree (:func:`assert_engines_agree`) and every
+    update is applied; or, for a configuration whose buffers deadlock, both engines deadlock in the same line."""
+    try:
+        fast_sim, fast = run("fast")
+    except DeadlockError as err:
+        with pytest.raises(DeadlockError) as ref_err:
+            run("simpy")
+        assert str(ref_err.value) == str(err)
+        return
+    ref_sim, ref = run("simpy")
+    assert fast["updates_applied"] == fast_sim.num_ranks * updates
+    assert_engines_agree(fast_sim, fast, ref_sim, ref)
+
+
+#: What a kernel's test runs need of the machine beyond its defaults: routed-split a worker and a router core.
+KERNEL_SETS = {"routed-split": {"cpu.processes_per_node": 2}}
+
+
+def kernel_machine(algorithm, name="bgl", sets=None):
+    """Machine ``name`` with ``sets`` and whatever ``algorithm``'s kernel needs (:data:`KERNEL_SETS`)."""
+    return load_machine(name, {**KERNEL_SETS.get(algorithm, {}), **(sets or {})})
+
+
 def _config(algorithm, updates=200):
-    machine = load_machine("bgl", {"network.topology": "torus"})
+    machine = kernel_machine(algorithm, sets={"network.topology": "torus"})
     return make_run_config(machine=machine, shape="4x4x2", algorithm=algorithm, updates_per_process=updates,
                            engine="fast")
 

@@ -13,7 +13,7 @@ from gupsim.base.errors import GupsimError
 from gupsim.app.reporting import model_fields
 from gupsim.engines.run import RECORD_KEYS, make_run_config, simulate
 from gupsim.topology.grid import HALF_RING_TIES
-from tests.engines.fast.conftest import assert_engines_agree
+from tests.engines.fast.conftest import assert_engines_agree, kernel_machine
 
 UPC = {"payload_bytes": 64, "wire_bytes": 75, "local_overhead_cycles": 40.0, "remote_overhead_cycles": 60.0}
 
@@ -239,14 +239,12 @@ def test_auto_picks_the_fast_engine_only_where_a_kernel_exists(bgl):
     assert choose_engine(cfg("one-packet")) == "fast"
     assert choose_engine(cfg("routed")) == "fast"
     assert choose_engine(cfg("baseline")) == "fast"
-    assert choose_engine(cfg("routed-split")) == "simpy"
+    assert choose_engine(cfg("upc")) == "simpy"
     assert choose_engine(cfg("routed", verify=True)) == "simpy"
     assert choose_engine(cfg("routed", engine="simpy")) == "simpy"
-    with pytest.raises(GupsimError, match="no fast kernel for algorithm 'routed-split'"):
-        choose_engine(cfg("routed-split", engine="fast"))
-    split = make_run_config(machine=load_machine("bgl", {"cpu.processes_per_node": 2}), shape="2x2x1",
-                            algorithm="routed-split", updates_per_process=64)
-    assert simulate(split)[1]["engine"] == "simpy"
+    with pytest.raises(GupsimError, match="no fast kernel for algorithm 'upc'"):
+        choose_engine(cfg("upc", engine="fast"))
+    assert simulate(cfg("upc"))[1]["engine"] == "simpy"
 
 
 def test_engine_flag_on_the_command_line(capsys):
@@ -255,7 +253,7 @@ def test_engine_flag_on_the_command_line(capsys):
     main(["run", "--shape", "2x2x1", "--algorithm", "routed", "--updates", "64", "--engine", "fast"])
     assert "fast engine" in capsys.readouterr().out
     with pytest.raises(SystemExit) as exc:
-        main(["run", "--shape", "2x2x1", "--algorithm", "routed-split", "--engine", "fast"])
+        main(["run", "--shape", "2x2x1", "--algorithm", "upc", "--engine", "fast"])
     err = capsys.readouterr().err
     assert exc.value.code == 2 and len(err.strip().splitlines()) == 1
     assert err.startswith("gupsim: error: --engine fast: no fast kernel")
@@ -274,14 +272,14 @@ def test_fast_estimate_covers_measured_peaks():
     from gupsim.base.memory import FAST_NODE_BYTES
     from gupsim.engines.fast import KERNELS, FastSimulation
 
-    machine = load_machine("bgl")
     for algorithm in KERNELS:
-        sim = FastSimulation(make_run_config(machine=machine, shape="16x16x16", algorithm=algorithm,
+        sim = FastSimulation(make_run_config(machine=kernel_machine(algorithm), shape="16x16x16", algorithm=algorithm,
                                              updates_per_process=16))
+        ranks = sim.num_ranks
         arrays = sim._arrays() | sim._kernel_arrays()
         held = sum(sum(x.nbytes for x in a) if isinstance(a, tuple) else a.nbytes  # the queue is a tuple
                    for a in arrays.values())
-        assert held < 4096 * (KERNELS[algorithm].per_rank_bytes + FAST_NODE_BYTES), algorithm
+        assert held < ranks * KERNELS[algorithm].per_rank_bytes + 4096 * FAST_NODE_BYTES, algorithm
 
 
 @pytest.mark.parametrize("engine", ["simpy", "fast"])

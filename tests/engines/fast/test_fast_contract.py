@@ -9,13 +9,12 @@ import numpy as np
 import pytest
 
 from gupsim.base.errors import GupsimError
-from gupsim.config import load_machine
 from gupsim.engines.fast import one_packet
 from gupsim.engines.fast.contract import (Kernel, KernelRegistry, Network, UnknownKernel, contract_problems,
                                           register_kernel)
 from gupsim.engines.fast.engine import KERNELS, FastSimulation
 from gupsim.engines.run import make_run_config
-from tests.engines.fast.conftest import _config, _record, a_saved_checkpoint
+from tests.engines.fast.conftest import _config, _record, a_saved_checkpoint, kernel_machine
 
 
 def _refusal(kernel: Kernel) -> str:
@@ -27,14 +26,14 @@ def _refusal(kernel: Kernel) -> str:
 
 
 def test_every_registered_kernel_meets_the_contract():
-    assert sorted(KERNELS) == ["baseline", "one-packet", "routed"]
+    assert sorted(KERNELS) == ["baseline", "one-packet", "routed", "routed-split"]
     for name, kernel in KERNELS.items():
         assert kernel.name == name and contract_problems(kernel) == []
 
 
 @pytest.mark.parametrize("algorithm", sorted(KERNELS))
 def test_prepare_gives_the_state_fields_and_the_engine_the_network_fields(algorithm):
-    sim = FastSimulation(make_run_config(machine=load_machine("bgl"), shape="2x2x2", algorithm=algorithm,
+    sim = FastSimulation(make_run_config(machine=kernel_machine(algorithm), shape="2x2x2", algorithm=algorithm,
                                          updates_per_process=16))
     assert tuple(sim._arrays()) == Network._fields
     assert tuple(sim._kernel_arrays()) == sim.kernel.state._fields
@@ -80,7 +79,7 @@ def test_a_kernel_registered_twice_is_refused():
 def test_an_unknown_kernel_lists_the_registered_ones_in_one_line():
     with pytest.raises(UnknownKernel) as info:
         KERNELS["dv"]
-    assert str(info.value) == "no fast kernel for algorithm 'dv' (fast kernels: baseline, one-packet, routed)"
+    assert str(info.value) == "no fast kernel for algorithm 'dv' (fast kernels: baseline, one-packet, routed, routed-split)"
     assert isinstance(info.value, GupsimError) and isinstance(info.value, KeyError)
 
 

@@ -462,7 +462,7 @@ def test_routed_split_worker_cycles_add_up_to_the_cost_of_every_step():
     from gupsim.studies import bgp
 
     sim, rec = simulate(make_run_config(machine=bgp.machine(4), shape="2x2x1", algorithm="routed-split",
-                                        updates_per_process=200))
+                                        updates_per_process=200, engine="simpy"))  # SimPy's CPUs count cycles
     alg, cost, total = sim.algorithm, sim.cost, 16 * 200
     h = alg.options.handoff_cycles
     assert h > 0 and 0 < alg.handoffs < total
