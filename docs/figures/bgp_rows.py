@@ -2,10 +2,12 @@
 
 The rows are exactly those of ``gupsim reproduce bgp-gups`` (gupsim/studies/experiments/bgp_gups.py): every
 partition of :data:`~gupsim.studies.experiments.bgp_gups.FAST_SIMULATED_NODES` in SMP, dual and virtual-node
-mode with every algorithm (``baseline``, ``routed``, ``one-packet``, ``routed-split``) on the fast engine,
-each at the length that module gives it.  Each run's whole record (DMA and link
-utilisation, throttle back-offs, send blocking factor, interval, steady-state flag) is appended as one JSON line
-to ``docs/research/data/bgp_rows.jsonl`` as soon as it finishes; rows already there are not run again.
+mode with every algorithm, and ``routed`` and ``one-packet`` in virtual-node mode on those of ``FAST_SIMULATED_VN``,
+on the fast engine, each with the length that module gives it as its cap and stopped once its rate is known to
+1%, as ``gupsim reproduce`` runs it (``REPRODUCE_PRECISION``; a row cached with another target is run again).
+Each run's whole record (DMA and link utilisation, throttle back-offs, send blocking factor, interval,
+steady-state flag) is appended as one JSON line to ``docs/research/data/bgp_rows.jsonl`` as soon as it
+finishes; rows already there are not run again.
 
 Run (long: minutes per row on a shared box): ``nice -n 10 .venv/bin/python docs/figures/bgp_rows.py``.
 """
@@ -19,6 +21,8 @@ from pathlib import Path
 from gupsim.engines.run import run
 from gupsim.studies import bgp
 from gupsim.studies.experiments import bgp_gups
+from gupsim.studies.runpool import with_precision
+from gupsim.studies.validation import REPRODUCE_PRECISION
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "docs/research/data/bgp_rows.jsonl"
@@ -45,17 +49,17 @@ def cached() -> list[dict]:
     return [json.loads(line) for line in DATA.read_text().splitlines() if line.strip()]
 
 
-def key(r: dict) -> tuple[int, str, str, int]:
-    return r["nodes"], r["mode"], r["algorithm"], r["updates_per_process"]
+def key(r: dict) -> tuple[int, str, str, int, float | None]:
+    return r["nodes"], r["mode"], r["algorithm"], r["updates_per_process"], r.get("precision_target")
 
 
 def main() -> None:
     done = {key(r) for r in cached()}
     only = set(sys.argv[1:])  # optional algorithm names
     for nodes, mode, alg, updates in planned():
-        if (nodes, mode, alg, updates) in done or (only and alg not in only):
+        if (nodes, mode, alg, updates, REPRODUCE_PRECISION) in done or (only and alg not in only):
             continue
-        rec = run(bgp_gups.row_config(bgp.PARTITIONS[nodes], mode, alg, updates))
+        rec = run(with_precision(bgp_gups.row_config(bgp.PARTITIONS[nodes], mode, alg, updates), REPRODUCE_PRECISION))
         row = {"nodes": nodes, "shape": bgp.PARTITIONS[nodes], "mode": mode, "algorithm": alg,
                "updates_per_process": updates} | rec
         with DATA.open("a") as f:

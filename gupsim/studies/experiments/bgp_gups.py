@@ -39,11 +39,11 @@ target and no column is "compared".  The ``simulated`` flag marks the rows
 that were run (full run only).  Every algorithm has a fast kernel
 (gupsim/engines/fast/, which models the DMA engine bit for bit), and every row of
 the partitions of :data:`FAST_SIMULATED_NODES` runs on the fast engine at
-:data:`FAST_UPDATES` updates per process (``one-packet`` in dual and VN mode
-fewer: :data:`FAST_UPDATES_SHORT`), and in virtual-node mode ``routed`` and
+:data:`FAST_UPDATES` updates per process at most (each row stops once its rate
+is known to 1%, as ``gupsim reproduce`` runs it), and in virtual-node mode ``routed`` and
 ``one-packet`` on those of :data:`FAST_SIMULATED_VN`; a row no kernel could run
-would be bounds only.  ``sim_gups`` is the run record's windowed rate (25-75 % of updates
-applied), which in a short run can exceed a bound; ``sim_gups_run`` is the
+would be bounds only.  ``sim_gups`` is the run record's rate: its interval's where the row
+reached 1%, else the windowed rate (25-75 % of updates applied), which in a short run can exceed a bound; ``sim_gups_run`` is the
 whole run's average, which cannot, and ``sim_fraction_of_bound`` is that over
 the smaller bound; ``sim_engine`` says which engine ran the row.  The
 checks lines say whether every simulated row stays at or under both bounds, by
@@ -76,14 +76,10 @@ ALGORITHMS = ("baseline", "routed", "one-packet", "routed-split")
 FAST_SIMULATED_NODES = (512, 1024)
 #: Larger partitions simulated in virtual-node mode only, with ``routed`` and ``one-packet`` (the held-back packets'
 #: queue makes the throttle cost a few events per packet: docs/performance-log.md); the other rows there are bounds.
-FAST_SIMULATED_VN = {"nodes": (2048, 4096), "algorithms": ("routed", "one-packet")}
+FAST_SIMULATED_VN = {"nodes": (2048, 4096, 8192), "algorithms": ("routed", "one-packet")}
+#: Every row's cap; ``gupsim reproduce`` stops a row once its rate is known to 1% (one-packet on 16x16x16 in VN
+#: mode stopped at 1,229 updates a process, 205 CPU s; on 8x8x8 VN it ran to the cap, 36 CPU s, without an interval).
 FAST_UPDATES = MIN_STEADY_UPDATES
-#: Shorter runs for ``one-packet`` with two or four processes per node, so these rows are not at a steady state.
-#: The throttle's queue keeps their events per update a few times BG/L's (23 on 8x8x8 VN at 128 updates per
-#: process, 36 on 16x16x16 at 64: docs/performance-log.md); the steady length, eight times these rows' events,
-#: is not run in the table.  (In SMP mode one-packet runs at the steady length: on 8x8x8 at 4,096 its windowed
-#: rate is 99.8% of the CPU bound.)
-FAST_UPDATES_SHORT = {("one-packet", "dual"): 512, ("one-packet", "VN"): 512}
 HANDOFF_CYCLES = 10.0  # routed-split's default (assumed; see gupsim/algorithms/routed_split.py)
 UPDATE_BYTES = 8
 
@@ -186,7 +182,7 @@ def simulated_updates(nodes: int, mode: str, alg: str) -> int | None:
     if not (nodes in FAST_SIMULATED_NODES or vn_only) or \
             choose_engine(row_config(bgp.PARTITIONS[nodes], mode, alg, 1)) != "fast":
         return None
-    return FAST_UPDATES_SHORT.get((alg, mode), FAST_UPDATES)
+    return FAST_UPDATES
 
 
 def row_config(shape: str, mode: str, alg: str, updates: int):
@@ -263,8 +259,7 @@ def reproduce(quick: bool = False, inputs: dict | None = None, pool: RunPool = S
         method=("No published BG/P GUPS table exists, so no column has a target. Bounds per algorithm from seed "
                 "000 eq. (1) and (2) with BG/P's clock, link rate and cores and the assumed BG/L cycle costs "
                 "(see gupsim/experiments/bgp_gups.py). `simulated` marks the rows that were run (full run): "
-                f"every algorithm on the fast engine at {FAST_UPDATES} updates per process (one-packet in dual "
-                f"and VN mode at {FAST_UPDATES_SHORT['one-packet', 'VN']}, not steady state) on "
+                f"every algorithm on the fast engine, to 1% or {FAST_UPDATES} updates per process, on "
                 f"{', '.join(map(str, FAST_SIMULATED_NODES))} nodes, and VN routed and one-packet on "
                 f"{', '.join(map(str, FAST_SIMULATED_VN['nodes']))}; the others are bounds only."),
         wall_s=time.perf_counter() - t0, checks=checks,
