@@ -75,6 +75,9 @@ class State(NamedTuple):
     window_marks: np.ndarray
     #: [ws] float64 (ranks,): when each waiting process started to wait.
     wait_start: np.ndarray
+    #: [wl] int64 (ranks,): a warm start's updates each process owns and applies at its first step, at no CPU
+    #: cost (gupsim.algorithms.routed_warm); 0 once applied, and always 0 on a cold start.
+    warm_locals: np.ndarray
 
 
 @njit(cache=True, _nrt=False)
@@ -176,6 +179,12 @@ def _cpu(r, now, s, net):
     at = net.applied_times
     nd = ai[A_NDIMS]
     cycle_s = fp[tb.F_CYCLE_S]
+    wl = s.warm_locals
+    if wl[r] > 0:
+        # a warm start: the pre-filled updates this process owns, applied first, as the reference's _warm_up
+        for _ in range(wl[r]):
+            _apply(ip, ctr, wt, at, wc, ac, now, now)
+        wl[r] = 0
     if ci[r, CI_PHASE] == PH_COND:
         # SimPy's any_of([inbox, room...]): the event that woke the CPU, then the condition's own event, which
         # resumes it; events scheduled for this instant in between run before it does
@@ -388,14 +397,21 @@ def prepare(sim, options) -> dict:
     ci = tb.line_aligned((R, CI_COLS), np.int64, 0)  # 32-byte rows, two to a cache line
     ci[:, CI_LEFT] = sim.run.updates_per_process
     rd = np.full((R, nd, RD_COLS), -1, dtype=np.int64)
+    bv, bl = np.zeros((R * nslots, cap), dtype=np.uint64), np.zeros(R * nslots, dtype=np.int64)
+    warm_locals = np.zeros(R, dtype=np.int64)
+    warm = sim.warm
+    if warm is not None:  # the same state as the reference's Routed._warm_up (gupsim.algorithms.routed_warm)
+        bv[:], bl[:] = warm.bucket_values, warm.bucket_lengths
+        ci[:, CI_LEFT] -= warm.taken
+        ci[:, CI_PENDING] = bl.reshape(R, nslots).sum(axis=1)
+        warm_locals[:] = warm.local_counts
     return {
         "rank_ints": ci, "rank_debt": np.zeros(R), "dims": rd,
-        "bucket_values": np.zeros((R * nslots, cap), dtype=np.uint64),
-        "bucket_lengths": np.zeros(R * nslots, dtype=np.int64),
+        "bucket_values": bv, "bucket_lengths": bl,
         "packet_updates": np.zeros((4 * R + 2 * tb.PACKET_MARGIN, pp), dtype=np.uint64), "rank_coords": rc,
         "params": ai, "costs": np.array([cm.generate, cm.update, sim.algorithm.hop_cycles, sim.algorithm.poll_pass_s]),
         "packet_costs": tabs, "alg_counters": np.zeros(8, dtype=np.int64),
-        "window_marks": np.zeros((2, 6), dtype=np.int64), "wait_start": np.zeros(R),
+        "window_marks": np.zeros((2, 6), dtype=np.int64), "wait_start": np.zeros(R), "warm_locals": warm_locals,
     }
 
 
