@@ -105,10 +105,13 @@ def warm_fill(registers: np.ndarray, layout: hpcc.TableLayout, coords: np.ndarra
     reg = np.asarray(registers, dtype=np.uint64).copy()
     taken = np.zeros(R, dtype=np.int64)
     local: list[list[int]] = [[] for _ in range(R)]
+    own = np.arange(R)[:, None] * nslots + offsets[None, :] + coords  # rows of a process's own coordinates
+    target[own.ravel()] = 0  # never a bucket
+    quota = target.reshape(R, nslots).sum(axis=1)
     active = np.arange(R)
     one, seven, sixty_three = np.uint64(1), np.uint64(7), np.uint64(63)
     while len(active):
-        active = active[taken[active] < updates_per_process]
+        active = active[(taken[active] < updates_per_process) & (taken[active] < quota[active])]
         v = (reg[active] << one) ^ ((reg[active] >> sixty_three) * seven)
         owners = layout.owner(v)
         keep = np.zeros(len(active), dtype=bool)
@@ -117,7 +120,7 @@ def warm_fill(registers: np.ndarray, layout: hpcc.TableLayout, coords: np.ndarra
                 local[r].append(int(v[i]))
                 keep[i] = True
                 continue
-            row = _last_open_bucket(r, o, coords, offsets, weights, nslots, fills, target)
+            row = _bucket_for(r, o, coords, offsets, weights, nslots, fills, target, capacity)
             if row < 0:
                 continue
             values[row, fills[row]] = v[i]
@@ -133,18 +136,23 @@ def warm_fill(registers: np.ndarray, layout: hpcc.TableLayout, coords: np.ndarra
                      local_counts=counts, local_values=flat)
 
 
-def _last_open_bucket(r: int, o: int, coords: np.ndarray, offsets: np.ndarray, weights: np.ndarray, nslots: int,
-                      fills: np.ndarray, target: np.ndarray) -> int:
-    """The row of the last bucket on the route from ``r`` to ``o`` that is below its target (-1: none)."""
+def _bucket_for(r: int, o: int, coords: np.ndarray, offsets: np.ndarray, weights: np.ndarray, nslots: int,
+                fills: np.ndarray, target: np.ndarray, capacity: int) -> int:
+    """The row of the bucket on the route from ``r`` to ``o`` that takes the update: the last one below its
+    target, else the one least over its target (the last of equals) if it stays below full; -1 if none."""
     here = coords[r].copy()
     theirs = coords[o]
-    best = -1
+    below, least = -1, -1
     for d in range(len(here)):
         if here[d] == theirs[d]:
             continue
         holder = int(here @ weights)
         row = holder * nslots + int(offsets[d] + theirs[d])
         if fills[row] < target[row]:
-            best = row
+            below = row
+        if least < 0 or fills[row] - target[row] <= fills[least] - target[least]:
+            least = row
         here[d] = theirs[d]
-    return best
+    if below >= 0:
+        return below
+    return least if fills[least] < capacity - 1 else -1
