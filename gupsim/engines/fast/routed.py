@@ -26,7 +26,8 @@ from numba import njit
 from gupsim.engines.fast import core as c, credits as cr, events as ev, stream, tables as tb
 from gupsim.engines.fast.contract import Kernel
 
-PH_LOOP, PH_AFTER_FLUSH, PH_COND, PH_POLLED = 0, 1, 2, 3
+# PH_WARM: a warm start's first step, which first applies the pre-filled updates the process owns
+PH_LOOP, PH_AFTER_FLUSH, PH_COND, PH_POLLED, PH_WARM = 0, 1, 2, 3, 4
 CI_PHASE, CI_LEFT, CI_PROGRESSED, CI_PENDING = range(4)
 CI_COLS = 4
 # per rank and dimension
@@ -75,8 +76,8 @@ class State(NamedTuple):
     window_marks: np.ndarray
     #: [ws] float64 (ranks,): when each waiting process started to wait.
     wait_start: np.ndarray
-    #: [wl] int64 (ranks,): a warm start's updates each process owns and applies at its first step, at no CPU
-    #: cost (gupsim.algorithms.routed_warm); 0 once applied, and always 0 on a cold start.
+    #: [wl] int64 (ranks,): a warm start's updates each process owns and applies at its first step (phase
+    #: ``PH_WARM``), at no CPU cost (gupsim.algorithms.routed_warm); 0 on a cold start.
     warm_locals: np.ndarray
 
 
@@ -179,12 +180,12 @@ def _cpu(r, now, s, net):
     at = net.applied_times
     nd = ai[A_NDIMS]
     cycle_s = fp[tb.F_CYCLE_S]
-    wl = s.warm_locals
-    if wl[r] > 0:
-        # a warm start: the pre-filled updates this process owns, applied first, as the reference's _warm_up
-        for _ in range(wl[r]):
+    if ci[r, CI_PHASE] == PH_WARM:
+        # the pre-filled updates this process owns, applied first, as the reference's _warm_up; a phase, not a
+        # test of warm_locals on every step, which would read one more row per step
+        ci[r, CI_PHASE] = PH_LOOP
+        for _ in range(s.warm_locals[r]):
             _apply(ip, ctr, wt, at, wc, ac, now, now)
-        wl[r] = 0
     if ci[r, CI_PHASE] == PH_COND:
         # SimPy's any_of([inbox, room...]): the event that woke the CPU, then the condition's own event, which
         # resumes it; events scheduled for this instant in between run before it does
@@ -405,6 +406,7 @@ def prepare(sim, options) -> dict:
         ci[:, CI_LEFT] -= warm.taken
         ci[:, CI_PENDING] = bl.reshape(R, nslots).sum(axis=1)
         warm_locals[:] = warm.local_counts
+        ci[warm.local_counts > 0, CI_PHASE] = PH_WARM
     return {
         "rank_ints": ci, "rank_debt": np.zeros(R), "dims": rd,
         "bucket_values": bv, "bucket_lengths": bl,
