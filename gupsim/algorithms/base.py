@@ -76,12 +76,20 @@ class Algorithm:
     #: limit: a run then stops when precise only after twice that limit a process
     #: (:func:`gupsim.model.output_analysis.first_check`).
     holds_pending: ClassVar[bool] = False
+    #: True if the algorithm can start warm (``RunConfig.warm_start``): it has :meth:`warm_state`, and its
+    #: process and fast kernel start from it (gupsim.algorithms.routed_warm).
+    warm_start: ClassVar[bool] = False
 
     def __init__(self, sim: "SimulationView", options: BaseModel):
         self.sim, self.options = sim, options
 
     def process(self, rank: int) -> Generator[Any, Any, None]:
         """The SimPy process of one rank."""
+        raise NotImplementedError
+
+    def warm_state(self, registers: Any) -> Any:
+        """The state a warm-started run begins in, from every stream's register before its first update
+        (only where :attr:`warm_start`)."""
         raise NotImplementedError
 
     def deadlock_hint(self) -> str:

@@ -73,10 +73,14 @@ from collections import deque
 
 from typing import Literal
 
+import numpy as np
 from pydantic import BaseModel, Field
 
 from gupsim.algorithms.base import OPTIONS_CONFIG, Algorithm, register_algorithm, window_counts
+from gupsim.algorithms.routed_warm import WarmState, warm_fill
+from gupsim.model import hpcc
 from gupsim.model.routed_cache import ROUTED_CACHE_MODELS
+from gupsim.model.run_config import stream_layout
 from gupsim.base.errors import GupsimError
 
 UPDATE_BYTES = 8
@@ -100,6 +104,7 @@ class _Rank:
 class Routed(Algorithm):
     memory_per_rank_bytes = 100_000  # measured peak 67-86 KB per process on 4x4x4 and 8x8x8
     holds_pending = True
+    warm_start = True
 
     class Options(BaseModel):
         model_config = OPTIONS_CONFIG
@@ -146,6 +151,7 @@ class Routed(Algorithm):
         self.packets = 0
         self.packet_updates = 0
         self.hops = 0
+        self._warm: WarmState | None = None
 
 
     # ------------------------------------------------------------------ geometry
@@ -172,6 +178,38 @@ class Routed(Algorithm):
                 hop[d] = theirs[d]
                 return d, self._rank_of(hop)
         raise AssertionError("next hop asked for a local update")
+
+    # ------------------------------------------------------------------ warm start
+
+    def warm_state(self, registers: np.ndarray) -> WarmState:
+        """Buckets pre-filled from every process's own stream (:mod:`gupsim.algorithms.routed_warm`)."""
+        sim = self.sim
+        coords = np.array([self._rank_coords(r) for r in range(sim.num_ranks)], dtype=np.int64)
+        return warm_fill(registers, stream_layout(sim.run), coords, self.lengths, self.capacity,
+                         sim.run.updates_per_process, sim.run.seed)
+
+    def _warm_up(self, rank: int, st: _Rank, stream) -> None:
+        """Start ``rank`` from the warm state: its pre-filled updates taken from its stream, its buckets
+        filled, the ones it owns applied now, at no CPU cost (gupsim.algorithms.routed_warm)."""
+        sim = self.sim
+        if self._warm is None:
+            self._warm = self.warm_state(np.array([hpcc.starts(s.first) for s in sim.streams], dtype=np.uint64))
+        warm, nslots, layout = self._warm, sum(self.lengths), stream_layout(sim.run)
+        for _ in range(int(warm.taken[rank])):
+            stream.take()
+        offset = 0
+        for d, length in enumerate(self.lengths):
+            for j in range(length):
+                row = rank * nslots + offset + j
+                n = int(warm.bucket_lengths[row])
+                if n:
+                    hop = list(st.coords)
+                    hop[d] = j
+                    values = [int(v) for v in warm.bucket_values[row, :n]]
+                    st.buckets[self._rank_of(hop)] = [(v, layout.owner_of(v)) for v in values]
+            offset += length
+        for value in warm.locals_of(rank).tolist():
+            sim.apply(rank, [int(value)])
 
     # ------------------------------------------------------------------ Figure 2
 
@@ -303,6 +341,8 @@ class Routed(Algorithm):
         net = sim.net
         cpu, stream, inbox = sim.cpus[rank], sim.streams[rank], net.inbox[rank]
         st = _Rank(self.ndims, self._rank_coords(rank))
+        if sim.run.warm_start:
+            self._warm_up(rank, st, stream)
         fifos = net.dimension_fifos(rank, self.ndims)  # "can send a packet on dim"
         while True:
             progressed = self._send_logic(rank, st, cpu)

@@ -61,6 +61,9 @@ class _Router(_Rank):
 
 @register_algorithm("routed-split")
 class RoutedSplit(Routed):
+    #: its processes are workers and routers with their own loops (process below): no warm start
+    warm_start = False
+
     class Options(Routed.Options):
         router_cores: int = Field(default=1, ge=1, description="cores per node that only route")
         handoff_cycles: float = Field(default=10.0, ge=0,

@@ -188,6 +188,9 @@ def cli() -> None:
 @click.option("--precision", type=float, default=None, metavar="P",
               help="stop once the GUPS 95%% interval is within P of the rate either side (e.g. 0.01); "
                    "--updates is then the cap")
+@click.option("--warm-start", is_flag=True,
+              help="start with buckets pre-filled from each process's own stream, as a long run holds them "
+                   "(routed only; docs/model.md)")
 @click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help="override a machine field (repeatable)")
 @click.option("--option", "options", multiple=True, metavar="KEY=VALUE",
               help="algorithm option (repeatable; gupsim list gives them)")
@@ -205,14 +208,14 @@ def cli() -> None:
 @click.option("--checkpoint-every-s", default=None, type=FiniteFloatRange(min=0),
               help="wall seconds between two saves of --checkpoint  [default: 600]")
 @click.option("--no-progress", is_flag=True, help="no progress bar (it shows only on a terminal)")
-def run(machine, shape, algorithm, updates, seed, precision, sets, options, log2_table_size, verify, engine, as_json,
+def run(machine, shape, algorithm, updates, seed, precision, warm_start, sets, options, log2_table_size, verify, engine, as_json,
         links, histograms, sample_interval_s, checkpoint_path, checkpoint_every_s, no_progress) -> None:
     """Simulate one run and print its record."""
     m = _load_machine(machine, sets)
     algorithm_options = _key_values(options, "--option")
     cfg = make_run_config(machine=m, shape=shape, algorithm=algorithm, updates_per_process=updates, seed=seed,
-                          precision=precision, verify=verify, log2_table_size=log2_table_size,
-                          algorithm_options=algorithm_options, engine=engine)
+                          precision=precision, warm_start=warm_start, verify=verify,
+                          log2_table_size=log2_table_size, algorithm_options=algorithm_options, engine=engine)
     telemetry = Telemetry(links=links, histograms=histograms, sample_interval_s=sample_interval_s)
     checkpoint = _checkpoint(cfg, checkpoint_path, checkpoint_every_s, telemetry.wanted)
     with _progress_bar(f"{cfg.shape} {cfg.algorithm}", enabled=not no_progress) as progress:

@@ -7,7 +7,7 @@ from gupsim.model.run_config import RunConfig
 
 import math
 from typing import Any
-from gupsim.algorithms.base import algorithm_class, validate_options
+from gupsim.algorithms.base import algorithm_class, available_algorithms, validate_options
 from gupsim.base.errors import GupsimError
 from gupsim.topology.base import make_topology, parse_shape
 from gupsim.model.packet_format import data_header_bytes
@@ -48,5 +48,9 @@ def check_network(run: RunConfig) -> None:
     if kind not in cls.networks:
         raise GupsimError(f"algorithm {run.algorithm} does not run on a {kind} network "
                           f"(machine {m.name}); it runs on: {', '.join(cls.networks)}")
+    if run.warm_start and not cls.warm_start:
+        starts = ", ".join(n for n in available_algorithms() if algorithm_class(n).warm_start)
+        raise GupsimError(f"algorithm {run.algorithm} has no warm start (--warm-start); the algorithms that have "
+                          f"one: {starts}")
     if cls.needs_mpi and getattr(m, "mpi", None) is None:
         raise GupsimError(f"algorithm {run.algorithm} needs MPI costs; machine {m.name} has no mpi section")

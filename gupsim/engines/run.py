@@ -84,7 +84,7 @@ RECORD_KEYS = (
     "updates_generated", "updates_applied", "sim_time_s", "events", "wall_s", "peak_rss_mb",
     "gups_steady", "gups_ci_low", "gups_ci_high", "gups_ci_batches", "gups_ci_lag1", "warmup_updates", "warmup_s",
     "precision", "cycles_per_update_ci_low", "cycles_per_update_ci_high", "steady_state",
-    "precision_target", "precision_reached", "updates_applied_per_process",
+    "precision_target", "precision_reached", "updates_applied_per_process", "warm_start",
 )
 
 
@@ -238,6 +238,7 @@ def make_record(outcome: RunOutcome, wall_s: float) -> dict[str, Any]:
         **_precision(ri, o.processes * m.cpu.clock_hz),
         "precision_target": run.precision,
         "precision_reached": o.precision_reached,
+        "warm_start": run.warm_start,
         "updates_applied_per_process": o.updates_applied / o.processes,
         "gups_total": whole_run / 1e9,
         "cycles_per_update": o.processes * m.cpu.clock_hz / rate,

@@ -70,6 +70,9 @@ class RunConfig(BaseModel):
         default=None, gt=0, lt=1, allow_inf_nan=False,
         description="stop once the GUPS 95% interval's half-width is at most this fraction of the rate; "
         "updates_per_process is then the cap (--precision; gupsim.model.output_analysis.precise)")
+    warm_start: bool = Field(
+        default=False, description="start from buckets pre-filled from each process's own stream, as a long run "
+        "holds them, for the algorithms that have a warm start (--warm-start; gupsim.algorithms.routed_warm)")
     #: 'auto': the compiled engine (gupsim.engines.fast) where it has a kernel for the run, else SimPy.
     engine: Literal["auto", "fast", "simpy"] = Field(
         default="auto", description="fast: compiled kernels (gupsim.engines.fast); simpy: the reference engine; auto: fast "

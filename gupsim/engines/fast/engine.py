@@ -113,6 +113,8 @@ class FastSimulation:
                              network_standin(m, self.topology))
         self.algorithm = algorithm_class(run.algorithm)(host, options)
         self._outcome: RunOutcome | None = None
+        #: A warm start's state (gupsim.algorithms.routed_warm), made with the streams (:meth:`_arrays`).
+        self.warm: Any = None
         self.earlier_wall_s = self.earlier_peak_rss_mb = 0.0
         #: How the kernel's event queue went (not in the record); filled by :meth:`execute`.
         self.queue_stats: dict[str, int] = {}
@@ -224,11 +226,20 @@ class FastSimulation:
             "coords": np.ascontiguousarray(topo.coords_array()),
             "queue": hh, "counters": ctr, "window_times": np.full(2, np.nan),
             "applied_times": np.full(len(marks), np.nan),
-            "streams": stream.starts_many(self.stream_starts()),
+            "streams": self._registers(),
             "layout": np.array([lay.table_size - 1, lay.top, lay.min_local_table_size, lay.remainder],
                                dtype=np.uint64),
         }
         return arrays
+
+    def _registers(self) -> np.ndarray:
+        """Every stream's register before its first update; with a warm start, after the updates it pre-fills
+        (the algorithm's :meth:`warm_state`, kept in :attr:`warm` for the kernel's ``prepare``)."""
+        registers = stream.starts_many(self.stream_starts())
+        if not self.run.warm_start:
+            return registers
+        self.warm = self.algorithm.warm_state(registers)
+        return self.warm.registers
 
     def _kernel_arrays(self) -> dict[str, Any]:
         """The kernel's own arrays (its ``prepare``), refused in one line unless keyed by its state's fields."""

@@ -33,7 +33,8 @@ from numba import njit
 from gupsim.engines.fast import core as c, credits as cr, events as ev, stream, tables as tb
 from gupsim.engines.fast.contract import Kernel
 
-PH_LOOP, PH_AFTER_FLUSH, PH_COND, PH_POLLED = 0, 1, 2, 3
+# PH_WARM: a warm start's first step, which first applies the pre-filled updates the process owns
+PH_LOOP, PH_AFTER_FLUSH, PH_COND, PH_POLLED, PH_WARM = 0, 1, 2, 3, 4
 CI_PHASE, CI_LEFT, CI_PROGRESSED, CI_PENDING = range(4)
 CI_COLS = 4
 # per rank and dimension
@@ -82,6 +83,9 @@ class State(NamedTuple):
     window_marks: np.ndarray
     #: [ws] float64 (ranks,): when each waiting process started to wait.
     wait_start: np.ndarray
+    #: [wl] int64 (ranks,): a warm start's updates each process owns and applies at its first step (phase
+    #: ``PH_WARM``), at no CPU cost (gupsim.algorithms.routed_warm); 0 on a cold start.
+    warm_locals: np.ndarray
 
 
 @njit(cache=True, _nrt=False)
@@ -393,6 +397,13 @@ def _form(r, now, s, net, progressed):
 
 @njit(cache=True, _nrt=False)
 def _cpu(r, now, s, net):
+    if s.rank_ints[r, CI_PHASE] == PH_WARM:
+        # the pre-filled updates this process owns, applied first, as the reference's _warm_up; a phase, not a
+        # test of warm_locals on every step, which would read one more row per step
+        s.rank_ints[r, CI_PHASE] = PH_LOOP
+        for _ in range(s.warm_locals[r]):
+            _apply(net.int_params, net.counters, net.window_times, net.applied_times, s.window_marks,
+                   s.alg_counters, now, now)
     run_cpu(r, now, s, net, _route_one, _form, True)
 
 
@@ -491,14 +502,22 @@ def prepare(sim, options) -> dict:
     ci = tb.line_aligned((R, CI_COLS), np.int64, 0)  # 32-byte rows, two to a cache line
     ci[:, CI_LEFT] = sim.run.updates_per_process
     rd = np.full((R, nd, RD_COLS), -1, dtype=np.int64)
+    bv, bl = np.zeros((R * nslots, cap), dtype=np.uint64), np.zeros(R * nslots, dtype=np.int64)
+    warm_locals = np.zeros(R, dtype=np.int64)
+    warm = sim.warm
+    if warm is not None:  # the same state as the reference's Routed._warm_up (gupsim.algorithms.routed_warm)
+        bv[:], bl[:] = warm.bucket_values, warm.bucket_lengths
+        ci[:, CI_LEFT] -= warm.taken
+        ci[:, CI_PENDING] = bl.reshape(R, nslots).sum(axis=1)
+        warm_locals[:] = warm.local_counts
+        ci[warm.local_counts > 0, CI_PHASE] = PH_WARM
     return {
         "rank_ints": ci, "rank_debt": np.zeros(R), "dims": rd,
-        "bucket_values": np.zeros((R * nslots, cap), dtype=np.uint64),
-        "bucket_lengths": np.zeros(R * nslots, dtype=np.int64),
+        "bucket_values": bv, "bucket_lengths": bl,
         "packet_updates": np.zeros((4 * R + 2 * tb.PACKET_MARGIN, pp), dtype=np.uint64), "rank_coords": rc,
         "params": ai, "costs": np.array([cm.generate, cm.update, sim.algorithm.hop_cycles, sim.algorithm.poll_pass_s]),
         "packet_costs": tabs, "alg_counters": np.zeros(8, dtype=np.int64),
-        "window_marks": np.zeros((2, 6), dtype=np.int64), "wait_start": np.zeros(R),
+        "window_marks": np.zeros((2, 6), dtype=np.int64), "wait_start": np.zeros(R), "warm_locals": warm_locals,
     }
 
 

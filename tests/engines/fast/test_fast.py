@@ -61,10 +61,10 @@ CASES = [
 ]
 
 
-def _run(algorithm, shape, updates, sets, options, engine, seed=0):
+def _run(algorithm, shape, updates, sets, options, engine, seed=0, warm_start=False):
     machine = load_machine("bgl", sets)
     return simulate(make_run_config(machine=machine, shape=shape, algorithm=algorithm, updates_per_process=updates,
-                                    algorithm_options=options, engine=engine, seed=seed))
+                                    algorithm_options=options, engine=engine, seed=seed, warm_start=warm_start))
 
 
 @pytest.mark.parametrize("algorithm, shape, updates, sets, options", CASES)
@@ -73,6 +73,21 @@ def test_fast_engine_reproduces_the_simpy_reference_bit_for_bit(algorithm, shape
     ref_sim, ref = _run(algorithm, shape, updates, sets, options, "simpy")
     for key in RECORD_KEYS:
         assert key in fast
+    assert_engines_agree(fast_sim, fast, ref_sim, ref)
+
+
+@pytest.mark.parametrize("shape, updates, sets, seed", [
+    ("4x4x2", 600, {"network.topology": "torus"}, 0),
+    ("4x2x2", 600, {"cpu.processes_per_node": 2}, 1),
+    ("4x4x4", 300, {**PARITY, **PER_DIM, "network.routing": "adaptive"}, 2),
+    ("3x1x1", 900, {}, 0),
+])
+def test_a_warm_start_is_the_same_on_both_engines(shape, updates, sets, seed):
+    """Both engines start from the same pre-filled buckets (gupsim.algorithms.routed_warm) and apply the
+    updates a process owns at its first step: the records, links and mark times agree bit for bit."""
+    fast_sim, fast = _run("routed", shape, updates, sets, {}, "fast", seed=seed, warm_start=True)
+    ref_sim, ref = _run("routed", shape, updates, sets, {}, "simpy", seed=seed, warm_start=True)
+    assert fast["warm_start"] and fast_sim.warm.taken.sum() > 0
     assert_engines_agree(fast_sim, fast, ref_sim, ref)
 
 
@@ -168,8 +183,9 @@ def _what_if(draw, longest=4, most_updates=120):
     if algorithm == "baseline":
         options = {"termination": draw(st.sampled_from(["counter", "messages"])),
                    "max_pending": draw(st.sampled_from([16, 1024]))}
+    warm = algorithm == "routed" and draw(st.booleans())  # routed's warm start (gupsim.algorithms.routed_warm)
     return (algorithm, "x".join(map(str, dims)), draw(st.integers(16, most_updates)), sets, options,
-            draw(st.integers(0, 999)))
+            draw(st.integers(0, 999)), warm)
 
 
 @settings(max_examples=25, deadline=None)
@@ -195,15 +211,15 @@ def _engines_agree_on(what_if):
     shared 4-chunk FIFOs and FINISHED messages) must deadlock on both engines in the same line."""
     from gupsim.base.errors import DeadlockError
 
-    algorithm, shape, updates, sets, options, seed = what_if
+    algorithm, shape, updates, sets, options, seed, warm = what_if
     try:
-        fast_sim, fast = _run(algorithm, shape, updates, sets, options, "fast", seed=seed)
+        fast_sim, fast = _run(algorithm, shape, updates, sets, options, "fast", seed=seed, warm_start=warm)
     except DeadlockError as err:
         with pytest.raises(DeadlockError) as ref_err:
-            _run(algorithm, shape, updates, sets, options, "simpy", seed=seed)
+            _run(algorithm, shape, updates, sets, options, "simpy", seed=seed, warm_start=warm)
         assert str(ref_err.value) == str(err)
         return
-    ref_sim, ref = _run(algorithm, shape, updates, sets, options, "simpy", seed=seed)
+    ref_sim, ref = _run(algorithm, shape, updates, sets, options, "simpy", seed=seed, warm_start=warm)
     assert fast["updates_applied"] == fast_sim.num_ranks * updates
     assert_engines_agree(fast_sim, fast, ref_sim, ref)
 

@@ -15,20 +15,21 @@ from gupsim.model.output_analysis import CHECK_EVERY, applied_marks, first_check
 from .conftest import VOLATILE, assert_records_agree
 
 
-def _run(algorithm, shape, updates, precision, engine="fast", seed=0, **options):
+def _run(algorithm, shape, updates, precision, engine="fast", seed=0, warm_start=False, **options):
     return simulate(make_run_config(machine=load_machine("bgl", {}), shape=shape, algorithm=algorithm,
                                     updates_per_process=updates, seed=seed, engine=engine, precision=precision,
-                                    algorithm_options=options))
+                                    warm_start=warm_start, algorithm_options=options))
 
 
-@pytest.mark.parametrize("algorithm, shape, updates, precision", [
-    ("one-packet", "2x2x2", 3000, 0.02),  # stops at the first evaluation, before the window opens
-    ("routed", "4x2x2", 8000, 0.01),  # stops between the window's two marks
-    ("baseline", "2x2x2", 8000, 0.05),  # from 2,048 updates a process on (it holds updates in buckets)
+@pytest.mark.parametrize("algorithm, shape, updates, precision, warm", [
+    ("one-packet", "2x2x2", 3000, 0.02, False),  # stops at the first evaluation, before the window opens
+    ("routed", "4x2x2", 8000, 0.01, False),  # stops between the window's two marks
+    ("routed", "4x2x2", 8000, 0.01, True),  # from the warm start (gupsim.algorithms.routed_warm)
+    ("baseline", "2x2x2", 8000, 0.05, False),  # from 2,048 updates a process on (it holds updates in buckets)
 ])
-def test_engines_stop_at_the_same_instant_with_the_same_record(algorithm, shape, updates, precision):
-    fast_sim, fast = _run(algorithm, shape, updates, precision)
-    ref_sim, ref = _run(algorithm, shape, updates, precision, engine="simpy")
+def test_engines_stop_at_the_same_instant_with_the_same_record(algorithm, shape, updates, precision, warm):
+    fast_sim, fast = _run(algorithm, shape, updates, precision, warm_start=warm)
+    ref_sim, ref = _run(algorithm, shape, updates, precision, engine="simpy", warm_start=warm)
     assert fast["precision_reached"] and fast["precision_target"] == precision
     assert fast["updates_applied_per_process"] < updates
     assert_records_agree(fast, ref)  # assert_engines_agree also wants every mark crossed and no packet in flight
@@ -78,16 +79,19 @@ def test_a_run_made_batch_by_batch_stops_as_one_made_whole():
     assert len(whole.outcome().applied_times) < len(applied_marks(whole.outcome().total_updates))
 
 
-@pytest.mark.parametrize("algorithm, shape, cap", [("one-packet", "2x2x2", 20000), ("routed", "4x2x2", 40000)])
-def test_runs_stopped_when_precise_cover_the_long_run_rate(algorithm, shape, cap):
+@pytest.mark.parametrize("algorithm, shape, cap, warm", [("one-packet", "2x2x2", 20000, False),
+                                                       ("routed", "4x2x2", 40000, False)])
+def test_runs_stopped_when_precise_cover_the_long_run_rate(algorithm, shape, cap, warm):
     """A run that stops once its interval is narrow enough stops where the interval happens to be narrow, so
     its coverage is not the fixed-length one's by construction.  Of 20 seeds stopped at 1%, at least 17 cover
-    the rate of one run 20 times the cap long (seed 1: its stretch of every stream begins where theirs end)."""
+    the rate of one run 20 times the cap long (seed 1: its stretch of every stream begins where theirs end).
+    Warm-started routed runs (gupsim.algorithms.routed_warm) cover it in 16 of 20, biased high, which is why
+    the warm start stays an option (docs/performance-log.md); ``warm`` is kept to measure it again."""
     truth = _run(algorithm, shape, 20 * cap, None, seed=1)[1]
     assert truth["precision"] == "ok" and truth["gups_ci_high"] - truth["gups_ci_low"] < 0.004 * truth["gups_steady"]
     cover = 0
     for seed in range(20):
-        rec = _run(algorithm, shape, cap, 0.01, seed=seed)[1]
+        rec = _run(algorithm, shape, cap, 0.01, seed=seed, warm_start=warm)[1]
         assert rec["precision_reached"] and rec["updates_applied_per_process"] < cap
         cover += rec["gups_ci_low"] <= truth["gups_steady"] <= rec["gups_ci_high"]
     assert cover >= 17, cover
