@@ -455,4 +455,5 @@ class Network(FifoInjection):
     # ------------------------------------------------------------------ counters
 
     def link_stats(self) -> dict[str, Any]:
-        return link_stats(self.topology, self.link_bytes, self.link_busy_s, self.link_blocked_s)
+        return link_stats(self.topology, self.link_bytes, self.link_busy_s, self.link_blocked_s, self._free_at,
+                          self.env.now)
