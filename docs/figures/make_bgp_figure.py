@@ -13,8 +13,8 @@ Draws ``docs/figures/bgp-limits.png``/``.svg`` and rewrites the page's tables be
 
 The limiting resource of a simulated row is read from four shares of its record:
 
-* **CPU**: the cycles each update must cost by the model's own accounting over the cycles it took (whole run:
-  processes x clock / rate).  For ``routed``, ``one-packet`` and ``routed-split`` the cycles of the row's CPU
+* **CPU**: the cycles each update must cost by the model's own accounting over the cycles it took (processes x clock
+  / rate, the rate after the warm-up cut where the row's interval is valid, else the whole run's).  For ``routed``, ``one-packet`` and ``routed-split`` the cycles of the row's CPU
   bound; for ``baseline`` :meth:`gupsim.algorithms.baseline.Baseline.steady_cycles_per_update` at the run's
   own updates per message (its MPI calls, the per-message and per-iteration tests, which the bound leaves out);
 * **DMA**: the busier of the injection and reception engines' utilisation, on the busiest node;
@@ -63,6 +63,12 @@ def run_gups(r: dict) -> float:
     return r["updates_applied"] / r["sim_time_s"] / 1e9
 
 
+def rate(r: dict) -> float:
+    """The row's rate: after the warm-up cut where its 95% interval is valid (a run stopped once precise, whose
+    whole-run average still carries its start-up), else the whole run's, which obeys every bound."""
+    return r["gups_steady"] if r["precision"] == "ok" else run_gups(r)
+
+
 def model_cycles(r: dict) -> float:
     """Cycles an update must cost by the model's accounting (see the module docstring)."""
     m = bgp_gups._machine(bgp_gups.MODES[r["mode"]])
@@ -74,7 +80,7 @@ def model_cycles(r: dict) -> float:
 
 def shares(r: dict) -> dict:
     m = bgp_gups._machine(bgp_gups.MODES[r["mode"]])
-    took = r["processes"] * m.cpu.clock_hz / (run_gups(r) * 1e9)
+    took = r["processes"] * m.cpu.clock_hz / (rate(r) * 1e9)
     return {"cpu": model_cycles(r) / took,
             "dma": max(r["dma_tx_utilisation_max"], r["dma_rx_utilisation_max"]),
             "links": r["link_utilisation_max"],
@@ -110,14 +116,14 @@ def _interval(r: dict) -> str:
 
 def limits_table(rows: list[dict]) -> str:
     lines = ["| nodes | mode | algorithm | updates/proc | GUPS window | GUPS run | 95% interval | steady | "
-             "CPU bound | net. bound | run / CPU bound | CPU share | DMA tx max / rx max | link mean / max | "
+             "CPU bound | net. bound | rate / CPU bound | CPU share | DMA tx max / rx max | link mean / max | "
              "backed off / pkt | SBF | limit |", "|" + "---|" * 17]
     for r in rows:
         s = r["shares"]
         lines.append(
             f"| {r['nodes']:,} | {r['mode']} | {r['algorithm']} | {r['updates_per_process']:,} | {r['gups']:.3f} | "
             f"{run_gups(r):.3f} | {_interval(r)} | {'yes' if r['steady_state'] else 'no'} | "
-            f"{r['cpu_bound_gups']:.3f} | {r['network_bound_gups']:.1f} | {run_gups(r) / r['cpu_bound_gups']:.2f} | "
+            f"{r['cpu_bound_gups']:.3f} | {r['network_bound_gups']:.1f} | {rate(r) / r['cpu_bound_gups']:.2f} | "
             f"{s['cpu']:.2f} | {r['dma_tx_utilisation_max']:.3f} / {r['dma_rx_utilisation_max']:.3f} | "
             f"{r['link_utilisation_mean']:.3f} / {r['link_utilisation_max']:.3f} | {s['backed_off']:.3f} | "
             f"{s['sbf']:.3f} | {r['limit']} |")
@@ -152,10 +158,10 @@ def summary(rows: list[dict]) -> str:
         def span(key):
             values = [r["shares"][key] for r in rs]
             return f"{min(values):.2f}-{max(values):.2f}"
-        frac = [run_gups(r) / r["bound_gups"] for r in rs]
+        frac = [rate(r) / r["bound_gups"] for r in rs]
         lines.append(f"- **{alg}**: {where}. CPU share {span('cpu')}, DMA {span('dma')}, busiest link "
-                     f"{span('links')}, packets backed off {span('backed_off')}, SBF {span('sbf')}; whole-run "
-                     f"rate {min(frac):.2f}-{max(frac):.2f} of the smaller bound.")
+                     f"{span('links')}, packets backed off {span('backed_off')}, SBF {span('sbf')}; rate "
+                     f"(steady where its interval is valid, else whole-run) {min(frac):.2f}-{max(frac):.2f} of the smaller bound.")
     dma = max(r["shares"]["dma"] for r in rows)
     lines.append(f"- The DMA engine is the limit of no simulated row: its busiest engine on any node of any row "
                  f"was {dma:.2f} busy.")
@@ -175,19 +181,15 @@ def best_table(rows: list[dict]) -> str:
              "bound of this algorithm and mode |", "|---|---|---|---|---|---|---|"]
     simulated = sorted({r["nodes"] for r in rows})
     for n in simulated:
-        b = max((r for r in rows if r["nodes"] == n), key=run_gups)
-        lines.append(f"| {n:,} | simulated (whole-run rate; windowed {b['gups']:.3f}) | {b['algorithm']}, "
-                     f"{b['mode']} | {run_gups(b):.3f} | {b['limit']} | {b['bottleneck']} "
-                     f"{b['bound_gups']:.3f} | {run_gups(b) / b['bound_gups']:.2f} |")
-        w = max((r for r in rows if r["nodes"] == n), key=lambda r: r["gups"])
-        if w is not b:
-            lines.append(f"| {n:,} | simulated, best by the windowed rate instead (differs) | {w['algorithm']}, "
-                         f"{w['mode']} | {w['gups']:.3f} (run {run_gups(w):.3f}) | {w['limit']} | "
-                         f"{w['bottleneck']} {w['bound_gups']:.3f} | {run_gups(w) / w['bound_gups']:.2f} |")
+        b = max((r for r in rows if r["nodes"] == n), key=rate)
+        what = "steady rate, 95% interval " + _interval(b) if b["precision"] == "ok" else \
+            f"whole-run rate, no valid interval (windowed {b['gups']:.3f})"
+        lines.append(f"| {n:,} | simulated ({what}) | {b['algorithm']}, {b['mode']} | {rate(b):.3f} | {b['limit']} | "
+                     f"{b['bottleneck']} {b['bound_gups']:.3f} | {rate(b) / b['bound_gups']:.2f} |")
     reached = {}
     for r in rows:
         key = (r["algorithm"], r["mode"])
-        reached[key] = max(reached.get(key, 0.0), run_gups(r) / r["bound_gups"])
+        reached[key] = max(reached.get(key, 0.0), rate(r) / r["bound_gups"])
     bounds = [b for b in _all_bounds() if b["algorithm"] != "baseline"]
     for n in bgp_gups.NODES:
         if n in simulated:
