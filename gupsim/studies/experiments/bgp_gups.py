@@ -23,8 +23,8 @@ table gives three analytic upper bounds, each derived here for each algorithm:
 * **DMA** (seed 002 §3.2: one engine per node injects, and one receives, every
   packet of every core, intra-node ones too): ``N engine_bytes_per_s / (b h)``
   with ``h`` the times an update is sent (:func:`dma_injections_per_update`).
-  With bgp.yaml's 2.55 GB/s it is 10 to 40 times the smaller of the other two
-  on every row, so it never binds the table; it is there for the what-ifs
+  With bgp.yaml's 2.55 GB/s it is 6 (``one-packet``, 44 bytes an update) to 52
+  times the smaller of the other two on every row, so it never binds the table; it is there for the what-ifs
   that slow the engine or speed everything else up.
 
 Per-core cycle costs (all assumed, seed 002 gives none for BG/P; see
