@@ -45,8 +45,9 @@ is known to 1%, as ``gupsim reproduce`` runs it), and in virtual-node mode ``rou
 would be bounds only.  ``sim_gups`` is the run record's rate: its interval's where the row
 reached 1%, else the windowed rate (25-75 % of updates applied), which in a short run can exceed a bound; ``sim_gups_run`` is the
 whole run's average, which cannot, and ``sim_fraction_of_bound`` is that over
-the smaller bound; ``sim_engine`` says which engine ran the row.  The
-checks lines say whether every simulated row stays at or under both bounds, by
+the smallest bound (the "smaller bound" of the checks lines: the DMA's never binds with bgp.yaml);
+``sim_engine`` says which engine ran the row.  The
+checks lines say whether every simulated row stays at or under its bounds, by
 its whole-run rate and by its windowed rate
 (tests/studies/test_bgp_gups.py checks the same on small partitions in the default
 suite).  Nothing is extrapolated.  Run: ``gupsim reproduce bgp-gups``.
@@ -97,6 +98,12 @@ def bytes_per_update(m, alg: str) -> float:
     return full / ((net.max_payload_bytes - m.dma.header_bytes) // UPDATE_BYTES)
 
 
+def node_hops(topo) -> float:
+    """Software hops over x, y and z an update takes on average, its destination uniform:
+    ``sum (L - 1) / L`` (seed 000 §4.2); ``routed`` adds the core hop, ``(P - 1) / P``."""
+    return sum((length - 1) / length for length in topo.shape)
+
+
 def cpu_bound(m, shape: str, alg: str) -> float:
     """Upper bound on GUPS from the per-core cycles each update must cost (see the docstring)."""
     topo = machine_topology(m, shape)
@@ -106,16 +113,16 @@ def cpu_bound(m, shape: str, alg: str) -> float:
         b = bounds(m, shape)
         return cpu_bound_gups(b.processes, cpu.clock_hz, b.t_local_cycles, b.t_send_cycles, b.t_recv_cycles)[0]
     local = cpu.generate_cycles + cpu.update_cycles
-    node_hops = sum((length - 1) / length for length in topo.shape)
+    hops = node_hops(topo)
     if alg == "baseline":
         cycles = local + m.mpi.bucket_insert_cycles
     elif alg == "routed":
-        cycles = local + (node_hops + (ppn - 1) / ppn) * cpu.route_hop_cycles
+        cycles = local + (hops + (ppn - 1) / ppn) * cpu.route_hop_cycles
     else:  # routed-split, one router core per node
         remote = 1 - 1 / nodes
         workers = ppn - 1
         worker_rate = workers / (local + 2 * remote * HANDOFF_CYCLES)
-        router_rate = 1 / (remote * (node_hops * cpu.route_hop_cycles + 2 * HANDOFF_CYCLES))
+        router_rate = 1 / (remote * (hops * cpu.route_hop_cycles + 2 * HANDOFF_CYCLES))
         return nodes * cpu.clock_hz * min(worker_rate, router_rate) / 1e9
     return nodes * ppn * cpu.clock_hz / cycles / 1e9
 
@@ -141,12 +148,11 @@ def dma_injections_per_update(m, shape: str, alg: str) -> float:
     ``routed-split`` hands the core hop over shared memory, so its node hops only, for the remote share; the
     others send an update once."""
     topo = machine_topology(m, shape)
-    node_hops = sum((length - 1) / length for length in topo.shape)
     ppn = m.cpu.processes_per_node
     if alg == "routed":
-        return node_hops + (ppn - 1) / ppn
+        return node_hops(topo) + (ppn - 1) / ppn
     if alg == "routed-split":
-        return node_hops * (1 - 1 / topo.num_nodes)
+        return node_hops(topo) * (1 - 1 / topo.num_nodes)
     return 1.0
 
 
