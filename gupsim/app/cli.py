@@ -12,7 +12,7 @@ import os
 import sys
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, NoReturn
 
 import click
 
@@ -154,6 +154,13 @@ def _writing(option: str, path: Any) -> Iterator[None]:
         yield
     except OSError as exc:
         raise cannot_write(option, path, exc) from None
+
+
+def _interrupted(exc: KeyboardInterrupt, kept: str) -> NoReturn:
+    """A long command stopped by Ctrl-C or SIGTERM (:class:`gupsim.studies.cluster.Interrupted`): one line
+    saying what was ``kept``, and the signal's exit status (128 + its number)."""
+    click.echo(f"gupsim: interrupted: {kept}; run the same command again to resume", err=True)
+    sys.exit(128 + getattr(exc, "signum", 2))
 
 
 @contextmanager
@@ -375,9 +382,7 @@ def reproduce(names, out_dir, quick, docs_path, jobs, keep_runs, precision, fixe
                                           precision=None if fixed_length else precision)
     except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (gupsim.studies.cluster.Interrupted)
         kept = f"; its finished runs are kept in {cache_dir} and reused" if cache_dir else ""
-        click.echo(f"gupsim: interrupted: {len(finished)} finished table(s) are written to {out_dir}{kept}; "
-                   "run the same command again to resume", err=True)
-        sys.exit(128 + getattr(exc, "signum", 2))
+        _interrupted(exc, f"{len(finished)} finished table(s) are written to {out_dir}{kept}")
     if docs_path:
         # One table reproduced refreshes its own section; `all` rewrites the page once everything is in.
         with _writing("--docs", docs_path):
@@ -466,9 +471,7 @@ def sweep(sweep_file, store_path, scheduler, workers, threads, dry_run, no_progr
                             progress=not no_progress)
     except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (gupsim.studies.cluster.Interrupted)
         rows = ResultsStore(store).done_keys(code_digest()) & {p.key for p in points}
-        click.echo(f"gupsim: interrupted: {len(rows)} of {len(points)} points are in {store}; "
-                   f"run the same command again to resume", err=True)
-        sys.exit(128 + getattr(exc, "signum", 2))
+        _interrupted(exc, f"{len(rows)} of {len(points)} points are in {store}")
     click.echo(f"{spec.name}: {summary.total} points: {summary.skipped} already done, {summary.done} run, "
                f"{summary.failed} failed; results in {store}")
     if summary.failed:
