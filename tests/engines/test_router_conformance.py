@@ -20,7 +20,8 @@ from gupsim.config import load_machine
 from gupsim.engines import router_rules as rules
 from gupsim.engines.fast import FastSimulation, core as c, credits as cr, events as ev, tables as tb
 from gupsim.engines.fast.driver import network_of
-from gupsim.engines.fast.router import new_trace_log, router_kernel
+from gupsim.engines.fast.core import router_kernel
+from gupsim.engines.fast.router import new_trace_log
 from gupsim.engines.reference.router import ROUTERS, router_class
 from gupsim.engines.reference.simulation import CountingEnvironment
 from gupsim.engines.reference.torus_network import Network

@@ -38,12 +38,14 @@ from __future__ import annotations
 
 from numba import njit
 
-from gupsim.engines.fast.credits import enqueue, give, give_later, inj_pool, list_append, rec_pool, take, wake
+from gupsim.base.errors import UnknownNameError
+
+from gupsim.engines.fast.credits import enqueue, give, give_later, inj_pool, list_append, rec_pool, room, take, wake
 from gupsim.engines.fast.events import NORMAL, PAYLOAD_MASK, URGENT, push
 from gupsim.engines.fast import dma
-from gupsim.engines.fast.router import adaptive, admit, route, trace, transit_of, vc
+from gupsim.engines.fast.router import RouterKernel, dimension_order_port, escape_bubble, less_busy, minimal_ports, ring_offset, trace, transit_of
 from gupsim.engines.router_rules import DECISION_DYNAMIC, DECISION_EJECT, DECISION_EJECT_WAIT, DECISION_ESCAPE, DECISION_GRANT, DECISION_WAIT
-from gupsim.engines.fast.tables import C_CHECKED, C_DELIVERED, C_MARK_INDEX, C_NEXT_MARK, C_PAUSE_AT, I_CHECK_EVERY, I_FIRST_CHECK, I_NMARKS, I_TOTAL, C_FREE_HEAD, C_HEAP_N, C_HOPS, C_INJECTED, C_NFREE, C_WIRE, EV_CPU, EV_FRONT, EV_GIVE, EV_HOP, EV_RESUME, EV_TAIL, F_CHUNK_S, F_CYCLE_S, F_RATE, F_ROUTER_S, I_ADAPTIVE, I_ORDERED, I_POOL_DYN, I_POOL_INJ, PF_ASKED, PF_START, PK_BUBBLE, PK_CHUNKS, PK_DIM, PK_DST, PK_HELD, PK_LINK, PK_NEXT, PK_NODE, PK_ONEXT, PK_SRC, PK_STATE, PK_WIRE, PQ_OHEAD, RK_IN_COUNT, RK_IN_HEAD, RK_IN_TAIL, RK_WAIT, W_FRONT, W_FRONT_TIME, W_LINK, W_NONE, W_REC, WAKE_INBOX, f2i, i2f, node_of, prefetch_row, I_DMA, LF_BLOCKED, LF_BUSY, LF_FREE, PK_DMA, W_DMA_REC
+from gupsim.engines.fast.tables import I_TIES, I_WRAPS, I_X, PQ_FREE, C_CHECKED, C_DELIVERED, C_MARK_INDEX, C_NEXT_MARK, C_PAUSE_AT, I_CHECK_EVERY, I_FIRST_CHECK, I_NMARKS, I_TOTAL, C_FREE_HEAD, C_HEAP_N, C_HOPS, C_INJECTED, C_NFREE, C_WIRE, EV_CPU, EV_FRONT, EV_GIVE, EV_HOP, EV_RESUME, EV_TAIL, F_CHUNK_S, F_CYCLE_S, F_RATE, F_ROUTER_S, I_ADAPTIVE, I_ORDERED, I_POOL_DYN, I_POOL_INJ, PF_ASKED, PF_START, PK_BUBBLE, PK_CHUNKS, PK_DIM, PK_DST, PK_HELD, PK_LINK, PK_NEXT, PK_NODE, PK_ONEXT, PK_SRC, PK_STATE, PK_WIRE, PQ_OHEAD, RK_IN_COUNT, RK_IN_HEAD, RK_IN_TAIL, RK_WAIT, W_FRONT, W_FRONT_TIME, W_LINK, W_NONE, W_REC, WAKE_INBOX, f2i, i2f, node_of, prefetch_row, I_DMA, LF_BLOCKED, LF_BUSY, LF_FREE, PK_DMA, W_DMA_REC
 
 
 #: C_NEXT_MARK past the last mark: no count of updates reaches it.
@@ -179,6 +181,69 @@ def flush_cpu(r, now, ci, cf, fp, hh, ctr, phase):
     cf[r, 0] = 0.0
     ci[r, 0] = phase
     push(hh, ctr, now + cycles * fp[F_CYCLE_S], NORMAL, r << 3 | EV_CPU)
+
+
+# ================================================================== the router kernel
+# Today's router (gupsim.engines.fast.router declares the interface and holds the pure decisions); the two of
+# its decisions that take or read a pool's room live here, beside the credit pools, so that the router module
+# stays below gupsim.engines.fast.credits in the import graph.
+
+
+@njit(cache=True, _nrt=False)
+def least_busy_dynamic(t, node, dst, chunks):
+    """The adaptive choice: take room on the dynamic channel of the minimal link that frees soonest among
+    those with room now, and return that link, or -1 (the packet goes to the escape channel)."""
+    pq, ip, lf, coords = t.pools, t.int_params, t.link_times, t.coords
+    best = -1
+    base = ip[I_POOL_DYN]
+    for d in range(3):
+        length = ip[I_X + d]
+        off = ring_offset(coords[node, d], coords[dst, d], length, ip[I_WRAPS], ip[I_TIES])
+        first, second = minimal_ports(d, off, length, ip[I_WRAPS])
+        for port in (first, second):
+            if port < 0:
+                continue
+            link = node * 6 + port
+            if room(pq, t.deferred, t.counters, base + link) >= chunks and \
+                    less_busy(lf[link, LF_FREE], lf[best, LF_FREE], best >= 0):
+                best = link
+    if best >= 0:
+        pq[base + best, PQ_FREE] -= chunks
+    return best
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def dynamic_if_adaptive(t, node, dst, chunks):
+    """The adaptive choice (:func:`least_busy_dynamic`) when the network routes adaptively, else -1."""
+    if not t.int_params[I_ADAPTIVE]:
+        return -1
+    return least_busy_dynamic(t, node, dst, chunks)
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def admit(t, pool, chunks, bubble):
+    """Allocation: take ``chunks`` of ``pool`` now unless that overtakes a waiter or breaks the bubble
+    (:func:`gupsim.engines.router_rules.admits`); the waiters are granted in order by
+    :func:`gupsim.engines.fast.credits.give`."""
+    return take(t.pools, t.deferred, t.counters, pool, chunks, bubble)
+
+
+#: Today's Blue Gene/L torus router (seed 000 §5.1).
+BLUEGENE_L = RouterKernel("bluegene-l", dimension_order_port, dynamic_if_adaptive, escape_bubble, admit, trace)
+
+#: The router kernels by name.
+ROUTER_KERNELS = {BLUEGENE_L.name: BLUEGENE_L}
+
+
+def router_kernel(name: str) -> RouterKernel:
+    """The router kernel registered as ``name``; an unknown name is refused listing the registered ones."""
+    if name not in ROUTER_KERNELS:
+        raise UnknownNameError("router", name, list(ROUTER_KERNELS))
+    return ROUTER_KERNELS[name]
+
+
+# The names the transit calls: today's router's.
+route, adaptive, vc = BLUEGENE_L.route, BLUEGENE_L.adaptive, BLUEGENE_L.vc
 
 
 # ================================================================== transit

@@ -5,7 +5,7 @@ contract) decides, for the head of a packet at a node: its output port (dimensio
 (the escape channel's bubble rule, or adaptive routing's dynamic channel), and, where inputs compete for one
 output, who gets the room.  The decisions themselves are the pure functions of :mod:`gupsim.engines.router_rules`,
 compiled here; the transit in :mod:`gupsim.engines.fast.core` calls the router only through the five functions
-:class:`RouterKernel` declares (:func:`route`, :func:`adaptive`, :func:`vc`, :func:`admit`, :func:`trace`), as
+:class:`RouterKernel` declares (``route``, ``adaptive``, ``vc``, ``admit``, ``trace``), as
 BookSim2 calls its router's routing function and allocator, and SST merlin keeps ``Topology::route`` apart from
 the port's space check (:func:`admit` here).
 
@@ -13,9 +13,11 @@ Why module functions and not a tuple of functions handed down the loop, as a ker
 the CPU step is handed to an inlined loop and never leaves it, but the transit's helpers are not inlined, and a
 compiled function passed on as a value to one is a Python object address in the machine code, which Numba
 refuses to cache (``has_dynamic_globals``, measured on this module's first form): every run would compile
-the kernels afresh.  So the interface is this module's names; :data:`ROUTER_KERNELS` registers them by name,
-and a second router would be chosen by the type of the state handed down (an ``overload`` on it, as
-:func:`trace` is).
+the kernels afresh.  So the interface is a set of module names: the pure decisions here, and the two that
+take or read a credit pool's room (``adaptive``, ``admit``) in :mod:`gupsim.engines.fast.core`, beside the
+pools they touch (this module stays below :mod:`gupsim.engines.fast.credits` in the import graph, which is at
+its depth cap); ``core.ROUTER_KERNELS`` registers today's by name, and a second router would be chosen by the
+type of the state handed down (an ``overload`` on it, as :func:`trace` is).
 
 The state a decision reads travels as :class:`Transit`, a named tuple of the network's tables by component
 (packets, pools, links, ranks, parameters, queue, counters), never as a list of positional arrays.  A helper
@@ -41,10 +43,8 @@ import numpy as np
 from numba import njit, types
 from numba.extending import overload
 
-from gupsim.base.errors import UnknownNameError
 from gupsim.engines import router_rules as rules
-from gupsim.engines.fast.credits import room, take
-from gupsim.engines.fast.tables import I_ADAPTIVE, I_BUBBLE, I_POOL_DYN, I_TIES, I_WRAPS, I_X, LF_FREE, PQ_FREE
+from gupsim.engines.fast.tables import I_BUBBLE, I_TIES, I_WRAPS, I_X
 
 _compile = njit(cache=True, inline="always", _nrt=False)
 
@@ -109,50 +109,11 @@ def dimension_order_port(t, node, dst):
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def dynamic_if_adaptive(t, node, dst, chunks):
-    """The adaptive choice (:func:`least_busy_dynamic`) when the network routes adaptively, else -1."""
-    if not t.int_params[I_ADAPTIVE]:
-        return -1
-    return least_busy_dynamic(t, node, dst, chunks)
-
-
-@njit(cache=True, _nrt=False)
-def least_busy_dynamic(t, node, dst, chunks):
-    """The adaptive choice: take room on the dynamic channel of the minimal link that frees soonest among
-    those with room now, and return that link, or -1 (the packet goes to the escape channel)."""
-    pq, ip, lf, coords = t.pools, t.int_params, t.link_times, t.coords
-    best = -1
-    base = ip[I_POOL_DYN]
-    for d in range(3):
-        length = ip[I_X + d]
-        off = ring_offset(coords[node, d], coords[dst, d], length, ip[I_WRAPS], ip[I_TIES])
-        first, second = minimal_ports(d, off, length, ip[I_WRAPS])
-        for port in (first, second):
-            if port < 0:
-                continue
-            link = node * 6 + port
-            if room(pq, t.deferred, t.counters, base + link) >= chunks and \
-                    less_busy(lf[link, LF_FREE], lf[best, LF_FREE], best >= 0):
-                best = link
-    if best >= 0:
-        pq[base + best, PQ_FREE] -= chunks
-    return best
-
-
-@njit(cache=True, inline="always", _nrt=False)
 def escape_bubble(t, port, ring_dim):
     """The escape channel's rule for a link leaving by ``port``, the packet being on ring ``ring_dim`` (-1:
     none): (the ring it will be on, the chunks it must leave free behind it)."""
     d = port >> 1
     return d, entry_bubble(d, ring_dim, t.int_params[I_BUBBLE])
-
-
-@njit(cache=True, inline="always", _nrt=False)
-def admit(t, pool, chunks, bubble):
-    """Allocation: take ``chunks`` of ``pool`` now unless that overtakes a waiter or breaks the bubble
-    (:func:`gupsim.engines.router_rules.admits`); the waiters are granted in order by
-    :func:`gupsim.engines.fast.credits.give`."""
-    return take(t.pools, t.deferred, t.counters, pool, chunks, bubble)
 
 
 #: A trace row: time, node, packet row, decision kind (``router_rules.DECISION_*``), port, bubble.
@@ -207,21 +168,3 @@ class RouterKernel:
     vc: Any
     admit: Any
     trace: Any
-
-
-#: Today's Blue Gene/L torus router (seed 000 §5.1).
-BLUEGENE_L = RouterKernel("bluegene-l", dimension_order_port, dynamic_if_adaptive, escape_bubble, admit, trace)
-
-#: The router kernels by name.
-ROUTER_KERNELS = {BLUEGENE_L.name: BLUEGENE_L}
-
-
-def router_kernel(name: str) -> RouterKernel:
-    """The router kernel registered as ``name``; an unknown name is refused listing the registered ones."""
-    if name not in ROUTER_KERNELS:
-        raise UnknownNameError("router", name, list(ROUTER_KERNELS))
-    return ROUTER_KERNELS[name]
-
-
-# The names the transit calls (gupsim.engines.fast.core): today's router's functions.
-route, adaptive, vc = BLUEGENE_L.route, BLUEGENE_L.adaptive, BLUEGENE_L.vc

@@ -12,17 +12,17 @@ source.  Routers are registered by name (:data:`ROUTERS`); today's is ``bluegene
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, ClassVar
+from typing import Any, Callable, ClassVar
 
 from gupsim.base.errors import UnknownNameError
 from gupsim.engines import router_rules as rules
-from gupsim.topology.grid import HALF_RING_TIES
 
-if TYPE_CHECKING:
-    from gupsim.engines.reference.torus_network import Credits, Network, Packet
+# The network's packets, buffers (Credits) and the network itself are gupsim.engines.reference.torus_network's,
+# which imports this module: they are typed Any here, so that the two do not import each other.
+Packet = Credits = Network = Any
 
 #: A decision trace hook: ``(time, node, packet, kind, port, bubble)``, ``kind`` one of ``router_rules.DECISION_*``.
-TraceHook = Callable[[float, int, "Packet", int, int, int], None]
+TraceHook = Callable[[float, int, Packet, int, int, int], None]
 
 
 class Router:
@@ -50,11 +50,11 @@ class Router:
 
     name: ClassVar[str] = "abstract"
 
-    def __init__(self, network: "Network") -> None:
+    def __init__(self, network: Network) -> None:
         self.network = network
         self.trace: TraceHook | None = None
 
-    def adaptive(self, pkt: "Packet", node: int, dst: int) -> tuple[int, "Credits | None"]:
+    def adaptive(self, pkt: Packet, node: int, dst: int) -> tuple[int, Credits]:
         raise NotImplementedError
 
     def route(self, node: int, dst: int) -> int:
@@ -63,10 +63,10 @@ class Router:
     def virtual_channel(self, link: int, ring_dim: int) -> tuple[int, int]:
         raise NotImplementedError
 
-    def admit(self, pkt: "Packet", node: int, link: int, buffer: "Credits", bubble: int) -> bool:
+    def admit(self, pkt: Packet, node: int, link: int, buffer: Credits, bubble: int) -> bool:
         raise NotImplementedError
 
-    def granted(self, pkt: "Packet", node: int, link: int, bubble: int) -> None:
+    def granted(self, pkt: Packet, node: int, link: int, bubble: int) -> None:
         raise NotImplementedError
 
 
@@ -76,12 +76,12 @@ class BlueGeneLRouter(Router):
 
     name = "bluegene-l"
 
-    def __init__(self, network: "Network") -> None:
+    def __init__(self, network: Network) -> None:
         super().__init__(network)
         topo = network.topology
         self._ports = topo.ports
         self._shape, self._wraps = topo.shape, topo.wraps
-        self._ties = HALF_RING_TIES[topo.ties].code
+        self._ties = network.ties_code
         self._coords = [tuple(int(v) for v in c) for c in topo.coords_array()]
         cfg = network.cfg
         #: Chunks an entering packet must leave free behind it (0: no bubble rule, a mesh or flow_control none).
@@ -97,7 +97,7 @@ class BlueGeneLRouter(Router):
                 return node * self._ports + rules.output_port(d, off)
         return -1
 
-    def adaptive(self, pkt: "Packet", node: int, dst: int) -> tuple[int, "Credits | None"]:
+    def adaptive(self, pkt: Packet, node: int, dst: int) -> tuple[int, Credits]:
         net = self.network
         free_at = net.link_free_at
         best = -1
@@ -122,7 +122,7 @@ class BlueGeneLRouter(Router):
         dim = (link % self._ports) >> 1
         return dim, rules.entry_bubble(dim, ring_dim, self.bubble)
 
-    def admit(self, pkt: "Packet", node: int, link: int, buffer: "Credits", bubble: int) -> bool:
+    def admit(self, pkt: Packet, node: int, link: int, buffer: Credits, bubble: int) -> bool:
         ok = buffer.take(pkt.chunks, bubble)
         if self.trace is not None:
             kind = (rules.DECISION_ESCAPE if ok else rules.DECISION_WAIT) if link >= 0 else \
@@ -130,7 +130,7 @@ class BlueGeneLRouter(Router):
             self.trace(self.network.env.now, node, pkt, kind, link % self._ports if link >= 0 else -1, bubble)
         return ok
 
-    def granted(self, pkt: "Packet", node: int, link: int, bubble: int) -> None:
+    def granted(self, pkt: Packet, node: int, link: int, bubble: int) -> None:
         if self.trace is not None:
             self.trace(self.network.env.now, node, pkt, rules.DECISION_GRANT,
                        link % self._ports if link >= 0 else -1, bubble)

@@ -76,6 +76,7 @@ import simpy
 from gupsim.engines.links import link_stats
 from gupsim.engines.reference.router import make_router
 from gupsim.engines.router_rules import admits, grants
+from gupsim.topology.grid import HALF_RING_TIES
 
 if TYPE_CHECKING:
     from gupsim.config.torus import NetworkConfig
@@ -275,6 +276,8 @@ class Network(FifoInjection):
         self._router_s = net.router_delay_ns * 1e-9
         self._rate = rate
         self._adaptive = net.routing == "adaptive"
+        #: The half-ring tie rule's code (gupsim.topology.grid.HALF_RING_TIES), as the router's rules take it.
+        self.ties_code = HALF_RING_TIES[topology.ties].code
         self._ordered = net.buffer_order == "fifo"
         self._dynamic: list[Credits | None] = [None] * (topology.num_nodes * topology.ports)
         self._link_dst = [int(v) for v in topology.neighbor_array().ravel()]
