@@ -38,10 +38,14 @@ from __future__ import annotations
 
 from numba import njit
 
+from gupsim.base.errors import UnknownNameError
+
 from gupsim.engines.fast.credits import enqueue, give, give_later, inj_pool, list_append, rec_pool, room, take, wake
 from gupsim.engines.fast.events import NORMAL, PAYLOAD_MASK, URGENT, push
 from gupsim.engines.fast import dma
-from gupsim.engines.fast.tables import C_CHECKED, C_DELIVERED, C_MARK_INDEX, C_NEXT_MARK, C_PAUSE_AT, I_CHECK_EVERY, I_FIRST_CHECK, I_NMARKS, I_TOTAL, C_FREE_HEAD, C_HEAP_N, C_HOPS, C_INJECTED, C_NFREE, C_WIRE, EV_CPU, EV_FRONT, EV_GIVE, EV_HOP, EV_RESUME, EV_TAIL, F_CHUNK_S, F_CYCLE_S, F_RATE, F_ROUTER_S, I_ADAPTIVE, I_BUBBLE, I_ORDERED, I_POOL_DYN, I_TIES, I_POOL_INJ, I_WRAPS, I_X, PF_ASKED, PF_START, PK_BUBBLE, PK_CHUNKS, PK_DIM, PK_DST, PK_HELD, PK_LINK, PK_NEXT, PK_NODE, PK_ONEXT, PK_SRC, PK_STATE, PK_WIRE, PQ_FREE, PQ_OHEAD, RK_IN_COUNT, RK_IN_HEAD, RK_IN_TAIL, RK_WAIT, W_FRONT, W_FRONT_TIME, W_LINK, W_NONE, W_REC, WAKE_INBOX, f2i, i2f, node_of, prefetch_row, I_DMA, LF_BLOCKED, LF_BUSY, LF_FREE, PK_DMA, W_DMA_REC
+from gupsim.engines.fast.router import RouterKernel, dimension_order_port, escape_bubble, less_busy, minimal_ports, ring_offset, trace, transit_of
+from gupsim.engines.router_rules import DECISION_DYNAMIC, DECISION_EJECT, DECISION_EJECT_WAIT, DECISION_ESCAPE, DECISION_GRANT, DECISION_WAIT
+from gupsim.engines.fast.tables import I_TIES, I_WRAPS, I_X, PQ_FREE, C_CHECKED, C_DELIVERED, C_MARK_INDEX, C_NEXT_MARK, C_PAUSE_AT, I_CHECK_EVERY, I_FIRST_CHECK, I_NMARKS, I_TOTAL, C_FREE_HEAD, C_HEAP_N, C_HOPS, C_INJECTED, C_NFREE, C_WIRE, EV_CPU, EV_FRONT, EV_GIVE, EV_HOP, EV_RESUME, EV_TAIL, F_CHUNK_S, F_CYCLE_S, F_RATE, F_ROUTER_S, I_ADAPTIVE, I_ORDERED, I_POOL_DYN, I_POOL_INJ, PF_ASKED, PF_START, PK_BUBBLE, PK_CHUNKS, PK_DIM, PK_DST, PK_HELD, PK_LINK, PK_NEXT, PK_NODE, PK_ONEXT, PK_SRC, PK_STATE, PK_WIRE, PQ_OHEAD, RK_IN_COUNT, RK_IN_HEAD, RK_IN_TAIL, RK_WAIT, W_FRONT, W_FRONT_TIME, W_LINK, W_NONE, W_REC, WAKE_INBOX, f2i, i2f, node_of, prefetch_row, I_DMA, LF_BLOCKED, LF_BUSY, LF_FREE, PK_DMA, W_DMA_REC
 
 
 #: C_NEXT_MARK past the last mark: no count of updates reaches it.
@@ -179,6 +183,69 @@ def flush_cpu(r, now, ci, cf, fp, hh, ctr, phase):
     push(hh, ctr, now + cycles * fp[F_CYCLE_S], NORMAL, r << 3 | EV_CPU)
 
 
+# ================================================================== the router kernel
+# Today's router (gupsim.engines.fast.router declares the interface and holds the pure decisions); the two of
+# its decisions that take or read a pool's room live here, beside the credit pools, so that the router module
+# stays below gupsim.engines.fast.credits in the import graph.
+
+
+@njit(cache=True, _nrt=False)
+def least_busy_dynamic(t, node, dst, chunks):
+    """The adaptive choice: take room on the dynamic channel of the minimal link that frees soonest among
+    those with room now, and return that link, or -1 (the packet goes to the escape channel)."""
+    pq, ip, lf, coords = t.pools, t.int_params, t.link_times, t.coords
+    best = -1
+    base = ip[I_POOL_DYN]
+    for d in range(3):
+        length = ip[I_X + d]
+        off = ring_offset(coords[node, d], coords[dst, d], length, ip[I_WRAPS], ip[I_TIES])
+        first, second = minimal_ports(d, off, length, ip[I_WRAPS])
+        for port in (first, second):
+            if port < 0:
+                continue
+            link = node * 6 + port
+            if room(pq, t.deferred, t.counters, base + link) >= chunks and \
+                    less_busy(lf[link, LF_FREE], lf[best, LF_FREE], best >= 0):
+                best = link
+    if best >= 0:
+        pq[base + best, PQ_FREE] -= chunks
+    return best
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def dynamic_if_adaptive(t, node, dst, chunks):
+    """The adaptive choice (:func:`least_busy_dynamic`) when the network routes adaptively, else -1."""
+    if not t.int_params[I_ADAPTIVE]:
+        return -1
+    return least_busy_dynamic(t, node, dst, chunks)
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def admit(t, pool, chunks, bubble):
+    """Allocation: take ``chunks`` of ``pool`` now unless that overtakes a waiter or breaks the bubble
+    (:func:`gupsim.engines.router_rules.admits`); the waiters are granted in order by
+    :func:`gupsim.engines.fast.credits.give`."""
+    return take(t.pools, t.deferred, t.counters, pool, chunks, bubble)
+
+
+#: Today's Blue Gene/L torus router (seed 000 §5.1).
+BLUEGENE_L = RouterKernel("bluegene-l", dimension_order_port, dynamic_if_adaptive, escape_bubble, admit, trace)
+
+#: The router kernels by name.
+ROUTER_KERNELS = {BLUEGENE_L.name: BLUEGENE_L}
+
+
+def router_kernel(name: str) -> RouterKernel:
+    """The router kernel registered as ``name``; an unknown name is refused listing the registered ones."""
+    if name not in ROUTER_KERNELS:
+        raise UnknownNameError("router", name, list(ROUTER_KERNELS))
+    return ROUTER_KERNELS[name]
+
+
+# The names the transit calls: today's router's.
+route, adaptive, vc = BLUEGENE_L.route, BLUEGENE_L.adaptive, BLUEGENE_L.vc
+
+
 # ================================================================== transit
 
 
@@ -197,58 +264,23 @@ def launch(pk, pf, ip, hh, ctr, p, now):
     push(hh, ctr, now, URGENT, p << 3 | EV_HOP)
 
 
-@njit(cache=True, inline="always", _nrt=False)
-def _offset(a, b, length, wraps, ties):
-    """Topology._offset; ``ties`` is the code of a rule of gupsim.topology.grid.HALF_RING_TIES, each mirrored
-    here: 0 (plus) always +, 1 (source-parity) + when the + neighbour's coordinate (a+1) mod length is odd."""
-    if wraps:
-        delta = b - a  # (b - a) % length, as both are in [0, length), without the division
-        if delta < 0:
-            delta += length
-        if 2 * delta == length:
-            if ties == 0:
-                return delta
-            nxt = a + 1 if a + 1 < length else 0
-            return delta if nxt & 1 else -delta
-        return delta if 2 * delta < length else delta - length
-    return b - a
-
-
 @njit(cache=True, _nrt=False)
-def _dynamic_choice(pk, pq, dq, ctr, lf, ip, coords, node, dst, chunks):
-    """Least busy minimal link whose dynamic channel has room now, or -1."""
-    best = -1
-    base = ip[I_POOL_DYN]
-    for d in range(3):
-        length = ip[I_X + d]
-        off = _offset(coords[node, d], coords[dst, d], length, ip[I_WRAPS], ip[I_TIES])
-        if off == 0:
-            continue
-        both = ip[I_WRAPS] and 2 * abs(off) == length
-        for k in range(2 if both else 1):
-            port = 2 * d + k if both else (2 * d if off > 0 else 2 * d + 1)
-            link = node * 6 + port
-            if room(pq, dq, ctr, base + link) >= chunks and (best < 0 or lf[link, 0] < lf[best, 0]):
-                best = link
-    if best >= 0:
-        pq[base + best, PQ_FREE] -= chunks
-    return best
-
-
-@njit(cache=True, _nrt=False)
-def _go(pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, hh, ctr, p, link, pool, now):
-    """The packet holds room in ``pool`` behind ``link``: start on the link."""
+def _go(t, p, link, pool, now):
+    """The packet holds room in ``pool`` behind ``link``: start on the link; the room it held comes back when
+    its tail has left (the router's token return)."""
+    pk, pf, lf, fp, hh, ctr = t.packets, t.packet_times, t.link_times, t.float_params, t.queue, t.counters
     serial = pk[p, PK_WIRE] / fp[F_RATE]
     ctr[C_HOPS] += 1
-    pk[p, PK_NODE] = nbr[link]
+    pk[p, PK_NODE] = t.neighbors[link]
     start = max(now, lf[link, LF_FREE])
     lf[link, LF_FREE] = start + serial
     lf[link, LF_BUSY] += serial
-    lb[link] += pk[p, PK_WIRE]
-    give_later(pk, pq, dq, rk, ip, hh, ctr, pk[p, PK_HELD], pk[p, PK_CHUNKS], now, start + serial - now)
-    if ip[I_ORDERED]:
-        leave(pk, pq, dq, hh, ctr, pk[p, PK_HELD], start, now)
-        order_append(pk, pq, pool, p)
+    t.link_bytes[link] += pk[p, PK_WIRE]
+    give_later(pk, t.pools, t.deferred, t.ranks, t.int_params, hh, ctr, pk[p, PK_HELD], pk[p, PK_CHUNKS], now,
+               start + serial - now)
+    if t.int_params[I_ORDERED]:
+        leave(pk, t.pools, t.deferred, hh, ctr, pk[p, PK_HELD], start, now)
+        order_append(pk, t.pools, pool, p)
     pk[p, PK_HELD] = pool
     pk[p, PK_LINK] = link  # the last link, once it has arrived: its reception FIFO group
     pf[p, PF_START] = start
@@ -257,26 +289,28 @@ def _go(pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, hh, ctr, p, link, pool, now):
 
 
 @njit(cache=True, _nrt=False)
-def _arrive(pk, pf, pq, dq, rk, lf, ip, fp, hh, ctr, p, now):
+def _arrive(t, p, now):
     """Room taken in the reception FIFO: wait for the tail."""
-    if ip[I_ORDERED]:
-        leave(pk, pq, dq, hh, ctr, pk[p, PK_HELD], now, now)
+    pk, fp = t.packets, t.float_params
+    if t.int_params[I_ORDERED]:
+        leave(pk, t.pools, t.deferred, t.queue, t.counters, pk[p, PK_HELD], now, now)
     serial = pk[p, PK_WIRE] / fp[F_RATE]
-    tail = pf[p, PF_START] + serial + fp[F_ROUTER_S] - now
+    tail = t.packet_times[p, PF_START] + serial + fp[F_ROUTER_S] - now
     if tail > 0:
-        push(hh, ctr, now + tail, NORMAL, p << 3 | EV_TAIL)
+        push(t.queue, t.counters, now + tail, NORMAL, p << 3 | EV_TAIL)
     else:
-        deliver(pk, pq, rk, lf, ip, fp, hh, ctr, p, now)
+        deliver(t, p, now)
 
 
 @njit(cache=True, _nrt=False)
-def deliver(pk, pq, rk, lf, ip, fp, hh, ctr, p, now):
+def deliver(t, p, now):
     """Tail in: free the last buffer, put the packet in the receiver's inbox (after its node's reception DMA,
     if it has one), wake its CPU."""
-    give(pk, pq, rk, ip, hh, ctr, pk[p, PK_HELD], pk[p, PK_CHUNKS], now)
+    pk, rk, ip, hh, ctr = t.packets, t.ranks, t.int_params, t.queue, t.counters
+    give(pk, t.pools, rk, ip, hh, ctr, pk[p, PK_HELD], pk[p, PK_CHUNKS], now)
     ctr[C_DELIVERED] += 1
     if ip[I_DMA]:
-        dma.receive(pk, lf, ip, fp, hh, ctr, p, now)
+        dma.receive(pk, t.link_times, ip, t.float_params, hh, ctr, p, now)
     else:
         to_inbox(pk, rk, hh, ctr, p, now)
 
@@ -305,106 +339,104 @@ def inbox_pop(pk, rk, r):
 
 
 @njit(cache=True, _nrt=False)
-def hop(pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, p, now):
+def hop(t, log, p, now):
     """One step of :meth:`Network._transit`: the head is at ``PK_NODE``."""
-    if ip[I_DMA] and pk[p, PK_DMA] != dma.DMA_NET and not _through_dma(pk, pf, pq, dq, rk, lf, ip, fp, coords, hh,
-                                                                     ctr, p, now):
+    pk, ip = t.packets, t.int_params
+    if ip[I_DMA] and pk[p, PK_DMA] != dma.DMA_NET and not _through_dma(t, p, now):
         return
     if ip[I_ORDERED]:
         # Still holding injection room means just launched (later hops hold link pools, and a packet that
         # waits goes on in hop_on): it enters its injection FIFO's order, as Network._transit starts.
         if pk[p, PK_HELD] >= ip[I_POOL_INJ]:
-            order_append(pk, pq, pk[p, PK_HELD], p)
-        if not front_ready(pk, pq, dq, hh, ctr, p, now):
+            order_append(pk, t.pools, pk[p, PK_HELD], p)
+        if not front_ready(pk, t.pools, t.deferred, t.queue, t.counters, p, now):
             return
-    hop_on(pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, p, now)
+    hop_on(t, log, p, now)
 
 
 @njit(cache=True, _nrt=False)
-def _through_dma(pk, pf, pq, dq, rk, lf, ip, fp, coords, hh, ctr, p, now):
+def _through_dma(t, p, now):
     """A step of ``DmaNetwork._dma_transit`` (:mod:`gupsim.engines.fast.dma`): True once the packet enters the
     torus, now."""
+    pk, pf, lf, ip, fp, hh, ctr = t.packets, t.packet_times, t.link_times, t.int_params, t.float_params, t.queue, \
+        t.counters
     if pk[p, PK_DMA] == dma.DMA_NEW:
         dma.transmit(pk, lf, ip, fp, hh, ctr, p, now)
         return False
     node = pk[p, PK_NODE]
     dst = node_of(ip, pk[p, PK_DST])
     if node == dst:
-        _dma_local(pk, pq, dq, rk, lf, ip, fp, hh, ctr, p, now)
+        _dma_local(t, p, now)
         return False
     if not ip[I_ADAPTIVE]:  # the reference throttles at the dimension-order route's first link only
-        if dma.throttled(pk, pf, lf, ip, fp, hh, ctr, p, node * 6 + _first_port(ip, coords, node, dst), now):
+        if dma.throttled(pk, pf, lf, ip, fp, hh, ctr, p, node * 6 + route(t, node, dst), now):
             return False
     pk[p, PK_DMA] = dma.DMA_NET
     return True
 
 
 @njit(cache=True, _nrt=False)
-def _dma_local(pk, pq, dq, rk, lf, ip, fp, hh, ctr, p, now):
+def _dma_local(t, p, now):
     """An intra-node packet out of the injection DMA: room in its receiver's reception FIFO, now or queued
     (``DmaNetwork._dma_transit``: down to the DMA and back up, no link)."""
-    rec = rec_pool(pk, ip, p)
-    if take(pq, dq, ctr, rec, pk[p, PK_CHUNKS], 0):
-        _dma_local_arrived(pk, pq, rk, lf, ip, fp, hh, ctr, p, now)
+    pk, pq = t.packets, t.pools
+    rec = rec_pool(pk, t.int_params, p)
+    if take(pq, t.deferred, t.counters, rec, pk[p, PK_CHUNKS], 0):
+        _dma_local_arrived(t, p, now)
     else:
         pk[p, PK_STATE] = W_DMA_REC
         pk[p, PK_BUBBLE] = 0
-        enqueue(pk, pq, dq, hh, ctr, rec, p, 0)
+        enqueue(pk, pq, t.deferred, t.queue, t.counters, rec, p, 0)
 
 
 @njit(cache=True, _nrt=False)
-def _dma_local_arrived(pk, pq, rk, lf, ip, fp, hh, ctr, p, now):
+def _dma_local_arrived(t, p, now):
     """The intra-node packet holds its reception room: its injection room comes back, and the reception DMA
     serves it."""
-    give(pk, pq, rk, ip, hh, ctr, pk[p, PK_HELD], pk[p, PK_CHUNKS], now)
+    pk, ip, hh, ctr = t.packets, t.int_params, t.queue, t.counters
+    give(pk, t.pools, t.ranks, ip, hh, ctr, pk[p, PK_HELD], pk[p, PK_CHUNKS], now)
     ctr[C_DELIVERED] += 1
-    dma.receive(pk, lf, ip, fp, hh, ctr, p, now)
-
-
-@njit(cache=True, inline="always", _nrt=False)
-def _first_port(ip, coords, node, dst):
-    """The port of the dimension-order route's next link from ``node`` towards ``dst`` (they differ)."""
-    for d in range(3):
-        off = _offset(coords[node, d], coords[dst, d], ip[I_X + d], ip[I_WRAPS], ip[I_TIES])
-        if off != 0:
-            return 2 * d if off > 0 else 2 * d + 1
-    return -1
+    dma.receive(pk, t.link_times, ip, t.float_params, hh, ctr, p, now)
 
 
 @njit(cache=True, _nrt=False)
-def hop_on(pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, p, now):
-    """:func:`hop` once the packet may leave its buffer."""
+def hop_on(t, log, p, now):
+    """:func:`hop` once the packet may leave its buffer: the router ``rt`` decides where it goes."""
+    pk, ip = t.packets, t.int_params
     node = pk[p, PK_NODE]
     dst = node_of(ip, pk[p, PK_DST])
     chunks = pk[p, PK_CHUNKS]
     if node != dst:
-        if ip[I_ADAPTIVE]:
-            link = _dynamic_choice(pk, pq, dq, ctr, lf, ip, coords, node, dst, chunks)
-            if link >= 0:
-                pk[p, PK_DIM] = -1  # re-entering the escape ring needs the bubble again
-                _go(pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, hh, ctr, p, link, ip[I_POOL_DYN] + link, now)
-                return
-        port = _first_port(ip, coords, node, dst)
+        link = adaptive(t, node, dst, chunks)
+        if link >= 0:
+            trace(log, now, node, p, DECISION_DYNAMIC, link - node * 6, 0)
+            pk[p, PK_DIM] = -1  # re-entering the escape ring needs the bubble again
+            _go(t, p, link, ip[I_POOL_DYN] + link, now)
+            return
+        port = route(t, node, dst)
         link = node * 6 + port
-        d = port >> 1
-        bubble = ip[I_BUBBLE] if d != pk[p, PK_DIM] else 0
+        d, bubble = vc(t, port, pk[p, PK_DIM])
         pk[p, PK_DIM] = d
-        if take(pq, dq, ctr, link, chunks, bubble):
-            _go(pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, hh, ctr, p, link, link, now)
+        if admit(t, link, chunks, bubble):
+            trace(log, now, node, p, DECISION_ESCAPE, port, bubble)
+            _go(t, p, link, link, now)
         else:
+            trace(log, now, node, p, DECISION_WAIT, port, bubble)
             pk[p, PK_STATE] = W_LINK
             pk[p, PK_LINK] = link
             pk[p, PK_BUBBLE] = bubble
-            pf[p, PF_ASKED] = now
-            enqueue(pk, pq, dq, hh, ctr, link, p, 1 if bubble else 0)
+            t.packet_times[p, PF_ASKED] = now
+            enqueue(pk, t.pools, t.deferred, t.queue, t.counters, link, p, 1 if bubble else 0)
         return
     rec = rec_pool(pk, ip, p)
-    if take(pq, dq, ctr, rec, chunks, 0):
-        _arrive(pk, pf, pq, dq, rk, lf, ip, fp, hh, ctr, p, now)
+    if admit(t, rec, chunks, 0):
+        trace(log, now, node, p, DECISION_EJECT, -1, 0)
+        _arrive(t, p, now)
     else:
+        trace(log, now, node, p, DECISION_EJECT_WAIT, -1, 0)
         pk[p, PK_STATE] = W_REC
         pk[p, PK_BUBBLE] = 0
-        enqueue(pk, pq, dq, hh, ctr, rec, p, 0)
+        enqueue(pk, t.pools, t.deferred, t.queue, t.counters, rec, p, 0)
 
 
 # ------------------------------------------------------------------ buffer_order fifo
@@ -448,53 +480,62 @@ def front_ready(pk, pq, dq, hh, ctr, p, now):
 
 
 @njit(cache=True, _nrt=False)
-def front_event(pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, p, now):
+def front_event(t, log, p, now):
     """EV_FRONT: the packet before it left (check when), or that departure time has come (go on)."""
-    if pk[p, PK_STATE] == W_FRONT and not _front_time(pk, dq, hh, ctr, p, now):
+    pk = t.packets
+    if pk[p, PK_STATE] == W_FRONT and not _front_time(pk, t.deferred, t.queue, t.counters, p, now):
         return
     pk[p, PK_STATE] = W_NONE
-    hop_on(pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, p, now)
+    hop_on(t, log, p, now)
 
 
 @njit(cache=True, _nrt=False)
-def resume(pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, hh, ctr, p, now):
-    """A waiting packet was granted its room (already taken from the pool)."""
+def resume(t, log, p, now):
+    """A waiting packet was granted its room (already taken from the pool by the allocator)."""
+    pk = t.packets
     state = pk[p, PK_STATE]
     pk[p, PK_STATE] = W_NONE
     if state == W_LINK:
         link = pk[p, PK_LINK]
-        lf[link, LF_BLOCKED] += now - pf[p, PF_ASKED]
-        _go(pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, hh, ctr, p, link, link, now)
+        trace(log, now, pk[p, PK_NODE], p, DECISION_GRANT, link % 6, pk[p, PK_BUBBLE])
+        t.link_times[link, LF_BLOCKED] += now - t.packet_times[p, PF_ASKED]
+        _go(t, p, link, link, now)
     elif state == W_DMA_REC:
-        _dma_local_arrived(pk, pq, rk, lf, ip, fp, hh, ctr, p, now)
+        _dma_local_arrived(t, p, now)
     else:
-        _arrive(pk, pf, pq, dq, rk, lf, ip, fp, hh, ctr, p, now)
+        trace(log, now, pk[p, PK_NODE], p, DECISION_GRANT, -1, 0)
+        _arrive(t, p, now)
 
 
 @njit(cache=True, _nrt=False)
 def network_event(kind, a, net, now):
     """Handle every event kind except :data:`EV_CPU` (``a``: the packet, or for a credit return its pool and
-    chunks).
+    chunks) with today's router, :data:`gupsim.engines.fast.router.BLUEGENE_L`."""
+    routed_event(kind, a, net, now, None)
 
-    The helpers it calls take only the tables they use, by position: a helper Numba does not inline copies
-    every argument it is given at each call, and the whole :class:`gupsim.engines.fast.contract.Network` at
-    every credit return and hop made the kernels 7-23% slower (docs/performance-log.md)."""
-    pk, pf, pq, dq, rk, ip = net.packets, net.packet_times, net.pools, net.deferred, net.ranks, net.int_params
-    lf, lb, fp, nbr, coords = net.link_times, net.link_bytes, net.float_params, net.neighbors, net.coords
-    hh, ctr = net.queue, net.counters
+
+@njit(cache=True, inline="always", _nrt=False)
+def routed_event(kind, a, net, now, log):
+    """:func:`network_event` with the router kernel ``rt`` (:class:`gupsim.engines.fast.router.RouterKernel`).
+
+    The transit takes the network's tables as one :class:`gupsim.engines.fast.router.Transit` (the tables it
+    reads, by name), not the whole :class:`gupsim.engines.fast.contract.Network`: a helper Numba does not
+    inline copies every argument it is given at each call, and the whole network at every credit return and
+    hop made the kernels 7-23% slower (docs/performance-log.md)."""
+    t = transit_of(net)
     if kind == EV_HOP:
-        hop(pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, a, now)
+        hop(t, log, a, now)
     elif kind == EV_RESUME:
-        resume(pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, hh, ctr, a, now)
+        resume(t, log, a, now)
     elif kind == EV_TAIL:
-        if ip[I_DMA] and pk[a, PK_DMA] == dma.DMA_RX:
-            to_inbox(pk, rk, hh, ctr, a, now)
+        if t.int_params[I_DMA] and t.packets[a, PK_DMA] == dma.DMA_RX:
+            to_inbox(t.packets, t.ranks, t.queue, t.counters, a, now)
         else:
-            deliver(pk, pq, rk, lf, ip, fp, hh, ctr, a, now)
+            deliver(t, a, now)
     elif kind == EV_FRONT:
-        front_event(pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, a, now)
+        front_event(t, log, a, now)
     else:
-        give(pk, pq, rk, ip, hh, ctr, a >> 5, (a & 31), now)
+        give(t.packets, t.pools, t.ranks, t.int_params, t.queue, t.counters, a >> 5, (a & 31), now)
 
 
 @njit(cache=True, _nrt=False)

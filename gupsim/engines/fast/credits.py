@@ -39,9 +39,14 @@ from __future__ import annotations
 
 from numba import njit
 
+from gupsim.engines import router_rules
 from gupsim.engines.fast.events import NORMAL, PAYLOAD_BITS, PRIO_BIT, gather, grow_queue, push, push_keyed, renumber, scatter
 from gupsim.engines.fast.tables import C_DEFER_FULL, C_DONE, C_ERROR, C_EVENTS, C_HEAP_N, C_LAZY, C_RENUMBER_AT, C_RENUMBER_KEPT, C_RENUMBERED, C_RESCHEDULED, C_SEEN_K, C_SEEN_T, C_SEQ, EV_CPU, EV_GIVE, EV_RESUME, I_FIFO_GROUPS, I_MAXCH, I_NRANKS, I_POOL_INJ, I_POOL_REC, I_X, PK_BUBBLE, PK_CHUNKS, PK_DST, PK_LINK, PK_NEXT, PK_SRC, PK_STATE, PQ_DEFERRED, PQ_FREE, RK_GRANTED, RK_WAIT, W_INJ, WAKE_GRANT, WAKE_ROOM, f2i, i2f, node_of
 
+
+# The allocator's rules (router_rules): who may take room now, and whether the head waiter's room has come.
+admits = njit(cache=True, inline="always", _nrt=False)(router_rules.admits)
+grants = njit(cache=True, inline="always", _nrt=False)(router_rules.grants)
 
 #: Deferred returns kept per pool (``dq[pool, :, :]``, its second axis); a return that finds them full goes
 #: into the heap.  0 defers nothing: every return is a heap event (tests compare the two).  8 measured a
@@ -104,12 +109,9 @@ def room(pq, dq, ctr, pool):
 
 @njit(cache=True, _nrt=False)
 def take(pq, dq, ctr, pool, chunks, bubble):
-    """:meth:`Credits.take`: room now, without overtaking a waiter."""
+    """:meth:`Credits.take`: room now, without overtaking a waiter (:func:`gupsim.engines.router_rules.admits`)."""
     settle(pq, dq, ctr, pool)
-    if bubble:
-        if pq[pool, 0] >= 0 or pq[pool, 2] >= 0 or pq[pool, PQ_FREE] < chunks + bubble:
-            return False
-    elif pq[pool, 0] >= 0 or pq[pool, PQ_FREE] < chunks:
+    if not admits(pq[pool, PQ_FREE], chunks, bubble, pq[pool, 0] >= 0, pq[pool, 2] >= 0):
         return False
     pq[pool, PQ_FREE] -= chunks
     return True
@@ -150,7 +152,8 @@ def wake(rk, hh, ctr, rank, now):
 
 @njit(cache=True, _nrt=False)
 def give(pk, pq, rk, ip, hh, ctr, pool, chunks, now):
-    """:meth:`Credits.give`: return room, grant waiters in order, fire watchers.
+    """:meth:`Credits.give`: return room, grant waiters in order (continuing, then entering; each while
+    :func:`gupsim.engines.router_rules.grants` lets it in), fire watchers.
 
     Returns kept beside the pool need not be settled first: with a waiter or a watcher there are none,
     and without, this only adds room, as they do."""
@@ -159,7 +162,7 @@ def give(pk, pq, rk, ip, hh, ctr, pool, chunks, now):
         h = 2 * cls
         while pq[pool, h] >= 0:
             p = pq[pool, h]
-            if pq[pool, PQ_FREE] < pk[p, PK_CHUNKS] + pk[p, PK_BUBBLE]:
+            if not grants(pq[pool, PQ_FREE], pk[p, PK_CHUNKS], pk[p, PK_BUBBLE]):
                 return
             pq[pool, h] = pk[p, PK_NEXT]
             pq[pool, PQ_FREE] -= pk[p, PK_CHUNKS]

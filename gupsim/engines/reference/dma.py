@@ -137,9 +137,9 @@ class DmaNetwork(Network):
             return
         link = self.route(src, dst)[0] if not self._adaptive else None
         if link is not None:
-            if self._free_at[link] > env.now and self._free_at[link] != self._local_end[link]:
+            if self.link_free_at[link] > env.now and self.link_free_at[link] != self._local_end[link]:
                 yield from self._throttle(link, self._held.get(link))
-            self._local_end[link] = max(env.now, self._free_at[link]) + pkt.wire_bytes / self._rate
+            self._local_end[link] = max(env.now, self.link_free_at[link]) + pkt.wire_bytes / self._rate
         yield from self._transit(pkt)
 
     def _throttle(self, link: int, held):
@@ -156,9 +156,9 @@ class DmaNetwork(Network):
         if turn is not None:
             self.throttle_queued += 1
             yield turn  # the packet before it has entered the link
-        while self._free_at[link] > env.now:
+        while self.link_free_at[link] > env.now:
             self.throttle_polls += 1
-            yield env.timeout(self._free_at[link] - env.now + self._backoff_s)
+            yield env.timeout(self.link_free_at[link] - env.now + self._backoff_s)
         self.throttled_s += env.now - began
         held.popleft()
         if held:

@@ -60,6 +60,11 @@ the readable SimPy reference model of that network:
 
 Counters per directed link: wire bytes, busy seconds and blocked seconds
 (packet-seconds spent waiting for room downstream before using the link).
+
+Routing, the virtual channel with its bubble, the adaptive choice and the
+admission of a packet to a buffer are the router's decisions
+(:mod:`gupsim.engines.reference.router`, chosen by name); this module keeps the
+links, buffers, clocks and counters, and asks the router at every hop.
 """
 
 from __future__ import annotations
@@ -69,6 +74,9 @@ from typing import TYPE_CHECKING, Any
 
 import simpy
 from gupsim.engines.links import link_stats
+from gupsim.engines.reference.router import make_router
+from gupsim.engines.router_rules import admits, grants
+from gupsim.topology.grid import HALF_RING_TIES
 
 if TYPE_CHECKING:
     from gupsim.config.torus import NetworkConfig
@@ -143,10 +151,7 @@ class Credits:
 
     def take(self, chunks: int, bubble: int = 0) -> bool:
         """Take the room now if that is allowed without overtaking a waiter."""
-        if bubble:
-            if self._enter or self._cont or self.free < chunks + bubble:
-                return False
-        elif self._cont or self.free < chunks:
+        if not admits(self.free, chunks, bubble, bool(self._cont), bool(self._enter)):
             return False
         self.free -= chunks
         return True
@@ -182,7 +187,7 @@ class Credits:
         for queue in (self._cont, self._enter):
             while queue:
                 event, chunks, bubble = queue[0]
-                if self.free < chunks + bubble:
+                if not grants(self.free, chunks, bubble):
                     return
                 queue.popleft()
                 self.free -= chunks
@@ -261,7 +266,7 @@ class Network(FifoInjection):
     """Directed links, buffers and FIFOs of a machine, with per-link counters."""
 
     def __init__(self, env: simpy.Environment, topology: "Topology", net: "NetworkConfig",
-                 processes_per_node: int = 1):
+                 processes_per_node: int = 1, router: str = "bluegene-l"):
         self.env, self.topology, self.cfg = env, topology, net
         self.ppn = processes_per_node
         self.num_ranks = topology.num_nodes * processes_per_node
@@ -270,13 +275,14 @@ class Network(FifoInjection):
         self._chunk_s = (net.cut_through_bytes or net.chunk_bytes) / rate
         self._router_s = net.router_delay_ns * 1e-9
         self._rate = rate
-        self._bubble = net.max_chunks_per_packet if topology.wraps and net.flow_control == "bubble" else 0
         self._adaptive = net.routing == "adaptive"
+        #: The half-ring tie rule's code (gupsim.topology.grid.HALF_RING_TIES), as the router's rules take it.
+        self.ties_code = HALF_RING_TIES[topology.ties].code
         self._ordered = net.buffer_order == "fifo"
         self._dynamic: list[Credits | None] = [None] * (topology.num_nodes * topology.ports)
         self._link_dst = [int(v) for v in topology.neighbor_array().ravel()]
         slots = topology.num_nodes * topology.ports
-        self._free_at = [0.0] * slots
+        self.link_free_at = [0.0] * slots
         self._buffers: list[Credits | None] = [None] * slots  # made on first use
         self.link_bytes = [0] * slots
         self.link_busy_s = [0.0] * slots
@@ -293,6 +299,8 @@ class Network(FifoInjection):
         self.wire_bytes_injected = 0
         self.packets_delivered = 0
         self._routes: dict[tuple[int, int], list[int]] = {}
+        #: Where each packet's head goes and whether it may go now (gupsim.engines.reference.router).
+        self.router = make_router(router, self)
 
     # ------------------------------------------------------------------ packets
 
@@ -352,15 +360,16 @@ class Network(FifoInjection):
         ev.callbacks.append(lambda _e: credits.give(chunks))
 
     def _transit(self, pkt: Packet):
-        env = self.env
+        """A packet's way from its injection FIFO to its receiver's inbox: at each node the router decides
+        (:class:`gupsim.engines.reference.router.Router`), the network serialises it on the link chosen."""
+        env, router = self.env, self.router
         held = self.injection_fifo(pkt)
         serial = pkt.wire_bytes / self._rate
         head_s = min(serial, self._chunk_s) + self._router_s
         start = env.now
         ports = self.topology.ports
         node, dst = self.node_of(pkt.src), self.node_of(pkt.dst)
-        route = None if self._adaptive else self.route(node, dst)
-        hop, dim = 0, -1  # dim: the escape ring the packet is in, -1 for none
+        dim = -1  # the escape ring the packet is in, -1 for none
         arrived_on = self.fifo_groups - 1  # the reception FIFO group: node-local unless a link is used
         if self._ordered:
             held.order.append(pkt)
@@ -368,24 +377,21 @@ class Network(FifoInjection):
             if self._ordered:
                 yield from self._wait_front(held, pkt)
             asked = env.now
-            link, buf = self._dynamic_choice(node, dst, pkt.chunks) if self._adaptive else (-1, None)
+            link, buf = router.adaptive(pkt, node, dst) if self._adaptive else (-1, None)
             if buf is not None:
                 dim = -1  # on a dynamic channel: re-entering the escape ring needs the bubble again
             else:
-                link = route[hop] if route is not None else node * ports + self.topology.next_port(node, dst)
+                link = router.route(node, dst)
                 buf = self._buffer(link)
-                link_dim = (link % ports) >> 1
-                # Entering a ring: a whole packet's room must stay free behind us.
-                bubble = self._bubble if link_dim != dim else 0
-                dim = link_dim
-                if not buf.take(pkt.chunks, bubble):
+                dim, bubble = router.virtual_channel(link, dim)
+                if not router.admit(pkt, node, link, buf, bubble):
                     yield buf.wait(pkt.chunks, bubble)
+                    router.granted(pkt, node, link, bubble)
                     self.link_blocked_s[link] += env.now - asked
-            hop += 1
             arrived_on = (link % ports) >> 1
             node = self._link_dst[link]
-            start = max(env.now, self._free_at[link])
-            self._free_at[link] = start + serial
+            start = max(env.now, self.link_free_at[link])
+            self.link_free_at[link] = start + serial
             self.link_busy_s[link] += serial
             self.link_bytes[link] += pkt.wire_bytes
             self.release_later(start + serial - env.now, held, pkt.chunks)
@@ -400,8 +406,9 @@ class Network(FifoInjection):
         pkt.rx_fifo = rec
         if self._ordered:
             yield from self._wait_front(held, pkt)
-        if not rec.take(pkt.chunks):
+        if not router.admit(pkt, node, -1, rec, 0):
             yield rec.wait(pkt.chunks)
+            router.granted(pkt, node, -1, 0)
         if self._ordered:
             self._leave(held, env.now)
         tail = start + serial + self._router_s - env.now
@@ -431,22 +438,12 @@ class Network(FifoInjection):
                 event, nxt.at_front = nxt.at_front, None
                 event.succeed()
 
-    def _dynamic_choice(self, node: int, dst: int, chunks: int) -> tuple[int, Credits | None]:
-        """Take room on the least busy minimal link's dynamic channel, if any has room now."""
-        ports = self.topology.ports
-        best = -1
-        for port in self.topology.minimal_ports(node, dst):
-            link = node * ports + port
-            vc = self._dynamic[link]
-            if vc is None:
-                vc = self._dynamic[link] = Credits(self.env, self.cfg.link_buffer_chunks)
-            if vc.free >= chunks and not vc.waiting and (best < 0 or self._free_at[link] < self._free_at[best]):
-                best = link
-        if best < 0:
-            return -1, None
-        vc = self._dynamic[best]
-        vc.take(chunks)
-        return best, vc
+    def dynamic_channel(self, link: int) -> Credits:
+        """The dynamic virtual channel of ``link`` (adaptive routing), made on first use."""
+        vc = self._dynamic[link]
+        if vc is None:
+            vc = self._dynamic[link] = Credits(self.env, self.cfg.link_buffer_chunks)
+        return vc
 
     def consumed(self, pkt: Packet) -> None:
         """The receiving CPU has read ``pkt`` out of its reception FIFO."""
@@ -455,5 +452,5 @@ class Network(FifoInjection):
     # ------------------------------------------------------------------ counters
 
     def link_stats(self) -> dict[str, Any]:
-        return link_stats(self.topology, self.link_bytes, self.link_busy_s, self.link_blocked_s, self._free_at,
+        return link_stats(self.topology, self.link_bytes, self.link_busy_s, self.link_blocked_s, self.link_free_at,
                           self.env.now)

@@ -91,7 +91,7 @@ def test_adaptive_packet_reentering_the_escape_ring_from_a_dynamic_channel_needs
     escape = net._buffer(plus[2])
     assert escape.take(cfg.link_buffer_chunks - 1)  # one chunk left free
     pkt = net.make_packet(0, 3, 8)
-    assert pkt.chunks == 1 and net._bubble == cfg.max_chunks_per_packet
+    assert pkt.chunks == 1 and net.router.bubble == cfg.max_chunks_per_packet
     assert net.try_inject(pkt)
     env.run(until=1e-3)  # a 3-hop packet needs under a microsecond: it is held by the bubble rule
     assert net.packets_delivered == 0
@@ -546,7 +546,7 @@ def test_dma_sender_backs_off_from_a_link_held_by_other_traffic_but_not_from_its
     assert net.max_data_bytes == m.network.max_payload_bytes - m.dma.header_bytes
     link = net.topology.link_id(0, 0)
     held_until = 1e-6
-    net._free_at[link] = held_until  # in-transit traffic reserved the link (not this node's injection)
+    net.link_free_at[link] = held_until  # in-transit traffic reserved the link (not this node's injection)
     pkt = net.make_packet(0, 1, 256)
     assert net.try_inject(pkt)
     env.run(until=1e-4)
@@ -564,7 +564,7 @@ def test_dma_sender_backs_off_from_a_link_held_by_other_traffic_but_not_from_its
     env.run(until=1e-4)
     assert net.throttle_waits == 0 and net.packets_delivered == 3
     serial = pkts[0].wire_bytes / rate
-    assert net._free_at[link] == pytest.approx(pkts[0].wire_bytes / dma_rate + 3 * serial, rel=1e-12)
+    assert net.link_free_at[link] == pytest.approx(pkts[0].wire_bytes / dma_rate + 3 * serial, rel=1e-12)
 
 
 def test_dma_packets_held_back_at_one_link_queue_in_order_and_only_the_head_polls():
@@ -574,7 +574,7 @@ def test_dma_packets_held_back_at_one_link_queue_in_order_and_only_the_head_poll
     env, net, m = _dma_net()
     link = net.topology.link_id(0, 0)
     held_until = 1e-6
-    net._free_at[link] = held_until
+    net.link_free_at[link] = held_until
     pkts = [net.make_packet(0, 1, 256) for _ in range(3)]
     assert all(net.try_inject(p) for p in pkts)
     env.run(until=1e-4)
@@ -583,7 +583,7 @@ def test_dma_packets_held_back_at_one_link_queue_in_order_and_only_the_head_poll
     assert 3 * pkts[0].wire_bytes / m.dma.engine_bytes_per_s < held_until  # all three are held at once
     assert (net.throttle_waits, net.throttle_queued, net.throttle_polls, net.packets_delivered) == (3, 2, 3, 3)
     assert list(net.inbox[1].items) == pkts
-    assert net._free_at[link] == pytest.approx(held_until + 3 * (backoff + serial), rel=1e-12)
+    assert net.link_free_at[link] == pytest.approx(held_until + 3 * (backoff + serial), rel=1e-12)
 
 
 # ------------------------------------------------------------------ telemetry.py

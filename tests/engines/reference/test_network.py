@@ -93,7 +93,7 @@ def _ring_traffic(bubble: bool):
     env, net, _ = _net("torus", (6, 1, 1), link_buffer_chunks=16, injection_fifo_chunks=8,
                        reception_fifo_chunks=8)
     if not bubble:
-        net._bubble = 0
+        net.router.bubble = 0
     logs = []
     for r in range(6):
         logs.append([])

@@ -1,0 +1,170 @@
+"""The fast engine's router kernel: the torus router's decisions, compiled, behind one declared interface.
+
+Seed 000 §5.1's router (the reference engine's :class:`gupsim.engines.reference.router.Router` states the
+contract) decides, for the head of a packet at a node: its output port (dimension order), its virtual channel
+(the escape channel's bubble rule, or adaptive routing's dynamic channel), and, where inputs compete for one
+output, who gets the room.  The decisions themselves are the pure functions of :mod:`gupsim.engines.router_rules`,
+compiled here; the transit in :mod:`gupsim.engines.fast.core` calls the router only through the five functions
+:class:`RouterKernel` declares (``route``, ``adaptive``, ``vc``, ``admit``, ``trace``), as
+BookSim2 calls its router's routing function and allocator, and SST merlin keeps ``Topology::route`` apart from
+the port's space check (:func:`admit` here).
+
+Why module functions and not a tuple of functions handed down the loop, as a kernel's loop takes its CPU step:
+the CPU step is handed to an inlined loop and never leaves it, but the transit's helpers are not inlined, and a
+compiled function passed on as a value to one is a Python object address in the machine code, which Numba
+refuses to cache (``has_dynamic_globals``, measured on this module's first form): every run would compile
+the kernels afresh.  So the interface is a set of module names: the pure decisions here, and the two that
+take or read a credit pool's room (``adaptive``, ``admit``) in :mod:`gupsim.engines.fast.core`, beside the
+pools they touch (this module stays below :mod:`gupsim.engines.fast.credits` in the import graph, which is at
+its depth cap); ``core.ROUTER_KERNELS`` registers today's by name, and a second router would be chosen by the
+type of the state handed down (an ``overload`` on it, as :func:`trace` is).
+
+The state a decision reads travels as :class:`Transit`, a named tuple of the network's tables by component
+(packets, pools, links, ranks, parameters, queue, counters), never as a list of positional arrays.  A helper
+that Numba does not inline copies its arguments at each call; :class:`Transit` holds exactly the tables the
+transit reads, so passing it costs what passing those arrays did (the whole
+:class:`gupsim.engines.fast.contract.Network` at every hop made the kernels 7-23% slower,
+docs/performance-log.md).
+
+**Decision trace.**  The transit calls :func:`trace` at every decision with ``(log, now, node, packet, kind,
+port, bubble)`` (``kind``: ``router_rules.DECISION_*``).  ``log`` is ``None`` in every run
+(:func:`gupsim.engines.fast.core.network_event`): :func:`trace` then compiles to nothing, chosen by the type
+of ``log``, so the trace costs nothing when off.  The conformance tests
+(``tests/engines/test_router_conformance.py``) pass a float array of :data:`TRACE_COLS` columns
+(:func:`new_trace_log`) to :func:`gupsim.engines.fast.core.routed_event`, a specialisation of its own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import numpy as np
+from numba import njit, types
+from numba.extending import overload
+
+from gupsim.engines import router_rules as rules
+from gupsim.engines.fast.tables import I_BUBBLE, I_TIES, I_WRAPS, I_X
+
+_compile = njit(cache=True, inline="always", _nrt=False)
+
+ring_offset = _compile(rules.ring_offset)
+output_port = _compile(rules.output_port)
+minimal_ports = _compile(rules.minimal_ports)
+less_busy = _compile(rules.less_busy)
+entry_bubble = _compile(rules.entry_bubble)
+
+
+class Transit(NamedTuple):
+    """The tables a packet's transit reads, by component (columns: :mod:`gupsim.engines.fast.tables`).  The
+    fields are :class:`gupsim.engines.fast.contract.Network`'s of the same names; the compiled code names them
+    by the short aliases in brackets where one line reads many."""
+
+    #: [pk] packet rows: source, destination, size, where the head is, what it waits for.
+    packets: np.ndarray
+    #: [pf] packet rows: when it started on its link, when it asked for room.
+    packet_times: np.ndarray
+    #: [pq] credit pools (link buffers, dynamic channels, FIFOs): free chunks, waiter queues, buffer order.
+    pools: np.ndarray
+    #: [dq] credit returns kept beside each pool.
+    deferred: np.ndarray
+    #: [rk] ranks: inbox, what wakes the CPU.
+    ranks: np.ndarray
+    #: [lf] links: free-at time, busy and blocked seconds (and the DMA rows below them).
+    link_times: np.ndarray
+    #: [lb] links: bytes carried.
+    link_bytes: np.ndarray
+    #: [ip] integer parameters (``I_*``).
+    int_params: np.ndarray
+    #: [fp] float parameters (``F_*``).
+    float_params: np.ndarray
+    #: [nbr] links: the node at the far end.
+    neighbors: np.ndarray
+    #: nodes: coordinates.
+    coords: np.ndarray
+    #: [hh] the event queue.
+    queue: tuple
+    #: [ctr] counters.
+    counters: np.ndarray
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def transit_of(net):
+    """The :class:`Transit` of a :class:`gupsim.engines.fast.contract.Network`."""
+    return Transit(net.packets, net.packet_times, net.pools, net.deferred, net.ranks, net.link_times,
+                   net.link_bytes, net.int_params, net.float_params, net.neighbors, net.coords, net.queue,
+                   net.counters)
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def dimension_order_port(t, node, dst):
+    """Route and output port: the first port of the dimension-order route from ``node`` to ``dst`` (-1 if
+    they are the same node)."""
+    ip, coords = t.int_params, t.coords
+    for d in range(3):
+        off = ring_offset(coords[node, d], coords[dst, d], ip[I_X + d], ip[I_WRAPS], ip[I_TIES])
+        if off != 0:
+            return output_port(d, off)
+    return -1
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def escape_bubble(t, port, ring_dim):
+    """The escape channel's rule for a link leaving by ``port``, the packet being on ring ``ring_dim`` (-1:
+    none): (the ring it will be on, the chunks it must leave free behind it)."""
+    d = port >> 1
+    return d, entry_bubble(d, ring_dim, t.int_params[I_BUBBLE])
+
+
+#: A trace row: time, node, packet row, decision kind (``router_rules.DECISION_*``), port, bubble.
+TRACE_COLS = 6
+
+
+def trace(log, now, node, p, kind, port, bubble):
+    """Report one decision to ``log``: nothing if it is None, else :func:`record_trace`."""
+
+
+@overload(trace, inline="always", jit_options={"_nrt": False})
+def _trace(log, now, node, p, kind, port, bubble):
+    if isinstance(log, types.NoneType):
+        return lambda log, now, node, p, kind, port, bubble: None
+    return lambda log, now, node, p, kind, port, bubble: record_trace(log, now, node, p, kind, port, bubble)
+
+
+@njit(cache=True, _nrt=False)
+def record_trace(log, now, node, p, kind, port, bubble):
+    """Append one decision to ``log`` (row 0 column 0 counts the rows written after it; rows past its end are
+    dropped and counted)."""
+    n = int(log[0, 0]) + 1
+    log[0, 0] = n
+    if n < log.shape[0]:
+        row = log[n]
+        row[0], row[1], row[2], row[3], row[4], row[5] = now, node, p, kind, port, bubble
+
+
+def new_trace_log(rows: int) -> np.ndarray:
+    """An empty decision log with room for ``rows`` decisions."""
+    return np.zeros((rows + 1, TRACE_COLS))
+
+
+@dataclass(frozen=True)
+class RouterKernel:
+    """One router's compiled decisions (the interface :mod:`gupsim.engines.fast.core`'s transit calls).
+
+    * ``route(t, node, dst) -> port``: the escape channel's output port (-1 at the destination);
+    * ``adaptive(t, node, dst, chunks) -> link``: a dynamic channel's link with its room taken, or -1 (always,
+      unless the network routes adaptively);
+    * ``vc(t, port, ring_dim) -> (dim, bubble)``: the ring the packet will be on, and the bubble it must leave;
+    * ``admit(t, pool, chunks, bubble) -> bool``: room taken now, or the packet must wait in the pool's queue
+      (continuing waiters before entering ones; :func:`gupsim.engines.fast.credits.give` grants them);
+    * ``trace(log, now, node, packet, kind, port, bubble)``: the decision trace (nothing when ``log`` is None).
+
+    ``t`` is a :class:`Transit`.
+    """
+
+    name: str
+    route: Any
+    adaptive: Any
+    vc: Any
+    admit: Any
+    trace: Any

@@ -1,0 +1,151 @@
+"""The torus router: the decisions a packet's head meets at each node, behind one interface.
+
+Seed 000 §5.1's Blue Gene/L router, as :class:`gupsim.engines.reference.torus_network.Network` moves packets:
+the network owns the links, buffers and clocks (serialisation, cut-through, counters); the :class:`Router` owns
+every decision about where a packet goes and whether it may go now.  The split follows BookSim2 (a ``Router``
+subclass and a routing function chosen by name, the allocator and arbiters apart) and SST merlin (the
+topology's ``route`` sets port and VC; the space check on the output port and the crossbar arbiter are separate
+interfaces).  The decisions are the pure functions of :mod:`gupsim.engines.router_rules`, which the fast
+engine compiles into its router kernel (:mod:`gupsim.engines.fast.router`), so both engines decide with one
+source.  Routers are registered by name (:data:`ROUTERS`); today's is ``bluegene-l``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, ClassVar
+
+from gupsim.base.errors import UnknownNameError
+from gupsim.engines import router_rules as rules
+
+# The network's packets, buffers (Credits) and the network itself are gupsim.engines.reference.torus_network's,
+# which imports this module: they are typed Any here, so that the two do not import each other.
+Packet = Credits = Network = Any
+
+#: A decision trace hook: ``(time, node, packet, kind, port, bubble)``, ``kind`` one of ``router_rules.DECISION_*``.
+TraceHook = Callable[[float, int, Packet, int, int, int], None]
+
+
+class Router:
+    """The contract every torus router keeps (the network calls nothing else of it).
+
+    A router decides for the head of packet ``pkt`` at ``node`` bound for node ``dst``; the network then
+    serialises the packet on the link chosen, and returns the room it held upstream once its tail has left.
+
+    * :meth:`adaptive` ``(pkt, node, dst) -> (link, channel)``: with adaptive routing, a minimal link whose
+      dynamic channel has room now, with that room taken; ``(-1, None)`` sends the packet to the escape channel.
+    * :meth:`route` ``(node, dst) -> link``: the escape channel's next link (dimension order).
+    * :meth:`virtual_channel` ``(link, ring_dim) -> (dim, bubble)``: the escape channel's rule for ``link``
+      given the ring the packet is on (-1: none): the ring it will be on, and the chunks it must leave free
+      behind it (the bubble, when it enters a ring).
+    * :meth:`admit` ``(pkt, node, link, buffer, bubble) -> bool``: allocation for a packet arriving now:
+      room taken at once, or False and the packet waits in ``buffer``'s queue (``buffer.wait``), where the
+      buffer grants waiters continuing packets first, then entering ones, each in arrival order
+      (:meth:`gupsim.engines.reference.torus_network.Credits.give`); ``link`` -1 is the reception FIFO.
+    * :meth:`granted` ``(pkt, node, link, bubble)``: a waiting packet was granted its room.
+    * the token return is the network's: ``chunks`` come back ``start + serialisation`` after the packet
+      starts on its next link (:meth:`gupsim.engines.reference.torus_network.Network.release_later`).
+
+    :attr:`trace`, if set, hears every decision (:data:`TraceHook`); None costs one attribute test.
+    """
+
+    name: ClassVar[str] = "abstract"
+
+    def __init__(self, network: Network) -> None:
+        self.network = network
+        self.trace: TraceHook | None = None
+
+    def adaptive(self, pkt: Packet, node: int, dst: int) -> tuple[int, Credits]:
+        raise NotImplementedError
+
+    def route(self, node: int, dst: int) -> int:
+        raise NotImplementedError
+
+    def virtual_channel(self, link: int, ring_dim: int) -> tuple[int, int]:
+        raise NotImplementedError
+
+    def admit(self, pkt: Packet, node: int, link: int, buffer: Credits, bubble: int) -> bool:
+        raise NotImplementedError
+
+    def granted(self, pkt: Packet, node: int, link: int, bubble: int) -> None:
+        raise NotImplementedError
+
+
+class BlueGeneLRouter(Router):
+    """Blue Gene/L's torus router (seed 000 §5.1): dimension-order escape channels with the bubble rule and,
+    with ``routing: adaptive``, one dynamic channel per link taken on the least busy minimal direction."""
+
+    name = "bluegene-l"
+
+    def __init__(self, network: Network) -> None:
+        super().__init__(network)
+        topo = network.topology
+        self._ports = topo.ports
+        self._shape, self._wraps = topo.shape, topo.wraps
+        self._ties = network.ties_code
+        self._coords = [tuple(int(v) for v in c) for c in topo.coords_array()]
+        cfg = network.cfg
+        #: Chunks an entering packet must leave free behind it (0: no bubble rule, a mesh or flow_control none).
+        self.bubble = cfg.max_chunks_per_packet if topo.wraps and cfg.flow_control == "bubble" else 0
+
+    def _offsets(self, node: int, dst: int) -> list[int]:
+        a, b = self._coords[node], self._coords[dst]
+        return [rules.ring_offset(a[d], b[d], self._shape[d], self._wraps, self._ties) for d in range(3)]
+
+    def route(self, node: int, dst: int) -> int:
+        for d, off in enumerate(self._offsets(node, dst)):
+            if off:
+                return node * self._ports + rules.output_port(d, off)
+        return -1
+
+    def adaptive(self, pkt: Packet, node: int, dst: int) -> tuple[int, Credits]:
+        net = self.network
+        free_at = net.link_free_at
+        best = -1
+        for d, off in enumerate(self._offsets(node, dst)):
+            for port in rules.minimal_ports(d, off, self._shape[d], self._wraps):
+                if port < 0:
+                    continue
+                link = node * self._ports + port
+                vc = net.dynamic_channel(link)
+                if vc.free >= pkt.chunks and not vc.waiting and \
+                        rules.less_busy(free_at[link], free_at[best], best >= 0):
+                    best = link
+        if best < 0:
+            return -1, None
+        vc = net.dynamic_channel(best)
+        vc.take(pkt.chunks)
+        if self.trace is not None:
+            self.trace(net.env.now, node, pkt, rules.DECISION_DYNAMIC, best % self._ports, 0)
+        return best, vc
+
+    def virtual_channel(self, link: int, ring_dim: int) -> tuple[int, int]:
+        dim = (link % self._ports) >> 1
+        return dim, rules.entry_bubble(dim, ring_dim, self.bubble)
+
+    def admit(self, pkt: Packet, node: int, link: int, buffer: Credits, bubble: int) -> bool:
+        ok = buffer.take(pkt.chunks, bubble)
+        if self.trace is not None:
+            kind = (rules.DECISION_ESCAPE if ok else rules.DECISION_WAIT) if link >= 0 else \
+                (rules.DECISION_EJECT if ok else rules.DECISION_EJECT_WAIT)
+            self.trace(self.network.env.now, node, pkt, kind, link % self._ports if link >= 0 else -1, bubble)
+        return ok
+
+    def granted(self, pkt: Packet, node: int, link: int, bubble: int) -> None:
+        if self.trace is not None:
+            self.trace(self.network.env.now, node, pkt, rules.DECISION_GRANT,
+                       link % self._ports if link >= 0 else -1, bubble)
+
+
+#: The routers by name (``Network(router=...)``).
+ROUTERS: dict[str, type[Router]] = {BlueGeneLRouter.name: BlueGeneLRouter}
+
+
+def router_class(name: str) -> type[Router]:
+    """The router registered as ``name``; an unknown name is refused listing the registered ones."""
+    if name not in ROUTERS:
+        raise UnknownNameError("router", name, list(ROUTERS))
+    return ROUTERS[name]
+
+
+def make_router(name: str, network: Any) -> Router:
+    return router_class(name)(network)

@@ -1,0 +1,203 @@
+"""The router seam: both engines make the same decisions, one by one, on scripted packet traces.
+
+A few packets with chosen sources, destinations and injection times meet at one router or on one ring; each
+engine runs them through its transit with its router's decision trace on
+(:class:`gupsim.engines.reference.router.Router`'s ``trace``, the fast transit's ``log``: :mod:`gupsim.engines.fast.router`) and the two
+traces (time, node, packet, decision, port, bubble) must be equal row for row.  The record-level tests
+(``tests/engines/fast/test_fast*.py``) stay; these show *where* two engines would part.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from numba import njit
+
+from gupsim.base.errors import UnknownNameError
+from gupsim.config import load_machine
+from gupsim.engines import router_rules as rules
+from gupsim.engines.fast import FastSimulation, core as c, credits as cr, events as ev, tables as tb
+from gupsim.engines.fast.driver import network_of
+from gupsim.engines.fast.core import router_kernel
+from gupsim.engines.fast.router import new_trace_log
+from gupsim.engines.reference.router import ROUTERS, router_class
+from gupsim.engines.reference.simulation import CountingEnvironment
+from gupsim.engines.reference.torus_network import Network
+from gupsim.engines.run import make_run_config
+from gupsim.topology.base import make_topology
+from gupsim.topology.grid import HALF_RING_TIES
+
+SLOW = {"network.topology": "torus", "network.link_bytes_per_s": 1e7, "network.injection_fifo_chunks": 64,
+        "network.reception_fifo_chunks": 64}
+#: One packet's worth of buffer beyond a whole packet: an entering packet needs the buffer empty (the bubble).
+TIGHT = {**SLOW, "network.link_buffer_chunks": 16}
+
+
+def _machine(sets):
+    return load_machine("bgl", sets)
+
+
+def _full_chunks(machine):
+    return machine.network.max_chunks_per_packet
+
+
+# ------------------------------------------------------------------ the two engines, scripted
+
+
+def reference_trace(machine, shape, script):
+    """Run ``script`` ((src rank, dst rank, chunks, injection time), ...) through the reference network."""
+    env = CountingEnvironment()
+    topo = make_topology(machine.network.topology_kind(int(np.prod([int(v) for v in shape.split("x")]))), shape,
+                         machine.network)
+    net = Network(env, topo, machine.network, machine.cpu.processes_per_node)
+    index, trace = {}, []
+    net.router.trace = lambda t, node, pkt, kind, port, bubble: trace.append(
+        (t, node, index[id(pkt)], kind, port, bubble))
+
+    def inject(pkt, at):
+        yield env.timeout(at)
+        assert net.try_inject(pkt)
+
+    for i, (src, dst, chunks, at) in enumerate(script):
+        pkt = net.make_packet(src, dst, chunks * machine.network.chunk_bytes)
+        index[id(pkt)] = i
+        env.process(inject(pkt, at))
+    env.run()
+    return trace
+
+
+@njit(cache=True, _nrt=False)
+def _run_script(net, log, src, dst, chunks, wire, times):
+    """Launch every scripted packet at its time, then process network events until none is left (the CPUs'
+    start-up events are skipped: nobody computes)."""
+    pk, pf, ip, hh, ctr = net.packets, net.packet_times, net.int_params, net.queue, net.counters
+    for i in range(src.shape[0]):
+        p = c.alloc_packet(pk, ctr)
+        pk[p, tb.PK_SRC], pk[p, tb.PK_DST], pk[p, tb.PK_CHUNKS], pk[p, tb.PK_WIRE] = src[i], dst[i], chunks[i], wire[i]
+        cr.take(net.pools, net.deferred, ctr, cr.inj_pool(ip, src[i], dst[i]), chunks[i], 0)
+        c.launch(pk, pf, ip, hh, ctr, p, times[i])
+    while ctr[tb.C_HEAP_N] > 0:
+        now, payload = ev.pop(hh, ctr)
+        if payload & 7 != tb.EV_CPU:
+            c.routed_event(payload & 7, payload >> 3, net, now, log)
+
+
+def fast_trace(machine, shape, script):
+    """Run ``script`` through the fast engine's transit with a traced router kernel."""
+    run = make_run_config(machine=machine, shape=shape, algorithm="one-packet", updates_per_process=1,
+                          engine="fast")
+    net = network_of(FastSimulation(run)._arrays())
+    src, dst, chunks, times = (np.array(col) for col in zip(*script))
+    wire = chunks * machine.network.chunk_bytes + machine.network.wire_overhead_bytes
+    log = new_trace_log(64 * len(script))
+    _run_script(net, log, src.astype(np.int64), dst.astype(np.int64), chunks.astype(np.int64), wire.astype(np.int64),
+                times.astype(np.float64))
+    n = int(log[0, 0])
+    assert n < log.shape[0], "trace log too short"
+    return [(row[0], int(row[1]), int(row[2]), int(row[3]), int(row[4]), int(row[5])) for row in log[1:n + 1]]
+
+
+def both(sets, shape, script):
+    machine = _machine(sets)
+    ref, fast = reference_trace(machine, shape, script), fast_trace(machine, shape, script)
+    assert fast == ref
+    return ref
+
+
+def _kinds(trace):
+    return [row[3] for row in trace]
+
+
+# ------------------------------------------------------------------ scripted traces
+
+
+def test_bubble_refuses_an_entering_packet_then_the_buffer_grants_it():
+    """On a ring of 4, packet 0 (node 0 -> 2) continues through node 1 on x+ while packet 1 (node 1 -> 3)
+    tries to enter the same link: with 16-chunk buffers and 8-chunk packets it must wait (the bubble)."""
+    machine = _machine(TIGHT)
+    full = _full_chunks(machine)
+    serial = (full * 32 + machine.network.wire_overhead_bytes) / 1e7
+    script = [(0, 2, full, 0.0), (1, 3, full, 0.6 * serial)]
+    trace = both(TIGHT, "4x2x2", script)
+    waits = [row for row in trace if row[3] == rules.DECISION_WAIT]
+    assert waits and waits[0][1:3] == (1, 1) and waits[0][5] == full  # node 1, packet 1, bubble of a packet
+    assert rules.DECISION_GRANT in _kinds(trace)
+
+
+def test_contention_for_one_output_is_granted_in_order():
+    """Four packets on one 4-ring: 1 (injected at node 1) takes node 1's x+ link, 0 (from node 0) continues
+    behind it, 2 (injected at node 1) must wait with its bubble, and 3 (node 0's second) waits at node 0 to enter
+    the ring behind 0; each waiting packet is granted later, once, in the order its buffer's queues say."""
+    script = [(0, 2, 8, 0.0), (1, 2, 8, 1e-6), (1, 3, 8, 2e-6), (0, 2, 8, 5e-6)]
+    trace = both(TIGHT, "4x2x2", script)
+    waits = {row[2]: row for row in trace if row[3] == rules.DECISION_WAIT}
+    assert sorted(waits) == [2, 3]
+    assert (waits[2][1], waits[2][5], waits[3][1], waits[3][5]) == (1, 8, 0, 8)
+    grants = [row[2] for row in trace if row[3] == rules.DECISION_GRANT]
+    assert sorted(grants) == [2, 3]
+    assert all(next(r[0] for r in trace if r[2] == p and r[3] == rules.DECISION_GRANT) > waits[p][0] for p in waits)
+
+
+def test_adaptive_choice_among_minimal_directions():
+    """Packets from node 0 to the far corner of a 4x4x2 torus: dynamic channels of x+, y+ (both ways round
+    on a half ring) are chosen by how soon the link frees, then the escape channel once they are full."""
+    sets = {**SLOW, "network.routing": "adaptive", "network.link_buffer_chunks": 16}
+    script = [(0, 10, 8, k * 1e-7) for k in range(6)] + [(5, 10, 8, 3.3e-7)]
+    trace = both(sets, "4x4x2", script)
+    assert rules.DECISION_DYNAMIC in _kinds(trace)
+    assert rules.DECISION_ESCAPE in _kinds(trace) or rules.DECISION_WAIT in _kinds(trace)
+
+
+@pytest.mark.parametrize("sets", [
+    TIGHT,
+    {**TIGHT, "network.buffer_order": "fifo"},
+    {**TIGHT, "network.half_ring_ties": "source-parity", "network.reception_fifo_chunks": 16},
+    {**TIGHT, "network.routing": "adaptive", "network.fifos": "per-dimension"},
+], ids=["bubble", "fifo-order", "parity-ties", "adaptive-per-dim"])
+def test_random_script_same_decisions(sets):
+    """Twenty packets at random among 32 nodes (seeded): every decision equal, in the same order."""
+    rng = np.random.default_rng(43)
+    script = []
+    for k in range(20):
+        src, dst = (int(v) for v in rng.choice(32, 2, replace=False))
+        script.append((src, dst, int(rng.integers(1, 9)), float(k * 3.7e-7 + rng.random() * 1e-7)))
+    trace = both(sets, "4x4x2", script)
+    assert len(trace) >= 40
+
+
+# ------------------------------------------------------------------ the seam itself
+
+
+@pytest.mark.parametrize("shape,kind,ties", [("4x3x2", "torus", "plus"), ("4x4x2", "torus", "source-parity"),
+                                             ("3x2x2", "mesh", "plus")])
+def test_router_routes_as_the_topology(shape, kind, ties):
+    """Hop by hop, the router's shared rule gives the topology's dimension-order route for every pair."""
+    machine = _machine({"network.topology": kind, "network.half_ring_ties": ties})
+    topo = make_topology(kind, shape, machine.network)
+    net = Network(CountingEnvironment(), topo, machine.network)
+    nbr = topo.neighbor_array().ravel()
+    for a, b in itertools.product(range(topo.num_nodes), repeat=2):
+        links, node = [], a
+        while node != b:
+            links.append(net.router.route(node, b))
+            node = int(nbr[links[-1]])
+        assert links == topo.route(a, b)
+    assert HALF_RING_TIES[ties].code in (0, 1)
+
+
+def test_unknown_router_lists_the_known_ones():
+    for lookup in (router_class, router_kernel):
+        with pytest.raises(UnknownNameError, match="bluegene-l"):
+            lookup("booksim-iq")
+    assert set(ROUTERS) == {"bluegene-l"}
+
+
+@pytest.mark.parametrize("free,chunks,bubble,cont,enter,ok", [
+    (16, 8, 8, False, False, True), (15, 8, 8, False, False, False), (8, 8, 0, False, True, True),
+    (16, 8, 8, False, True, False), (16, 8, 0, True, False, False),
+])
+def test_admission_rule(free, chunks, bubble, cont, enter, ok):
+    """A continuing packet waits only behind continuing ones; an entering one behind all, with its bubble."""
+    assert rules.admits(free, chunks, bubble, cont, enter) is ok
