@@ -115,7 +115,7 @@ def write_perf_map(path: Path) -> int:
 def run_configs(args: argparse.Namespace) -> tuple:
     """The warm-up run and the measured run, checked (a bad shape, machine or algorithm: ``GupsimError``)."""
     from gupsim.config import load_machine
-    from gupsim.engines.choose import choose_engine
+    from gupsim.engines.run import choose_engine
     from gupsim.engines.run import make_run_config
     from gupsim.topology import parse_shape
 

@@ -22,12 +22,10 @@ from gupsim.config.overrides import parse_set_options
 from gupsim.config.overrides import parse_key_value
 from gupsim.base.errors import clip
 from gupsim.app.reporting import format_record, to_json, what_if
-from gupsim.engines.run import make_run_config, simulate
-from gupsim.engines.reference.telemetry import Telemetry
+from gupsim.engines.run import ENGINES, make_run_config, simulate, telemetry as make_telemetry
 from gupsim.base.errors import ResourceFault
 from gupsim.studies.runpool import code_digest, run_key
-from gupsim.engines.choose import choose_engine, unsupported
-from gupsim.engines.fast import driver
+from gupsim.engines.contract import titles
 from gupsim.studies.runpool import log_to_stderr
 from gupsim.model.bounds import bounds as compute
 from gupsim.app.reporting import format_bounds
@@ -35,7 +33,7 @@ from gupsim.data import source_checkout
 from gupsim.studies.validation import REPRODUCE_PRECISION, available_experiments, run_experiments, write_markdown
 from gupsim.config import MACHINES_DIR
 from gupsim.app.reporting import refresh_parameter_tables
-from gupsim.studies.runpool import kept_runs, unfinished_runs
+from gupsim.studies.runpool import kept_rows, kept_runs, unfinished_runs
 from gupsim.algorithms.base import algorithm_class, available_algorithms
 from gupsim.config.loading import available_machines
 from gupsim.topology.base import TOPOLOGIES
@@ -203,7 +201,7 @@ def cli() -> None:
               help="algorithm option (repeatable; gupsim list gives them)")
 @click.option("--log2-table-size", type=click.IntRange(1, 63), default=None, help="global table size, log2 words")
 @click.option("--verify", is_flag=True, help="carry real values and run HPCC's verification")
-@click.option("--engine", type=click.Choice(["auto", "fast", "simpy"]), default="auto", show_default=True,
+@click.option("--engine", type=click.Choice(["auto", *ENGINES]), default="auto", show_default=True,
               help="fast: compiled kernels (gupsim.engines.fast); simpy: the reference; auto: fast where a kernel exists")
 @click.option("--json", "as_json", is_flag=True, help="print one JSON object")
 @click.option("--links", is_flag=True, help="add per-link counters to the record (for gupsim plot links)")
@@ -223,7 +221,7 @@ def run(machine, shape, algorithm, updates, seed, precision, warm_start, sets, o
     cfg = make_run_config(machine=m, shape=shape, algorithm=algorithm, updates_per_process=updates, seed=seed,
                           precision=precision, warm_start=warm_start, verify=verify,
                           log2_table_size=log2_table_size, algorithm_options=algorithm_options, engine=engine)
-    telemetry = Telemetry(links=links, histograms=histograms, sample_interval_s=sample_interval_s)
+    telemetry = make_telemetry(links=links, histograms=histograms, sample_interval_s=sample_interval_s)
     checkpoint = _checkpoint(cfg, checkpoint_path, checkpoint_every_s, telemetry.wanted)
     with _progress_bar(f"{cfg.shape} {cfg.algorithm}", enabled=not no_progress) as progress:
         sim, record = simulate(cfg, telemetry if telemetry.wanted else None, checkpoint, progress)
@@ -295,19 +293,21 @@ def _progress_bar(desc: str, enabled: bool, delay_s: float = 1.0) -> Iterator[Ca
 
 
 def _checkpoint(cfg: Any, path: str | None, every_s: float | None, telemetry: bool) -> Any:
-    """``gupsim run --checkpoint``: where and how often the fast engine keeps the run's state."""
+    """``gupsim run --checkpoint``: where and how often the engine that makes the run keeps its state; one that
+    keeps none is refused, saying why the run cannot go to one that does."""
     if path is None:
         return None
-
+    keepers = ENGINES.that("checkpoints")
     if telemetry:
-        raise GupsimError("--checkpoint needs the fast engine, and --links, --histograms and --sample-interval-s "
-                          "need SimPy: drop one or the other")
-    if choose_engine(cfg) != "fast":
-        why = unsupported(cfg) or "--engine simpy asks for SimPy"
-        raise GupsimError(f"--checkpoint needs the fast engine, which this run cannot use: {why}")
+        raise GupsimError(f"--checkpoint needs the {titles(keepers)} engine, and --links, --histograms and "
+                          f"--sample-interval-s need {titles(ENGINES.that('observes'))}: drop one or the other")
+    engine = ENGINES.engine_for(cfg)
+    if not engine.checkpoints:
+        reasons = [reason for reason in (e.unsupported(cfg) for e in keepers) if reason]
+        why = reasons[0] if reasons else f"--engine {cfg.engine} asks for {engine.title}"
+        raise GupsimError(f"--checkpoint needs the {titles(keepers)} engine, which this run cannot use: {why}")
     log_to_stderr()  # a line per save: how far the run has got
-    return driver.Checkpoint(Path(path), key=run_key(cfg, code_digest()),
-                             every_s=driver.CHECKPOINT_EVERY_S if every_s is None else every_s)
+    return engine.checkpoint(Path(path), run_key(cfg, code_digest()), every_s)
 
 
 @cli.command(short_help="CPU bound (eq. 1) and network bound (eq. 2) of seed 000.")
@@ -480,7 +480,8 @@ def sweep(sweep_file, store_path, scheduler, workers, threads, dry_run, no_progr
 
 def _dry_run(spec: Any, points: list[Any], store: Path, done: set[str], workers: int | None) -> None:
     """``gupsim sweep --dry-run``: every point, done or to run, with its estimate, then the sweep's."""
-    estimates = estimate_points(points, ResultsStore(store, create=False) if store.exists() else None, KEPT_RUNS_DIR)
+    estimates = estimate_points(points, ResultsStore(store, create=False) if store.exists() else None,
+                                kept_rows(KEPT_RUNS_DIR))
     for p, e in zip(points, estimates):
         click.echo(f"{p.key}  {'done' if p.key in done else 'todo'}  ~{e.wall_s:.2g} s  {e.memory_bytes / 2**20:,.0f} MB  "
                    + ", ".join(f"{k}={v}" for k, v in p.varied.items()))

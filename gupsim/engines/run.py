@@ -37,10 +37,11 @@ messages sent inside the window; ``bytes_per_update`` (all wire bytes over
 all updates, local ones included), the send-blocking factor and link
 utilisation cover the whole run.
 
-**One interface.**  Whichever engine ran, the record is made from what the
-run reports (:class:`gupsim.engines.outcome.RunOutcome`, through
-:class:`gupsim.engines.outcome.ReportsOutcome`), never from an engine's own
-objects.
+**One interface.**  The runner knows an engine only by the contract
+(:class:`gupsim.engines.contract.Engine`), found in its registry (:data:`ENGINES`): it asks
+the engine chosen for the run for its memory estimate and to make the run, and whichever engine ran, the
+record is made from what the run reports (:class:`gupsim.engines.outcome.RunOutcome`, through
+:class:`gupsim.engines.outcome.ReportsOutcome`), never from an engine's own objects.
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ import math
 import os
 import time
 from collections.abc import Collection
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -63,17 +64,18 @@ from gupsim.config.plausible import implausible, warn_implausible
 from gupsim.model.output_analysis import RateInterval, applied_marks, rate_interval
 from gupsim.model.run_config import WINDOW, RunConfig, stream_layout
 from gupsim.engines.checks import check_algorithm, check_network
-from gupsim.engines.choose import choose_engine
-from gupsim.engines.fast.engine import KERNELS, simulate_fast
-from gupsim.engines.fast.engine import check_memory as check_fast_memory
+from gupsim.engines.contract import Engine, EngineRegistry, Progress
+from gupsim.engines.fast.engine import ENGINE as FAST
+from gupsim.engines.reference.simulation import ENGINE as SIMPY
 from gupsim.engines.outcome import ReportsOutcome, RunOutcome
-from gupsim.engines.reference.simulation import Simulation
-from gupsim.engines.reference.simulation import check_memory as check_simpy_memory
 from gupsim.engines.reference.telemetry import Telemetry, check_available
-from gupsim.engines.fast.compiling import compile_time
 from gupsim.config.loading import load_machine
 from gupsim.model.bounds import network_bound_gups
 from gupsim.topology.grid import Topology
+
+#: The engines, in the order ``auto`` prefers them: the fast one where a kernel models the run, else SimPy, which
+#: makes every run (:class:`gupsim.engines.contract.EngineRegistry`).
+ENGINES = EngineRegistry((FAST, SIMPY))
 
 #: Run length (updates per process) from which the window's rate is stable to 2% on the tested shapes.
 MIN_STEADY_UPDATES = 4096
@@ -89,75 +91,72 @@ RECORD_KEYS = (
 
 
 def simulate(run: RunConfig, observer: Any = None, checkpoint: Any = None,
-             progress: Callable[[int, int], None] | None = None) -> tuple[ReportsOutcome, dict[str, Any]]:
+             progress: Progress | None = None) -> tuple[ReportsOutcome, dict[str, Any]]:
     """Build and run one simulation; return it (for inspection: its ``outcome()``) and its record.
 
-    ``observer`` (optional, e.g. :class:`gupsim.engines.reference.telemetry.Telemetry`) is attached
-    to the built simulation before it runs and adds its results to the record.
-    ``checkpoint`` (a :class:`gupsim.engines.fast.driver.Checkpoint`) keeps a fast run's state on disk as it goes
-    and resumes from it; the record's ``wall_s`` then counts the earlier pieces too, and its ``peak_rss_mb``
-    is the largest peak of all the pieces.  SimPy runs ignore it.
-    ``wall_s`` leaves out the seconds the fast engine spent compiling its kernels or loading them from
-    Numba's cache, which the record gives as ``compile_s`` (0 on SimPy).
+    ``observer`` (optional, :func:`telemetry`) is attached to the built simulation before it runs and adds
+    its results to the record; only an engine that observes takes one.
+    ``checkpoint`` (the chosen engine's :meth:`~gupsim.engines.contract.Engine.checkpoint`) keeps a run's state
+    on disk as it goes and resumes from it; the record's ``wall_s`` then counts the earlier pieces too, and its
+    ``peak_rss_mb`` is the largest peak of all the pieces.  An engine that keeps no checkpoint ignores it.
+    ``wall_s`` leaves out the seconds the engine spent compiling (the fast engine's kernels, or loading them
+    from Numba's cache), which the record gives as ``compile_s``.
     ``progress(applied, total)``, if given, is told the updates applied so far every few seconds of wall
     time and at the end (``gupsim run``'s progress bar); it sees the run, it does not change it.
     """
     wall0 = time.perf_counter()
     _check_sample_interval(observer)
-    engine = preflight(run, telemetry=observer.kinds if observer is not None else ())
-    with allocation_failures(f"{run.algorithm} on {run.shape}", lambda: memory_estimate(run, engine)):
+    engine = _preflight(run, telemetry=observer.kinds if observer is not None else ())
+    with allocation_failures(f"{run.algorithm} on {run.shape}", lambda: _memory_estimate(run, engine)):
         return _simulate(run, engine, observer, checkpoint, progress, wall0)
 
 
+def choose_engine(run: RunConfig) -> str:
+    """The name of the engine that makes ``run`` (:meth:`gupsim.engines.contract.EngineRegistry.engine_for`)."""
+    return ENGINES.engine_for(run).name
+
+
 def memory_estimate(run: RunConfig, engine: str) -> int:
-    """The memory estimate, in bytes, of ``run`` on ``engine`` ('fast' or 'simpy'); a run that would not fit is
+    """The memory estimate, in bytes, of ``run`` on the engine named ``engine``; a run that would not fit is
     refused in one line."""
-    if engine == "fast":
-        return check_fast_memory(run)
-    return check_simpy_memory(run, has_kernel=run.algorithm in KERNELS)
+    return _memory_estimate(run, ENGINES[engine])
 
 
-def _simulate(run: RunConfig, engine: str, observer: Any, checkpoint: Any,
-              progress: Callable[[int, int], None] | None, wall0: float) -> tuple[ReportsOutcome, dict[str, Any]]:
-    if engine == "fast":
-        with compile_time() as compile_s:
-            fast = simulate_fast(run, checkpoint, progress)
-        outcome = fast.outcome()
-        _check_counts(outcome)
-        wall = time.perf_counter() - wall0 - compile_s[0] + outcome.earlier_wall_s
-        return fast, make_record(outcome, wall) | {"compile_s": compile_s[0], "engine": "fast"}
-    sim = Simulation(run)
-    if observer is not None:
-        observer.attach(sim)
-    sim.execute(progress)
-    wall = time.perf_counter() - wall0
+def _memory_estimate(run: RunConfig, engine: Engine) -> int:
+    return engine.memory_estimate(run, ENGINES.alternative(run, engine))
+
+
+def _simulate(run: RunConfig, engine: Engine, observer: Any, checkpoint: Any,
+              progress: Progress | None, wall0: float) -> tuple[ReportsOutcome, dict[str, Any]]:
+    sim, compile_s = engine.simulate(run, observer, checkpoint, progress)
     outcome = sim.outcome()
     _check_counts(outcome)
-    record = make_record(outcome, wall) | {"compile_s": 0.0, "engine": "simpy"}
+    wall = time.perf_counter() - wall0 - compile_s + outcome.earlier_wall_s
+    record = make_record(outcome, wall) | {"compile_s": compile_s, "engine": engine.name}
     if observer is not None:
         record.update(observer.results(outcome))
     return sim, record
 
 
 def preflight(run: RunConfig, telemetry: Collection[str] = ()) -> str:
-    """Everything checked before a run is built, each failure one line; the engine that will run it.
+    """Everything checked before a run is built, each failure one line; the name of the engine that will run it.
 
     The HPCC slice every rank reads (updates and seed), the network the algorithm runs on, the record
-    extras ``telemetry`` asks for (keys of :data:`gupsim.engines.reference.telemetry.OPTIONS`: they need SimPy, and a network
-    that can give them), the engine, and that engine's memory estimate.  :func:`simulate` calls it,
-    and a sweep calls it on every point before anything runs (:mod:`gupsim.studies.sweep`), so a point that cannot run
-    fails the sweep's validation with the line ``gupsim run`` would print.
+    extras ``telemetry`` asks for (keys of :data:`gupsim.engines.reference.telemetry.OPTIONS`: they need an
+    engine that observes, and a network that can give them), the engine, and that engine's memory estimate.
+    :func:`simulate` calls it, and a sweep calls it on every point before anything runs
+    (:mod:`gupsim.studies.sweep`), so a point that cannot run fails the sweep's validation with the line
+    ``gupsim run`` would print.
     """
+    return _preflight(run, telemetry).name
+
+
+def _preflight(run: RunConfig, telemetry: Collection[str]) -> Engine:
     stream_layout(run)  # a run past its HPCC slices is one line, whichever engine would have run it
     check_network(run)
     check_available(run, telemetry)  # first: telemetry this network cannot give is refused on any engine
-    if telemetry and run.engine == "fast":
-        # Named as both gupsim run's flags and a sweep's record keys, since either may have asked for it.
-        raise GupsimError("telemetry (per-link data, histograms, samples: --links, --histograms, "
-                          "--sample-interval-s, or a sweep's record keys) needs the SimPy engine: "
-                          "set the engine to simpy or auto")
-    engine = "simpy" if telemetry else choose_engine(run)
-    memory_estimate(run, engine)
+    engine = ENGINES.engine_for(run, observed=bool(telemetry))
+    _memory_estimate(run, engine)
     check_algorithm(run)  # after the memory estimate: a shape too large is refused before its topology is made
     return engine
 
@@ -341,16 +340,24 @@ def records_frame(records: list[dict[str, Any]]) -> pd.DataFrame:
 
 
 def compile_all() -> float:
-    """Compile (or load from the cache) every kernel on a tiny run; return the seconds it took.  Two processes
-    per node: routed-split needs a worker and a router core, and the kernels' types do not depend on the count."""
+    """Compile (or load from their caches) every engine's compiled code; return the seconds it took.  Two
+    processes per node: routed-split needs a worker and a router core, and the kernels' types do not depend on
+    the count."""
     t0 = time.perf_counter()
     machine = load_machine("bgl", {"cpu.processes_per_node": 2})
-    for name in KERNELS:
-        simulate_fast(make_run_config(machine=machine, shape="2x2x1", algorithm=name, updates_per_process=64))
+    for engine in ENGINES.values():
+        engine.compile(machine)
     return time.perf_counter() - t0
+
+
+def telemetry(links: bool = False, histograms: bool = False, sample_interval_s: float | None = None) -> Telemetry:
+    """An observer that adds the asked-for extras to a run's record (per-link counters, histograms, samples every
+    ``sample_interval_s`` simulated seconds: :mod:`gupsim.engines.reference.telemetry`); its ``wanted`` says
+    whether it asks for any, its ``kinds`` which."""
+    return Telemetry(links=links, histograms=histograms, sample_interval_s=sample_interval_s)
 
 
 def simulate_with_extras(run_config: "RunConfig", extras: Any) -> dict[str, Any]:
     """One run's record, with the extras ``extras`` (a RecordExtras) asks for."""
-    telemetry = Telemetry.from_extras(extras)
-    return simulate(run_config, telemetry if telemetry.wanted else None)[1]
+    observer = Telemetry.from_extras(extras)
+    return simulate(run_config, observer if observer.wanted else None)[1]

@@ -47,6 +47,13 @@ def bandwidth(m, shape: str, pairs, nbytes: int, window: int = 8, iters: int = 2
     return microbenchmark("bandwidth").run(m, shape, pairs=pairs, nbytes=nbytes, window=window, iters=iters)
 
 
+def farthest_node(m, shape: str, node: int = 0) -> int:
+    """The lowest-numbered node of the partition ``shape`` farthest (in hops) from ``node``."""
+    topology = machine_topology(m, shape)
+    n = topology.num_nodes
+    return int(np.argmax(topology.hops_array(np.full(n, node), np.arange(n))))
+
+
 def intra_node_latency(m0, nbytes: int = 0) -> float:
     """Two cores of one node (virtual-node mode), the 'system of 4 cores' of Fig. 4."""
     vn = m0.model_copy(update={"cpu": m0.cpu.model_copy(update={"processes_per_node": 4})})

@@ -32,13 +32,10 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Iterable
 
 from gupsim.base.errors import GupsimError
 from gupsim.topology.base import parse_shape
-from gupsim.engines.fast.engine import KERNELS
-from gupsim.studies.runpool import kept_runs
 from gupsim.engines.run import memory_estimate
 
 #: Seconds per point beside its run: the task's round trip to a worker, the worker's collection and trim of the
@@ -90,8 +87,9 @@ class Timings:
         return statistics.median(ratios) if ratios else None
 
 
-def kept_timings(store: Any = None, runs_dir: Path | None = None) -> Timings:
-    """The timings kept in a results store's rows (any model code's) and in ``gupsim reproduce``'s kept runs."""
+def kept_timings(store: Any = None, kept: Iterable[dict[str, Any]] = ()) -> Timings:
+    """The timings kept in a results store's rows (any model code's) and in ``gupsim reproduce``'s kept runs
+    (``kept``: :func:`gupsim.studies.runpool.kept_rows`)."""
     timings = Timings({}, {})
     if store is not None:
         table = store.read()
@@ -100,13 +98,8 @@ def kept_timings(store: Any = None, runs_dir: Path | None = None) -> Timings:
             for row in table.loc[table["status"].eq("ok")].to_dict("records"):
                 timings.by_key[row["key"]] = float(row["wall_s"])
                 _add(timings, row["engine"], row)
-    if runs_dir is not None and runs_dir.is_dir():
-        try:
-            rows = kept_runs(runs_dir).to_dict("records")
-        except OSError:  # an unreadable folder of kept runs only leaves the estimate uncalibrated
-            rows = []
-        for row in rows:  # reproduce runs on engine auto: fast where it can
-            _add(timings, "fast" if row["algorithm"] in KERNELS else "simpy", row)
+    for row in kept:  # each kept record says which engine ran it
+        _add(timings, row["engine"], row)
     return timings
 
 
@@ -135,8 +128,9 @@ def estimate_point(point: Any, timings: Timings) -> PointEstimate:
     return PointEstimate(OVERHEAD_S + modelled * ratio, memory, "calibrated")
 
 
-def estimate_points(points: Iterable[Any], store: Any = None, runs_dir: Path | None = None) -> list[PointEstimate]:
-    timings = kept_timings(store, runs_dir)
+def estimate_points(points: Iterable[Any], store: Any = None,
+                    kept: Iterable[dict[str, Any]] = ()) -> list[PointEstimate]:
+    timings = kept_timings(store, kept)
     return [estimate_point(p, timings) for p in points]
 
 

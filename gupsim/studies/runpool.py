@@ -28,9 +28,9 @@ runs it finished, and only those made by the same model code with the same
 configuration: editing a machine file or a model module starts afresh; editing
 the command line, the plots or this module does not.
 
-**Keeping unfinished runs.**  A fast run also saves its whole state to
-``cache_dir/checkpoints`` every ten minutes of wall time
-(:mod:`gupsim.engines.fast.driver`), under the same key, and a restarted reproduction
+**Keeping unfinished runs.**  A run on an engine that keeps checkpoints (the fast one:
+:meth:`gupsim.engines.contract.Engine.checkpoint`) also saves its whole state to
+``cache_dir/checkpoints`` every ten minutes of wall time, under the same key, and a restarted reproduction
 resumes it from there: a whole-machine row stopped near its end loses minutes,
 not the hour and a half it had run.  The file is deleted when the run ends;
 files left by other code are deleted when a pool starts.
@@ -54,11 +54,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from gupsim.base.errors import GupsimError
-from gupsim.engines.run import resolved_config, run
+from gupsim.engines.run import ENGINES, resolved_config, run
 from gupsim.model.run_config import RunConfig
 from gupsim.topology.base import parse_shape
-from gupsim.engines.fast import driver
-from gupsim.engines.fast import tables
 
 #: The gupsim package, whose model modules the code digest hashes.
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
@@ -129,11 +127,10 @@ def run_key(config: RunConfig, code: str) -> str:
 
 
 def checkpoint_for(config: RunConfig, cache_dir: str, code: str) -> Any:
-    """Where the unfinished state of ``config``'s fast run is kept, under ``cache_dir``."""
+    """Where the unfinished state of ``config``'s run is kept, under ``cache_dir``, by the engine that makes it
+    (None if that engine keeps none)."""
     key = run_key(config, code)
-    # the interval is read now, not at import, so a test can shorten it
-    return driver.Checkpoint(Path(cache_dir) / "checkpoints" / f"{key}.npz", key=key,
-                             every_s=driver.CHECKPOINT_EVERY_S)
+    return ENGINES.engine_for(config).checkpoint(Path(cache_dir) / "checkpoints" / f"{key}.npz", key)
 
 
 def drop_stale_checkpoints(cache_dir: str, code: str) -> None:
@@ -245,7 +242,7 @@ class _StderrNow(logging.StreamHandler):
 
 def log_to_stderr() -> None:
     """Show gupsim's progress lines on stderr with the time of day: a finished run (here), a saved
-    checkpoint (:mod:`gupsim.engines.fast.driver`).  :class:`DaskPool` does it in every worker too."""
+    checkpoint (:meth:`gupsim.engines.contract.Engine.checkpoint`).  :class:`DaskPool` does it in every worker too."""
     logger = logging.getLogger("gupsim")
     if not logger.handlers:  # once per process: `main` may run reproduce more than once (tests)
         handler = _StderrNow()
@@ -393,40 +390,47 @@ def kept_runs(cache_dir: Path, code: str | None = None) -> Any:
             unreadable += 1
             continue
         rows.append({
-            "reused": run_code == code, "code": run_code, **what, "processes": record.get("processes"),
+            "reused": run_code == code, "code": run_code, **what, "engine": record.get("engine"),
+            "processes": record.get("processes"),
             "events": record.get("events"), "wall_s": record.get("wall_s"),
             "events_per_wall_s": record.get("events_per_s"), "peak_rss_mb": record.get("peak_rss_mb"),
             "gups": record.get("gups"),
             "kept_at": datetime.datetime.fromtimestamp((folder / "output.pkl").stat().st_mtime,
                                                        datetime.timezone.utc).strftime("%Y-%m-%d %H:%M"),
         })
-    columns = ["reused", "code", "machine", "algorithm", "shape", "processes", "updates_per_process", "routing",
+    columns = ["reused", "code", "machine", "algorithm", "engine", "shape", "processes", "updates_per_process", "routing",
                "seed", "events", "wall_s", "events_per_wall_s", "peak_rss_mb", "gups", "kept_at"]
     table = pd.DataFrame(rows, columns=columns).sort_values(["reused", "wall_s"], ascending=False, ignore_index=True)
     table.attrs["unreadable"] = unreadable
     return table
 
 
+def kept_rows(cache_dir: Path) -> list[dict[str, Any]]:
+    """The rows of :func:`kept_runs` (none if ``cache_dir`` is not a folder or cannot be read: they only
+    calibrate an estimate, :mod:`gupsim.studies.estimate`)."""
+    if not cache_dir.is_dir():
+        return []
+    try:
+        return kept_runs(cache_dir).to_dict("records")
+    except OSError:
+        return []
+
+
 def unfinished_runs(cache_dir: Path, code: str | None = None) -> Any:
     """The checkpoints in ``cache_dir``: runs stopped before their end, how far they got, and whether this
     code resumes them (a pool deletes the others when it starts; ``code`` as for :func:`kept_runs`)."""
     import datetime
-    import zipfile
 
-    import numpy as np
     import pandas as pd
-
 
     code, rows = code or code_digest(), []
     for path in sorted((Path(cache_dir) / "checkpoints").glob("*.npz")):
-        try:
-            with np.load(path, allow_pickle=False) as z:  # reads only the members asked for
-                ctr, wall_s = z["ctr"], float(z["_wall_s"])
-        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
+        progress = ENGINES.saved_progress(path)
+        if progress is None:
             continue  # not a checkpoint (a save in progress is a .part file, not listed)
         rows.append({"resumed": path.name.startswith(f"{code}-"), "checkpoint": path.name,
-                     "updates_applied": int(ctr[tables.C_APPLIED]), "events": int(ctr[tables.C_EVENTS]),
-                     "wall_s": wall_s, "size_mb": path.stat().st_size / 2**20,
+                     "updates_applied": progress.updates_applied, "events": progress.events,
+                     "wall_s": progress.wall_s, "size_mb": path.stat().st_size / 2**20,
                      "saved_at": datetime.datetime.fromtimestamp(path.stat().st_mtime, datetime.timezone.utc)
                      .strftime("%Y-%m-%d %H:%M")})
     columns = ["resumed", "checkpoint", "updates_applied", "events", "wall_s", "size_mb", "saved_at"]

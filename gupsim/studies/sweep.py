@@ -60,11 +60,10 @@ from gupsim.algorithms.base import validate_options
 from gupsim.engines.run import make_run_config
 from gupsim.topology.base import parse_shape
 from gupsim.engines.run import preflight
-from gupsim.engines.reference.telemetry import Telemetry
 from gupsim.engines.run import resolved_config
-from gupsim.studies.runpool import code_digest, reset_peak_rss
+from gupsim.studies.runpool import code_digest, kept_rows, reset_peak_rss
 from gupsim.studies.store import failed_row, record_row
-from gupsim.engines.run import simulate_with_extras
+from gupsim.engines.run import simulate_with_extras, telemetry
 from gupsim.studies.cluster import close_client, interruptible, open_client
 from gupsim.studies.estimate import estimate_points
 from gupsim.studies.store import ResultsStore
@@ -366,7 +365,7 @@ def _check_runnable(cfg: Any, extras: RecordExtras) -> str:
     """What ``gupsim run`` checks before it builds anything (:func:`gupsim.engines.run.preflight`: the HPCC
     slice, the network, the engine, the memory estimate), so that a point that cannot run fails the
     validation instead of every run; the engine that will run it."""
-    return preflight(cfg, telemetry=Telemetry.from_extras(extras).kinds)
+    return preflight(cfg, telemetry=telemetry(extras.links, extras.histograms, extras.sample_interval_s).kinds)
 
 
 def point_key(run_config: Any, extras: RecordExtras) -> str:
@@ -421,7 +420,7 @@ def run_sweep(spec: SweepSpec, points: list[Point], store_path: Path, *, client=
     if not todo:
         store.compact()
         return summary
-    estimates = estimate_points(todo, store, KEPT_RUNS_DIR)
+    estimates = estimate_points(todo, store, kept_rows(KEPT_RUNS_DIR))
     own_client, interrupted = client is None, False
     with interruptible():
         client = client or open_client(scheduler, workers, processes)

@@ -23,7 +23,7 @@ from gupsim.app.cli import cli
 from gupsim.config import load_machine
 from gupsim.base.errors import GupsimError
 from gupsim.engines.fast import FastSimulation
-from gupsim.engines.choose import choose_engine, unsupported
+from gupsim.engines.run import ENGINES, choose_engine
 from gupsim.app.reporting import model_fields
 from gupsim.engines.run import make_run_config, simulate
 from gupsim.engines.reference.simulation import Simulation
@@ -91,7 +91,7 @@ def test_the_first_rank_past_its_slice_is_named_as_building_the_streams_names_it
 def test_more_updates_than_the_kernels_count_are_a_reason_not_a_crash():
     """A 2^63-word table leaves room for 2^63 updates in all: SimPy's to run, the fast engine says why not."""
     run = _run("fast", updates_per_process=HUGE_UPDATES, log2_table_size=63)
-    assert "updates the kernels count" in unsupported(run)
+    assert "updates the kernels count" in ENGINES["fast"].unsupported(run)
     with pytest.raises(GupsimError, match="^--engine fast: 8 processes x updates_per_process="):
         choose_engine(run)
     assert choose_engine(run.model_copy(update={"engine": "auto"})) == "simpy"
@@ -138,8 +138,8 @@ def test_a_huge_table_from_the_command_line():
 
 def test_cut_through_and_a_dma_engine_run_on_the_fast_engine():
     """Both are in the kernels (gupsim.engines.fast.dma; the head's cut-through time): no reason to refuse."""
-    assert unsupported(_run("fast", machine=load_machine("bgl", {"network.cut_through_bytes": 8}))) is None
-    assert unsupported(_run("fast", machine=load_machine("bgp"))) is None
+    assert ENGINES["fast"].unsupported(_run("fast", machine=load_machine("bgl", {"network.cut_through_bytes": 8}))) is None
+    assert ENGINES["fast"].unsupported(_run("fast", machine=load_machine("bgp"))) is None
 
 
 # ------------------------------------------------------------------ 5: algorithm options

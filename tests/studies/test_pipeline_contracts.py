@@ -317,7 +317,7 @@ def test_unfinished_runs_marks_only_this_codes_checkpoints_as_resumed(tmp_path):
     for name, applied in (("mine-0123.npz", 100), ("other-0123.npz", 200)):
         ctr = np.zeros(max(tables.C_APPLIED, tables.C_EVENTS) + 1, dtype=np.int64)
         ctr[tables.C_APPLIED], ctr[tables.C_EVENTS] = applied, 10 * applied
-        np.savez(folder / name, ctr=ctr, _wall_s=np.array(5.0))
+        np.savez(folder / name, counters=ctr, _wall_s=np.array(5.0))  # as the fast engine's driver names them
     table = unfinished_runs(tmp_path, "mine").set_index("checkpoint")
     assert table["resumed"].to_dict() == {"mine-0123.npz": True, "other-0123.npz": False}
     assert table["updates_applied"].to_dict() == {"mine-0123.npz": 100, "other-0123.npz": 200}

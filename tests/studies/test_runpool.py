@@ -183,6 +183,8 @@ def test_a_pool_resumes_the_checkpoint_of_a_stopped_run_and_drops_other_codes(tm
     assert len(progress) == 2 and all(" of 8,192 updates applied (" in line for line in progress)
     checkpoint = runpool.checkpoint_for(config, str(tmp_path), runpool.code_digest())
     assert checkpoint.path.exists()
+    (stopped,) = runpool.unfinished_runs(tmp_path).to_dict("records")  # listed, read through the engine contract
+    assert stopped["resumed"] and 0 < stopped["updates_applied"] < 8192 and stopped["events"] > 0
     loads = count_loads(monkeypatch)
     resumed = SerialPool(tmp_path).records([config])
     assert loads == [1] and not checkpoint.path.exists()

@@ -23,9 +23,11 @@ the same model as compiled event loops over NumPy arrays:
 
 **Engines.**  ``RunConfig.engine`` (``gupsim run --engine``) is ``simpy``,
 ``fast`` or ``auto`` (the default): the fast engine where a kernel exists
-for the algorithm and the run's features, else SimPy.  Every record says
-which ran (``engine``).  Runs with ``verify`` use SimPy (the fast engine
-keeps no table).
+for the algorithm and the run's features, else SimPy.  :data:`ENGINE` states
+which runs those are, in one line each for the others
+(:class:`gupsim.engines.contract.Engine`, registered in :data:`gupsim.engines.run.ENGINES`).
+Every record says which ran (``engine``).  Runs with ``verify`` use SimPy (the
+fast engine keeps no table).
 
 **Agreement.**  Same model, same costs spent in the same order, the same
 HPCC stream, and events at equal times taken in SimPy's order (time,
@@ -40,8 +42,8 @@ co-processor and virtual-node mode.  The engines differ only in ``events``
 # of them decorates a function (gupsim.engines.fast.kernel_cache).
 from gupsim.engines.fast import kernel_cache  # noqa: F401
 from gupsim.engines.fast.contract import Kernel
-from gupsim.engines.fast.engine import (KERNELS, MAX_FAST_CHUNKS, MAX_FAST_UPDATES, FastSimulation, check_memory,
-                                        simulate_fast)
+from gupsim.engines.fast.engine import (ENGINE, KERNELS, MAX_FAST_CHUNKS, MAX_FAST_UPDATES, FastEngine,
+                                        FastSimulation, check_memory, simulate_fast)
 
-__all__ = ["KERNELS", "MAX_FAST_CHUNKS", "MAX_FAST_UPDATES", "FastSimulation", "Kernel", "check_memory",
-           "simulate_fast"]
+__all__ = ["ENGINE", "KERNELS", "MAX_FAST_CHUNKS", "MAX_FAST_UPDATES", "FastEngine", "FastSimulation", "Kernel",
+           "check_memory", "simulate_fast"]

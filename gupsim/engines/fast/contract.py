@@ -104,7 +104,7 @@ class Kernel:
     * ``error_message(code, arrays) -> str``: one line for a nonzero ``counters[C_ERROR]``.
     * ``per_rank_bytes``: measured peak bytes per process above the fixed part (the memory estimate).
     * ``options``: the algorithm options the kernel implements; any other must keep its default, else the
-      run goes to SimPy (:mod:`gupsim.engines.choose`).
+      run goes to SimPy (:meth:`gupsim.engines.fast.engine.FastEngine.unsupported`).
     * ``packet_arrays``: the kernel's own per-packet tables (rows indexed by packet number), grown with the
       network's.
     * ``grow_tables(arrays)``, optional: grow the kernel's own tables between batches (in place in

@@ -1,11 +1,15 @@
 """The fast engine's run of one configuration: :class:`FastSimulation` builds the arrays a kernel runs on, drives
 the kernel batch by batch (:mod:`gupsim.engines.fast.driver`) and reports what the run measured
-(:class:`gupsim.engines.outcome.ReportsOutcome`)."""
+(:class:`gupsim.engines.outcome.ReportsOutcome`); :data:`ENGINE` is the engine as the contract
+(:class:`gupsim.engines.contract.Engine`) states it: which runs a kernel models, their memory estimate, their
+checkpoints."""
 
 from __future__ import annotations
 
 import math
+import zipfile
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
@@ -20,6 +24,8 @@ from gupsim.model.costs import CostModel
 from gupsim.model.output_analysis import CHECK_EVERY, applied_marks, first_check, precise
 from gupsim.model.run_config import SLICE_START_FRACTION, WINDOW, RunConfig, stream_layout, stream_start
 from gupsim.engines.checks import network_standin
+from gupsim.engines.contract import Engine, Progress, SavedProgress, Simulated
+from gupsim.config.torus import MachineConfig
 from gupsim.topology.base import make_topology, parse_shape
 from gupsim.topology.grid import HALF_RING_TIES
 from gupsim.engines.fast import one_packet
@@ -28,6 +34,7 @@ from gupsim.engines.fast import routed_split
 from gupsim.engines.fast import baseline
 from gupsim.engines.fast import core as c, credits as cr, events as ev, stream, tables as tb
 from gupsim.engines.fast import driver
+from gupsim.engines.fast.compiling import compile_time
 from gupsim.engines.fast.contract import KernelRegistry, register_kernel
 
 #: The fast engine's largest packet: event payloads keep a pool's returned chunks in 5 bits.
@@ -354,3 +361,69 @@ def simulate_fast(run: RunConfig, checkpoint: Any = None, progress: Any = None) 
     return sim
 
 
+
+
+class FastEngine:
+    """The compiled engine (:class:`gupsim.engines.contract.Engine`): a kernel per algorithm that has one
+    (:data:`KERNELS`), on torus machines; it keeps a long run's state on disk (:mod:`gupsim.engines.fast.driver`)
+    and takes no observer (its kernels keep no per-packet telemetry)."""
+
+    name = "fast"
+    title = "fast"
+    observes = False
+    checkpoints = True
+
+    def unsupported(self, run: RunConfig) -> str | None:
+        """Why no kernel models ``run`` (None when one does), naming what the user set."""
+        if run.algorithm not in KERNELS:
+            return f"no fast kernel for algorithm {run.algorithm!r} (fast kernels: {', '.join(sorted(KERNELS))})"
+        if run.verify:
+            return "verify keeps a real table, which only the SimPy engine does"
+        options = validate_options(run.algorithm, run.algorithm_options)
+        defaults = type(options)()
+        for name in type(options).model_fields:
+            if name not in KERNELS[run.algorithm].options and getattr(options, name) != getattr(defaults, name):
+                return f"option {name}={getattr(options, name)!r} is not in the {run.algorithm} kernel"
+        # The kernels compile the torus link model (torus_network.py, with dma.py's DMA engine) and nothing else.
+        if not isinstance(run.machine, MachineConfig):
+            return f"machine {run.machine.name} is not a torus machine (the kernels model network.py only)"
+        if run.machine.network.max_chunks_per_packet > MAX_FAST_CHUNKS:
+            return f"max_chunks_per_packet above {MAX_FAST_CHUNKS}"
+        # The kernels count updates in int64; only a table near 2^63 words leaves room in its slices for more.
+        ranks = math.prod(parse_shape(run.shape)) * run.machine.cpu.processes_per_node
+        if ranks * run.updates_per_process > MAX_FAST_UPDATES:
+            return (f"{ranks} processes x updates_per_process={run.updates_per_process} is more than the "
+                    f"{MAX_FAST_UPDATES:,} updates the kernels count")
+        return None
+
+    def memory_estimate(self, run: RunConfig, alternative: Engine | None = None) -> int:
+        return check_memory(run)
+
+    def simulate(self, run: RunConfig, observer: Any = None, checkpoint: Any = None,
+                 progress: Progress | None = None) -> Simulated:
+        """Run ``run``'s kernel; ``compile_s`` is the time Numba spent compiling it or loading it from its cache."""
+        with compile_time() as compile_s:
+            sim = simulate_fast(run, checkpoint, progress)
+        return Simulated(sim, compile_s[0])
+
+    def compile(self, machine: Any) -> None:
+        """Every kernel, on a 2x2x1 run of 64 updates per process."""
+        for name in KERNELS:
+            simulate_fast(RunConfig(machine=machine, shape="2x2x1", algorithm=name, updates_per_process=64))
+
+    def checkpoint(self, path: Path, key: str, every_s: float | None = None) -> driver.Checkpoint:
+        # the default interval is read now, not at import, so a test can shorten it
+        return driver.Checkpoint(Path(path), key=key, every_s=driver.CHECKPOINT_EVERY_S if every_s is None else every_s)
+
+    def saved_progress(self, path: Path) -> SavedProgress | None:
+        """Read from the saved counters alone (``np.load`` reads only the members asked for)."""
+        try:
+            with np.load(path, allow_pickle=False) as z:
+                ctr, wall_s = z["counters"], float(z["_wall_s"])
+            return SavedProgress(int(ctr[tb.C_APPLIED]), int(ctr[tb.C_EVENTS]), wall_s)
+        except (OSError, ValueError, KeyError, IndexError, EOFError, zipfile.BadZipFile):
+            return None  # not a checkpoint (a save in progress is a .part file)
+
+
+#: The fast engine, as the registry (:data:`gupsim.engines.run.ENGINES`) holds it.
+ENGINE = FastEngine()

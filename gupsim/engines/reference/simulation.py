@@ -24,7 +24,8 @@ A :class:`Simulation` wires together, for one :class:`RunConfig`:
 
 :meth:`Simulation.execute` runs it to the end (or reports a deadlock), and
 :meth:`Simulation.outcome` says what it measured
-(:class:`gupsim.engines.outcome.ReportsOutcome`).
+(:class:`gupsim.engines.outcome.ReportsOutcome`).  :data:`ENGINE` is the engine as the contract
+(:class:`gupsim.engines.contract.Engine`) states it.
 
 With a ``precision`` (``--precision``) the run ends early: each time the updates applied cross one of the
 stopping rule's mark counts (:func:`gupsim.model.output_analysis.check_points`), the rule is evaluated on the
@@ -38,6 +39,7 @@ after checking that it reached the rank that owns it.
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
@@ -51,6 +53,7 @@ from gupsim.base.memory import BASE_BYTES, ROUTE_CACHE_BYTES, check_fits
 from gupsim.model.costs import CostModel
 from gupsim.model.output_analysis import applied_marks, check_points, first_check, precise
 from gupsim.engines.checks import check_network
+from gupsim.engines.contract import Engine, Progress, SavedProgress, Simulated
 from gupsim.engines.outcome import RunOutcome
 from gupsim.engines.reference.cpu import Cpu
 from gupsim.engines.reference.networks import make_network
@@ -79,19 +82,20 @@ class CountingEnvironment(simpy.Environment):
         return int(repr(self._eid)[6:-1])
 
 
-def check_memory(run: RunConfig, has_kernel: bool = False) -> int:
+def check_memory(run: RunConfig, alternative: Engine | None = None) -> int:
     """The SimPy engine's memory estimate for ``run`` in bytes; a run that would not fit is refused in one line
-    (:func:`gupsim.base.memory.check_fits`).  ``has_kernel``: the fast engine could run it, so the refusal
-    says so."""
+    (:func:`gupsim.base.memory.check_fits`).  ``alternative``: another engine that could make the run, which
+    the refusal offers."""
     nodes = math.prod(parse_shape(run.shape))
     ranks = nodes * run.machine.cpu.processes_per_node
+    without_telemetry = "" if alternative is None or alternative.observes else ", without telemetry"
     detail, table_bytes = f"{run.machine.cpu.processes_per_node} per node, SimPy engine", 0
     if run.verify:  # the table, and verification's copy, the initial table and their comparison beside it
         words = 2 ** log2_table_size(run, nodes, ranks)
         table_bytes = VERIFY_BYTES_PER_WORD * words
         detail += f", --verify's table of {words:,} words"
-    hint = " (or the fast engine: --engine fast, without telemetry)" if has_kernel and not run.verify \
-        else ", or a smaller --log2-table-size" if run.verify else ""
+    hint = f" (or the {alternative.title} engine: --engine {alternative.name}{without_telemetry})" \
+        if alternative is not None else ", or a smaller --log2-table-size" if run.verify else ""
     return check_fits(ranks, algorithm_class(run.algorithm).memory_per_rank_bytes, f"{run.algorithm} on {run.shape}",
                       base_bytes=BASE_BYTES + ROUTE_CACHE_BYTES + table_bytes, detail=detail, hint=hint)
 
@@ -259,3 +263,39 @@ class Simulation:
         return hpcc.verify(self.table, values, self.layout)
 
 
+class SimPyEngine:
+    """The reference engine (:class:`gupsim.engines.contract.Engine`): it makes every run the model defines,
+    takes an observer (:class:`gupsim.engines.reference.telemetry.Telemetry`), and keeps no checkpoint (a run
+    is restarted from its beginning)."""
+
+    name = "simpy"
+    title = "SimPy"
+    observes = True
+    checkpoints = False
+
+    def unsupported(self, run: RunConfig) -> str | None:
+        return None
+
+    def memory_estimate(self, run: RunConfig, alternative: Engine | None = None) -> int:
+        return check_memory(run, alternative)
+
+    def simulate(self, run: RunConfig, observer: Any = None, checkpoint: Any = None,
+                 progress: Progress | None = None) -> Simulated:
+        sim = Simulation(run)
+        if observer is not None:
+            observer.attach(sim)
+        sim.execute(progress)
+        return Simulated(sim, 0.0)
+
+    def compile(self, machine: Any) -> None:
+        """Nothing: the reference engine is plain Python."""
+
+    def checkpoint(self, path: Path, key: str, every_s: float | None = None) -> None:
+        return None
+
+    def saved_progress(self, path: Path) -> SavedProgress | None:
+        return None
+
+
+#: The SimPy engine, as the registry (:data:`gupsim.engines.run.ENGINES`) holds it.
+ENGINE = SimPyEngine()

@@ -43,7 +43,6 @@ from gupsim.topology.base import TOPOLOGIES, parse_shape
 if TYPE_CHECKING:
     from gupsim.engines.outcome import RunOutcome
     from gupsim.model.run_config import RunConfig
-    from gupsim.engines.reference.simulation import Simulation
 
 #: Each extra as gupsim run's flag and a sweep's record key, which a refusal names (either may have asked).
 OPTIONS = {"links": ("--links", "record.links"), "histograms": ("--histograms", "record.histograms"),
@@ -51,7 +50,8 @@ OPTIONS = {"links": ("--links", "record.links"), "histograms": ("--histograms", 
 
 
 class Telemetry:
-    """Attach to a built :class:`Simulation` (to count and sample as it runs); add the asked-for extras to its
+    """Attach to a built :class:`gupsim.engines.reference.simulation.Simulation` (to count and sample as it runs;
+    annotated ``Any`` here, since the SimPy engine that attaches it sits above this module); add the asked-for extras to its
     record from its outcome (:meth:`results`)."""
 
     def __init__(self, links: bool = False, histograms: bool = False, sample_interval_s: float | None = None):
@@ -77,7 +77,7 @@ class Telemetry:
     def wanted(self) -> bool:
         return bool(self.kinds)
 
-    def attach(self, sim: "Simulation") -> None:
+    def attach(self, sim: Any) -> None:
         if self.histograms:
             last_message: dict[int, Any] = {}
 
@@ -101,7 +101,7 @@ class Telemetry:
         if self.sample_interval_s is not None:
             sim.env.process(self._sample(sim))
 
-    def _sample(self, sim: "Simulation"):
+    def _sample(self, sim: Any):
         env, net, dt = sim.env, sim.net, self.sample_interval_s
         full = net.cfg.max_chunks_per_packet
         prev_tests = prev_blocked = 0.0

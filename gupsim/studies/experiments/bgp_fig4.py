@@ -15,7 +15,6 @@ import time
 
 from gupsim.studies import bgp
 from gupsim.studies.figures import save_figure
-from gupsim.engines.reference.microbench import Messenger
 
 REFERENCE = {  # transcribed from seed 002's text
     "latency ratio 0 B, 131072 / 4 cores": {"value": 2.0, "unit": "ratio", "source": "§3.3: 'close to 100%'",
@@ -42,7 +41,7 @@ def reproduce(quick: bool = False, inputs: dict | None = None):
     one = bgp.bandwidth(m, "2x1x1", [(0, 1)], 65536, window=2 if quick else 4)["bits_per_s"][0]
     far_shape = bgp.PARTITIONS[512 if quick else largest]
 
-    far_node = Messenger(m, far_shape).farthest_node(0)
+    far_node = bgp.farthest_node(m, far_shape)
     far = bgp.bandwidth(m, far_shape, [(0, far_node)], 65536, window=2 if quick else 4)["bits_per_s"][0]
     sim = {"latency ratio 0 B, 131072 / 4 cores": curves[0][largest] / base[0],
            "latency ratio 1 KB, 131072 / 4 cores": curves[1024][largest] / base[1024],

@@ -63,8 +63,7 @@ import pandas as pd
 from gupsim.studies import bgp
 from gupsim.model.bounds import bounds, cpu_bound_gups, machine_topology, network_bound_gups
 from gupsim.studies.figures import save_figure
-from gupsim.engines.choose import choose_engine
-from gupsim.engines.run import MIN_STEADY_UPDATES, make_run_config, run
+from gupsim.engines.run import ENGINES, MIN_STEADY_UPDATES, make_run_config, run
 from gupsim.studies.runpool import SERIAL, RunPool
 from gupsim.studies.validation import Comparison
 
@@ -186,7 +185,7 @@ def simulated_updates(nodes: int, mode: str, alg: str) -> int | None:
     :data:`FAST_SIMULATED_NODES` and :data:`FAST_SIMULATED_VN`, or a row the fast engine cannot run)."""
     vn_only = mode == "VN" and nodes in FAST_SIMULATED_VN["nodes"] and alg in FAST_SIMULATED_VN["algorithms"]
     if not (nodes in FAST_SIMULATED_NODES or vn_only) or \
-            choose_engine(row_config(bgp.PARTITIONS[nodes], mode, alg, 1)) != "fast":
+            ENGINES["fast"].unsupported(row_config(bgp.PARTITIONS[nodes], mode, alg, 1)) is not None:
         return None
     return FAST_UPDATES
 

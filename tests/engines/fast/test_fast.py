@@ -247,7 +247,7 @@ def test_compiled_owner_is_hpcc_which_pe(log2_size, procs, value):
 
 
 def test_auto_picks_the_fast_engine_only_where_a_kernel_exists(bgl):
-    from gupsim.engines.choose import choose_engine
+    from gupsim.engines.run import choose_engine
 
     def cfg(algorithm, **kw):
         return make_run_config(machine=bgl, shape="2x2x2", algorithm=algorithm, updates_per_process=64, **kw)
@@ -309,7 +309,7 @@ def test_both_engines_refuse_more_than_1024_pending_updates(bgl, engine):
 @pytest.mark.parametrize("machine", ["hypatia-dv"])
 def test_auto_uses_simpy_for_machines_the_kernels_do_not_model(machine):
     from gupsim.config import load_machine
-    from gupsim.engines.choose import choose_engine
+    from gupsim.engines.run import choose_engine
 
     m = load_machine(machine)
     algorithm = "dv" if machine == "hypatia-dv" else "one-packet"

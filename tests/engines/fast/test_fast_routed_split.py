@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from gupsim.base.errors import GupsimError
 from gupsim.config import load_machine
-from gupsim.engines.choose import choose_engine
+from gupsim.engines.run import choose_engine
 from gupsim.engines.run import make_run_config, simulate
 from tests.engines.fast.conftest import assert_agree_or_deadlock_alike, assert_engines_agree
 
