@@ -24,6 +24,8 @@ from typing import Any, TextIO
 
 #: Wall seconds between two ``plain`` progress lines.
 PLAIN_EVERY_S = 30.0
+#: Wall seconds into a run before the bar shows (a short run shows none).
+BAR_DELAY_S = 1.0
 #: The ``--progress`` modes.
 MODES = ("auto", "bar", "plain", "none")
 #: What a run off a terminal says when Numba starts compiling: measured on the README's machine (2-core shared
@@ -73,8 +75,8 @@ class PlainProgress:
 
 
 @contextmanager
-def bar(desc: str, delay_s: float = 1.0) -> Iterator[Callable[[int, int], None]]:
-    """tqdm's bar of updates applied, from ``delay_s`` into the run; log lines go above it."""
+def bar(desc: str) -> Iterator[Callable[[int, int], None]]:
+    """tqdm's bar of updates applied, from :data:`BAR_DELAY_S` into the run; log lines go above it."""
     import logging
 
     from tqdm import tqdm
@@ -82,7 +84,7 @@ def bar(desc: str, delay_s: float = 1.0) -> Iterator[Callable[[int, int], None]]
 
     # mininterval=0: the engines report a few times a second at most, and each report should show
     with tqdm(desc=desc, unit="update", unit_scale=True, dynamic_ncols=True, leave=False, mininterval=0,
-              delay=delay_s) as shown, logging_redirect_tqdm([logging.getLogger("gupsim")]):
+              delay=BAR_DELAY_S) as shown, logging_redirect_tqdm([logging.getLogger("gupsim")]):
         def tell(applied: int, total: int) -> None:
             shown.total = total
             shown.update(applied - shown.n)
