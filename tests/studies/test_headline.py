@@ -6,10 +6,11 @@ import math
 
 import pandas as pd
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from gupsim.algorithms.base import available_algorithms
+from gupsim.base.errors import GupsimError
 from gupsim.config import load_machine
 from gupsim.engines.choose import unsupported
 from gupsim.engines.run import make_run_config, simulate
@@ -58,7 +59,8 @@ def test_a_store_table_reads_the_headline_and_keeps_the_window_rate_beside_it():
     assert list(table.columns).index(WINDOW_COLUMN) == list(table.columns).index("gups") + 1
 
 
-ALGORITHMS = available_algorithms()
+#: Every algorithm that runs on BG/L's torus and mesh (dv needs the Data Vortex and is refused there).
+ALGORITHMS = [a for a in available_algorithms() if a != "dv"]
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -72,7 +74,10 @@ def test_every_record_s_rate_lies_inside_its_interval_on_both_engines(algorithm,
                               seed=seed, engine=engine)
         if engine == "fast" and unsupported(cfg):
             continue
-        records.append(headline_record(simulate(cfg)[1]))
+        try:
+            records.append(headline_record(simulate(cfg)[1]))
+        except GupsimError:  # an algorithm for another network (dv: the Data Vortex), refused in one line
+            assume(False)
     for rec in records:
         h = Headline.of(rec)
         assert rec["gups"] == h.rate or (math.isnan(h.rate) and math.isnan(rec["gups"]))
