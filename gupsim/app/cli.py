@@ -12,7 +12,7 @@ import os
 import sys
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator, NoReturn
+from typing import Any, Iterator, NoReturn
 
 import click
 
@@ -45,6 +45,9 @@ from gupsim.studies.sweep import KEPT_RUNS_DIR
 from gupsim.studies.store import store_table
 from gupsim.app import rate_quality
 from gupsim.app import plots
+from gupsim.app import first_run, progress
+from gupsim.app.compare import compare
+from gupsim.studies.headline import headline_record, readable_table
 
 DEFAULTS = {"machine": "bgl", "shape": "4x4x4", "algorithm": "baseline", "updates": 4096, "seed": 0}
 
@@ -187,12 +190,15 @@ def cli() -> None:
 @click.option("--algorithm", default=DEFAULTS["algorithm"], show_default=True,
               help="update algorithm (gupsim list gives the names and their options)")
 @click.option("--updates", default=DEFAULTS["updates"], show_default=True, type=click.IntRange(min=1),
-              help="updates per process")
+              help="updates per process: the cap of a run to --precision, the length of a --fixed-length one")
 @click.option("--seed", default=DEFAULTS["seed"], show_default=True, type=click.IntRange(min=0),
               help="the run's one random stream: the same inputs and seed give the same numbers")
 @click.option("--precision", type=float, default=None, metavar="P",
-              help="stop once the GUPS 95%% interval is within P of the rate either side (e.g. 0.01); "
-                   "--updates is then the cap")
+              help=f"stop once the GUPS 95% interval is within P of the rate either side; --updates is then "
+                   f"the cap  [default: {first_run.RUN_PRECISION:g}; none with --verify]")
+@click.option("--fixed-length", is_flag=True, help="run all --updates (no --precision); --verify implies it")
+@click.option("--all-rates", is_flag=True,
+              help="also print the rate between 25% and 75% of the updates applied and the whole run's")
 @click.option("--warm-start", is_flag=True,
               help="start with buckets pre-filled from each process's own stream, as a long run holds them "
                    "(routed only; docs/model.md)")
@@ -212,10 +218,14 @@ def cli() -> None:
               help="keep the fast run's state in this file as it goes; the same command resumes from it")
 @click.option("--checkpoint-every-s", default=None, type=FiniteFloatRange(min=0),
               help="wall seconds between two saves of --checkpoint  [default: 600]")
-@click.option("--no-progress", is_flag=True, help="no progress bar (it shows only on a terminal)")
-def run(machine, shape, algorithm, updates, seed, precision, warm_start, sets, options, log2_table_size, verify, engine, as_json,
-        links, histograms, sample_interval_s, checkpoint_path, checkpoint_every_s, no_progress) -> None:
-    """Simulate one run and print its record."""
+@click.option("--progress", "progress_mode", type=click.Choice(progress.MODES), default="auto", show_default=True,
+              help="bar (a terminal), plain (a line on stderr every 30 s), none; auto: bar on a terminal, else plain")
+@click.option("--no-progress", is_flag=True, help="the same as --progress none")
+def run(machine, shape, algorithm, updates, seed, precision, fixed_length, all_rates, warm_start, sets, options,
+        log2_table_size, verify, engine, as_json, links, histograms, sample_interval_s, checkpoint_path,
+        checkpoint_every_s, progress_mode, no_progress) -> None:
+    """Simulate one run and print its record: GUPS with its 95% interval, to 2% unless told otherwise."""
+    precision = None if fixed_length else first_run.RUN_PRECISION if precision is None and not verify else precision
     m = _load_machine(machine, sets)
     algorithm_options = _key_values(options, "--option")
     cfg = make_run_config(machine=m, shape=shape, algorithm=algorithm, updates_per_process=updates, seed=seed,
@@ -223,15 +233,16 @@ def run(machine, shape, algorithm, updates, seed, precision, warm_start, sets, o
                           log2_table_size=log2_table_size, algorithm_options=algorithm_options, engine=engine)
     telemetry = make_telemetry(links=links, histograms=histograms, sample_interval_s=sample_interval_s)
     checkpoint = _checkpoint(cfg, checkpoint_path, checkpoint_every_s, telemetry.wanted)
-    with _progress_bar(f"{cfg.shape} {cfg.algorithm}", enabled=not no_progress) as progress:
-        sim, record = simulate(cfg, telemetry if telemetry.wanted else None, checkpoint, progress)
+    first_run.say_estimate(cfg, telemetry.kinds if telemetry.wanted else ())
+    with progress.reporting(f"{cfg.shape} {cfg.algorithm}", "none" if no_progress else progress_mode) as tell:
+        sim, record = simulate(cfg, telemetry if telemetry.wanted else None, checkpoint, tell)
     if sets or options:
         record["what_if"] = what_if(parse_set_options(sets), algorithm_options)
     if verify:
         result = sim.verify()
         record |= {"verify_errors": result.errors, "verify_table_size": result.table_size,
                    "verify_passed": result.passed}
-    _print_or_keep(to_json(record) if as_json else format_record(record), record, cfg)
+    _print_or_keep(to_json(headline_record(record)) if as_json else format_record(record, all_rates), record, cfg)
     if verify and not record["verify_passed"]:
         sys.exit(1)
 
@@ -265,31 +276,6 @@ def _print_or_keep(text: str, record: dict, cfg: Any) -> None:
             raise ResourceFault(f"{exc}; the record could not be kept either: {path}: "
                                 f"{again.strerror or again}") from None
         raise ResourceFault(f"{exc}; the run's record is kept in {path}") from None
-
-
-@contextmanager
-def _progress_bar(desc: str, enabled: bool, delay_s: float = 1.0) -> Iterator[Callable[[int, int], None] | None]:
-    """A bar of updates applied, with the rate and the time left, on stderr if it is a terminal, from
-    ``delay_s`` into the run (a short run shows none).
-
-    The rate is uneven (processes fill their buckets first, the drain is slower), so the time left is a
-    guide.  ``--checkpoint``'s log lines go above the bar instead of through it."""
-    if not enabled or not sys.stderr.isatty():
-        yield None
-        return
-    import logging
-
-    from tqdm import tqdm
-    from tqdm.contrib.logging import logging_redirect_tqdm
-
-    # mininterval=0: the engines report a few times a second at most, and each report should show
-    with tqdm(desc=desc, unit="update", unit_scale=True, dynamic_ncols=True, leave=False, mininterval=0,
-              delay=delay_s) as bar, \
-            logging_redirect_tqdm([logging.getLogger("gupsim")]):
-        def tell(applied: int, total: int) -> None:
-            bar.total = total
-            bar.update(applied - bar.n)
-        yield tell
 
 
 def _checkpoint(cfg: Any, path: str | None, every_s: float | None, telemetry: bool) -> Any:
@@ -339,7 +325,7 @@ def bounds(machine, shape, bytes_per_update, sets, as_json) -> None:
               help="keep each finished run in OUT/runs and reuse those this code already made (resume a stopped run)")
 @click.option("--precision", default=REPRODUCE_PRECISION, show_default=True,
               type=FiniteFloatRange(0, 1, min_open=True, max_open=True),
-              help="stop each row once its GUPS 95%% interval is within this fraction of the rate; the table's "
+              help="stop each row once its GUPS 95% interval is within this fraction of the rate; the table's "
                    "run length is the cap")
 @click.option("--fixed-length", is_flag=True, help="run every row to its table's fixed length (no --precision)")
 def reproduce(names, out_dir, quick, docs_path, jobs, keep_runs, precision, fixed_length) -> None:
@@ -502,7 +488,7 @@ def results(store_path, csv_path, parquet_path, all_columns) -> None:
 
     if csv_path and parquet_path and os.path.realpath(csv_path) == os.path.realpath(parquet_path):
         raise GupsimError(f"--csv and --parquet both name {csv_path}: the second export would overwrite the first")
-    table = store_table(store_path)
+    table = readable_table(store_table(store_path))  # "gups": the headline rate (gupsim.studies.headline)
     if csv_path:
         with _writing("--csv", csv_path):
             table.to_csv(csv_path, index=False)
@@ -514,7 +500,7 @@ def results(store_path, csv_path, parquet_path, all_columns) -> None:
         table.insert(table.columns.get_loc("gups") + 1 if "gups" in table else len(table.columns),
                      rate_quality.COLUMN, [rate_quality.cell(row) for _, row in table.iterrows()])
     main_cols = ["key", "status", "shape", "nodes", "algorithm", "seed"] + \
-        [c for c in table.columns if c.startswith("var.")] + ["gups", rate_quality.COLUMN, "gups_ci_low", "gups_ci_high", "precision", "network_bound_fraction", "send_blocking_factor", "bytes_per_update", "updates_per_packet", "error"]
+        [c for c in table.columns if c.startswith("var.")] + ["gups", "gups_ci_low", "gups_ci_high", "precision", rate_quality.COLUMN, "network_bound_fraction", "send_blocking_factor", "bytes_per_update", "updates_per_packet", "error"]
     shown = table if all_columns else table[[c for c in dict.fromkeys(main_cols) if c in table]]
     with pd.option_context("display.max_rows", 500, "display.width", 200, "display.max_columns", 50):
         _print(shown.to_string(index=False) if len(shown) else f"{store_path}: no runs yet")
@@ -523,7 +509,7 @@ def results(store_path, csv_path, parquet_path, all_columns) -> None:
 
 
 @cli.command()
-@click.argument("kind", type=click.Choice(["scaling", "links", "histograms", "timeseries"]))
+@click.argument("kind", type=click.Choice(["scaling", "whatif", "links", "histograms", "timeseries"]))
 @click.argument("source", type=click.Path())
 @click.option("--out", "out_dir", default="results/plots", show_default=True, type=click.Path(),
               help="a folder (the figure is named after the source: <store or record>-<kind>.png/.svg) "
@@ -532,18 +518,24 @@ def results(store_path, csv_path, parquet_path, all_columns) -> None:
               help="which run of a results store (a unique key prefix); scaling: the runs whose key starts with it")
 @click.option("--z", "--slice", "z_slice", default=0, show_default=True, type=click.IntRange(min=0),
               help="links: the z plane to draw (0 .. Z-1)")
-def plot(kind, source, out_dir, key, z_slice) -> None:
+@click.option("--x", "x_field", default=None, metavar="FIELD",
+              help="whatif: the varied field on the x axis (e.g. var.link_bytes_per_s; gupsim results shows them)")
+def plot(kind, source, out_dir, key, z_slice, x_field) -> None:
     """Draw a figure (PNG and SVG) from a results store or a JSON run record.
 
     scaling: GUPS vs nodes with the eq. (1)/(2) bounds, from a store.
+    whatif: GUPS vs the field --x (e.g. var.link_bytes_per_s), with each algorithm's bounds, from a store.
     links / histograms / timeseries: from a record made with --links /
     --histograms / --sample-interval-s (or a store row with --key).
     """
     folder = plots.output_place(kind, source, Path(out_dir), key)[0]
     with _writing("--out", out_dir):
         folder.mkdir(parents=True, exist_ok=True)
-    for path in plots.draw(kind, source, Path(out_dir), key=key, z_slice=z_slice):
+    for path in plots.draw(kind, source, Path(out_dir), key=key, z_slice=z_slice, x=x_field):
         click.echo(f"wrote {path}")
+
+
+cli.add_command(compare)
 
 
 def main(argv: list[str] | None = None) -> None:

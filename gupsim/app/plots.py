@@ -29,9 +29,10 @@ from pydantic import (BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt,
                       field_validator, model_validator)
 
 from gupsim.base.errors import GupsimError
-from gupsim.studies.figures import pyplot, save_figure
+from gupsim.studies.figures import UNITS, pyplot, readable, save_figure
 from gupsim.app.rate_quality import axis_label, face_colour, is_steady, transient_legend
 from gupsim.studies.store import store_table
+from gupsim.studies.headline import headline_record, headline_table
 from gupsim.model.bounds import bounds
 from gupsim.config.kinds import validate_machine
 from gupsim.base.errors import UnknownNameError
@@ -140,7 +141,7 @@ def load_record(source: str | Path, key: str | None = None) -> dict[str, Any]:
             text = row.pop(f"{name}_json", None)
             if isinstance(text, str):
                 row[name] = json.loads(text)
-        return row
+        return headline_record(row)
     if not path.exists():
         raise GupsimError(f"record not found: {path} (a JSON record from 'gupsim run --json' or a results store)")
     try:
@@ -151,7 +152,7 @@ def load_record(source: str | Path, key: str | None = None) -> dict[str, Any]:
         raise GupsimError(f"{path}: cannot read ({exc.strerror or exc})") from None
     if not isinstance(record, dict) or "gups" not in record:
         raise GupsimError(f"{path}: not a gupsim run record (no 'gups' field)")
-    return record
+    return headline_record(record)
 
 
 def _title(record: dict[str, Any]) -> str:
@@ -159,14 +160,6 @@ def _title(record: dict[str, Any]) -> str:
 
 
 # --------------------------------------------------------------------------- scaling
-
-
-def _short(text: str) -> str:
-    """A number as %g (350000000.0 -> 3.5e+08), anything else as it is."""
-    try:
-        return f"{float(text):g}"
-    except ValueError:
-        return text
 
 
 def plot_scaling(table: pd.DataFrame, out_dir: Path, stem: str = "gups-scaling", source: str | None = None,
@@ -190,7 +183,7 @@ def plot_scaling(table: pd.DataFrame, out_dir: Path, stem: str = "gups-scaling",
     ok["_steady"] = [is_steady(row) for _, row in ok.iterrows()]
     for label, group in ok.groupby(series, sort=True):
         label = label if isinstance(label, tuple) else (label,)
-        _draw_series(ax, group, ", ".join([str(label[0])] + [f"{s.rsplit('.', 1)[-1]}={_short(v)}"
+        _draw_series(ax, group, ", ".join([str(label[0])] + [f"{s.rsplit('.', 1)[-1]}={readable(s, v)}"
                                                                for s, v in zip(others, label[1:])]),
                      marker_of[label[0]], colour_of[tuple(label[1:])])
     # Bounds: one network curve per distinct machine (they differ when links were swept).  Eq. (2) is drawn with
@@ -216,9 +209,12 @@ def plot_scaling(table: pd.DataFrame, out_dir: Path, stem: str = "gups-scaling",
     ax.xaxis.set_major_formatter(pyplot().matplotlib.ticker.ScalarFormatter())
     ax.set_xlabel("machine size (nodes)")
     ax.set_ylabel(axis_label(row for _, row in ok.iterrows()))
-    ax.set_title("GUPS against machine size")
+    ax.set_title(f"{', '.join(sorted(ok['machine'].astype(str).unique())) if 'machine' in ok else 'GUPS'}: "
+                 f"GUPS against machine size" + (f"\n{Path(source).name}" if source else ""), fontsize=10)
     ax.grid(True, which="both", alpha=0.3)
     handles, _ = ax.get_legend_handles_labels()
+    handles.append(plt.matplotlib.lines.Line2D([], [], ls="-", marker="|", color="0.3", markersize=10,
+                                               label="error bars: every seed's 95% interval and the seeds' spread"))
     if packers:
         handles.append(plt.matplotlib.lines.Line2D([], [], ls="none", label=packers))
     transient = transient_legend(row for _, row in ok.iterrows())
@@ -226,6 +222,54 @@ def plot_scaling(table: pd.DataFrame, out_dir: Path, stem: str = "gups-scaling",
         handles.append(plt.matplotlib.lines.Line2D([], [], ls="none", marker="o", mfc="none", color="0.3",
                                                    label=transient))
     ax.legend(handles=handles, fontsize=6.5, loc="upper left", bbox_to_anchor=(1.01, 1))
+    return save_figure(fig, out_dir, stem, source=source)
+
+
+def plot_whatif(table: pd.DataFrame, out_dir: Path, x: str | None = None, stem: str = "gups-whatif",
+                source: str | None = None, **_: Any) -> list[Path]:
+    """GUPS against the field ``x`` a sweep varied, one series per algorithm and shape (seeds pooled): each
+    point the seeds' mean headline rate, its bar every seed's 95% interval; beside each series, dashed, its
+    own eq. (2) bound (the run's wire bytes per update, ``network_bound_gups``) and, dotted, eq. (1)."""
+    ok = table[table["status"].eq("ok")].copy() if "status" in table else table.copy()
+    if ok.empty:
+        raise GupsimError("no finished runs to plot (the store has no row with status ok)")
+    if not x or x not in ok:
+        fields = sorted(c for c in ok.columns if c.startswith("var.") or c.startswith("cfg."))
+        raise GupsimError(f"--x {x}: not a field of the store (its fields: {', '.join(fields)})")
+    ok["_x"] = pd.to_numeric(ok[x], errors="coerce")
+    if ok["_x"].isna().any():
+        raise GupsimError(f"--x {x}: its values are not all numbers")
+    valid = ok.get("precision", pd.Series("", index=ok.index)).eq("ok")
+    ok["_lo"] = ok["gups"].where(~valid, ok.get("gups_ci_low", ok["gups"]))
+    ok["_hi"] = ok["gups"].where(~valid, ok.get("gups_ci_high", ok["gups"]))
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(8, 5.5))
+    cpu_drawn: set[str] = set()
+    for i, ((algorithm, shape), group) in enumerate(ok.groupby(["algorithm", "shape"], sort=True)):
+        by_x = group.groupby("_x")
+        mean, low, high = by_x["gups"].mean(), by_x["_lo"].min(), by_x["_hi"].max()
+        colour = f"C{i % 10}"
+        ax.errorbar(mean.index, mean, yerr=[mean - low, high - mean], marker="o", capsize=3, color=colour,
+                    label=f"{algorithm}, {shape}")
+        if "network_bound_gups" in group:
+            ax.plot(mean.index, by_x["network_bound_gups"].mean(), ls="--", color=colour, alpha=0.7,
+                    label=f"{algorithm}, {shape}: its eq. (2) bound (its own wire bytes per update)")
+        if shape not in cpu_drawn:  # eq. (1) is the shape's, the same for every algorithm
+            cpu_drawn.add(shape)
+            machines = [validate_machine(json.loads(j)["machine"], "results store")
+                        for j in by_x["config_json"].first()]
+            ax.plot(mean.index, [bounds(m, shape).cpu_bound_gups for m in machines], ls=":", color="0.3", lw=1.5,
+                    label=f"{shape}: CPU bound, eq. (1)")
+    name = x.rsplit(".", 1)[-1]
+    unit = next((u for ending, _, u in UNITS if name.endswith(ending)), "")
+    scale = next((k for ending, k, _ in UNITS if name.endswith(ending)), 1.0)
+    ax.xaxis.set_major_formatter(plt.matplotlib.ticker.FuncFormatter(lambda v, _: f"{v / scale:g}"))
+    ax.set_xlabel(f"{name}" + (f" ({unit})" if unit else ""))
+    ax.set_ylabel("GUPS (10$^9$ updates/s), bars: each seed's 95% interval")
+    ax.set_yscale("log")
+    ax.set_title(f"GUPS against {name}" + (f"\n{Path(source).name}" if source else ""), fontsize=10)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=6.5, loc="upper left", bbox_to_anchor=(1.01, 1))
     return save_figure(fig, out_dir, stem, source=source)
 
 
@@ -365,7 +409,7 @@ def plot_timeseries(record: dict[str, Any], out_dir: Path, stem: str = "throttli
 
 def _store_rows(source: str | Path, key: str | None) -> pd.DataFrame:
     """The store's rows; with ``key``, those whose key starts with it (never the whole store silently)."""
-    table = store_table(source)
+    table = headline_table(store_table(source))
     if key:
         table = table[table["key"].astype(str).str.startswith(key)]
         if not table["status"].eq("ok").any():
@@ -376,6 +420,7 @@ def _store_rows(source: str | Path, key: str | None) -> pd.DataFrame:
 #: kind -> (what it is drawn from, how, the file name's ending)
 PLOTS = {
     "scaling": (_store_rows, plot_scaling, "gups-scaling"),
+    "whatif": (_store_rows, plot_whatif, "gups-whatif"),
     "links": (load_record, plot_links, "link-load"),
     "histograms": (load_record, plot_histograms, "bucket-sizes"),
     "timeseries": (load_record, plot_timeseries, "throttling"),

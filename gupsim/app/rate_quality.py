@@ -1,13 +1,11 @@
-"""Whether a run's rate may be called a steady-state rate, and how summaries, tables and plots say so.
+"""Whether a run's rate may be called a steady-state rate, and how tables and plots say so.
 
-A record's ``gups`` is the rate between 25% and 75% of the updates applied (:mod:`gupsim.engines.run`), or, for
-a run that stopped once precise (``--precision``, ``gupsim reproduce``, sweeps), the rate after the warm-up
-cut.  Its
-``steady_state`` comes from the run's own variation: the 95% interval of the rate after the warm-up
-(``gups_ci_low``/``gups_ci_high``) is valid (``precision`` "ok") and at most 5% of the rate either side
-(:attr:`gupsim.model.output_analysis.RateInterval.steady`, the one place the rule lives).  A short run's rate
-can be far off (on 4x4x4, 256 updates per process gave routed 0.228 GUPS where 4,096 give 0.115), so nothing
-may call it a steady-state rate.  Every place that labels a rate asks this module.
+A record's GUPS is the rate after the warm-up cut, with its own 95% interval (:mod:`gupsim.studies.headline`).
+Its ``steady_state`` comes from the run's own variation: the interval is valid (``precision`` "ok") and at
+most 5% of the rate either side (:attr:`gupsim.model.output_analysis.RateInterval.steady`, the one place the
+rule lives).  A short run's rate can be far off (on 4x4x4, 256 updates per process gave routed 0.228 GUPS
+where 4,096 give 0.115), so nothing may call it a steady-state rate.  Every table and plot that labels a
+rate asks this module; summaries say the interval itself (:func:`gupsim.app.reporting.headline_lines`).
 """
 
 from __future__ import annotations
@@ -15,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from gupsim.algorithms.base import ALGORITHMS
 
 #: The results table's column for it (``gupsim results``).
 COLUMN = "steady"
@@ -30,29 +27,12 @@ def is_steady(row: Mapping[str, Any]) -> bool:
         return False
 
 
-def whole_run(row: Mapping[str, Any]) -> bool:
-    """True when the record's ``gups`` is the whole run's rate (an algorithm that applies in bursts)."""
-    name = row.get("algorithm")
-    return name in ALGORITHMS and ALGORITHMS[name].rate_over_whole_run
-
-
-def gups_label(row: Mapping[str, Any]) -> str:
-    """The summary's label for ``gups``."""
-    if whole_run(row):
-        return "GUPS (whole run: applied round by round)"
-    if is_steady(row):
-        return "GUPS (steady state)"
-    if row.get("precision_reached") is True:  # stopped when precise: gups is the interval's rate
-        return "GUPS (after the warm-up cut, not steady)"
-    return "GUPS (25-75% window, not steady)"
-
-
 def axis_label(rows: Iterable[Mapping[str, Any]]) -> str:
     """A GUPS axis's label: "steady state" only when every point drawn is one."""
     rows = list(rows)
     if rows and all(is_steady(r) for r in rows):
         return "GUPS (10$^9$ updates/s, steady state)"
-    return "GUPS (10$^9$ updates/s, 25-75% window, not steady state)"
+    return "GUPS (10$^9$ updates/s, after the warm-up; hollow: not steady state)"
 
 
 def transient_legend(rows: Iterable[Mapping[str, Any]]) -> str | None:

@@ -35,7 +35,7 @@ from gupsim.config.kinds import machine_kinds
 from gupsim.model.run_config import RunConfig
 from gupsim.algorithms.base import algorithm_class, available_algorithms
 from gupsim.app.cli import cli
-from gupsim.app.reporting import SUMMARY_ROWS
+from gupsim.app.reporting import OTHER_RATES, SUMMARY_ROWS
 from gupsim.config import MACHINES_DIR
 from gupsim.config.loading import available_machines
 from gupsim.app.reporting import machine_parameter_table
@@ -44,7 +44,9 @@ from gupsim.config.loading import load_machine
 from gupsim.config.overrides import parse_set_options
 from gupsim.app.reporting import format_bounds
 from gupsim.studies.validation import run_experiments
-from gupsim.engines.run import MIN_STEADY_UPDATES, make_run_config, simulate
+from gupsim.engines.run import make_run_config, simulate
+from gupsim.app.first_run import RUN_PRECISION
+from gupsim.studies.headline import Headline, headline_record
 from gupsim.config import REPO_ROOT
 
 #: Unit suffixes of field names (the project's naming rule: units live in the name).
@@ -192,7 +194,10 @@ def cli_reference() -> str:
 
 def record_reference() -> str:
     """The summary rows of a run record, with the labels ``gupsim run`` prints."""
-    rows = ["| record key | printed as |", "|---|---|"]
+    rows = ["| record key | printed as |", "|---|---|",
+            "| `gups_steady`, `gups_ci_low`, `gups_ci_high` | GUPS, with its 95% interval (the headline rate) |",
+            "| `precision`, `precision_target` | precision: the interval's half-width against the target |"]
+    rows += [f"| `{key}` | {_cell(label)} (`--all-rates`) |" for key, label, _ in OTHER_RATES]
     rows += [f"| `{key}` | {_cell(label)} |" for key, label, _ in SUMMARY_ROWS]
     return "\n".join(rows)
 
@@ -238,8 +243,8 @@ def run_example() -> str:
     """
     import subprocess
 
-    # stderr is a pipe here, not a terminal, so the command draws no progress bar and needs no option.
-    proc = subprocess.run([sys.executable, "-c", "from gupsim.app.cli import main; main()", "run"],
+    # --progress none: the lines a pipe would get on stderr are not the page's
+    proc = subprocess.run([sys.executable, "-c", "from gupsim.app.cli import main; main()", "run", "--progress", "none"],
                           capture_output=True, text=True)
     if proc.returncode != 0:
         raise GupsimError(f"run-example: `gupsim run` failed (exit {proc.returncode}): {proc.stderr.strip()[-500:]}")
@@ -266,18 +271,19 @@ def whatif_example(shape: str, algorithm: str, updates: str, rates: str, machine
     for rate in values:
         m = load_machine(machine, parse_set_options([f"link_bytes_per_s={rate}"]))
         b = bounds(m, shape)
-        _, record = simulate(make_run_config(machine=m, shape=shape, algorithm=algorithm,
-                                             updates_per_process=int(updates)))
+        _, raw = simulate(make_run_config(machine=m, shape=shape, algorithm=algorithm,
+                                          updates_per_process=int(updates), precision=RUN_PRECISION))
+        record = headline_record(raw)
         lower = min(b.network_bound_gups, b.cpu_bound_gups)
         # Same number formats as `gupsim bounds` (4 significant digits) and `gupsim run` (gups to 4 decimals).
         rows.append(f"| {rate} | {b.network_bound_gups:.4g} | {b.cpu_bound_gups:.4g} | {b.bottleneck} "
                     f"| {record['gups']:.4f} | {record['gups'] / lower:.3f} | {record['link_utilisation_max']:.3f} |")
-        short |= not record["steady_state"]
+        short |= not Headline.of(record).met
     out = "```bash\n" + "\n".join(loop) + "\n```\n\n" + "\n".join(rows)
     if short:
         # The record flags it; say so beside the table rather than let the rates pass for steady-state ones.
-        out += (f"\n\nFewer than {MIN_STEADY_UPDATES} updates per process: the records' `steady_state` flag is "
-                "false, so treat these rates as indicative.")
+        out += ("\n\nA row's GUPS is not within its precision target (its interval is wider, or the run was "
+                "too short for one), so treat these rates as indicative.")
     return out
 
 

@@ -14,13 +14,10 @@ import math
 from typing import Any
 
 from gupsim.config.plausible import larger_than_built
-from gupsim.app.rate_quality import gups_label, is_steady
-from gupsim.engines.run import MIN_STEADY_UPDATES
-from gupsim.model.output_analysis import STEADY_HALF_WIDTH
+from gupsim.studies.headline import WINDOW_COLUMN, Headline, headline_record
+from gupsim.studies.limiting import Limit
 
 SUMMARY_ROWS = (
-    ("gups", "GUPS (steady state)", "{:.4f}"),
-    ("gups_total", "GUPS (whole run, HPCC's metric)", "{:.4f}"),
     ("cycles_per_update", "cycles per update per process", "{:.1f}"),
     ("bytes_per_update", "wire bytes per update", "{:.2f}"),
     ("updates_per_message", "updates per message", "{:.3f}"),
@@ -36,6 +33,11 @@ SUMMARY_ROWS = (
     ("compile_s", "kernel compile time [s]", "{:.2f}"),
     ("events_per_s", "events per wall second", "{:,.0f}"),
     ("peak_rss_mb", "peak memory [MB]", "{:.0f}"),
+)
+#: The rates other than the headline, shown only when asked (``gupsim run --all-rates``): named for what they are.
+OTHER_RATES = (
+    (WINDOW_COLUMN, "rate between 25% and 75% of the updates applied [GUPS]", "{:.4f}"),
+    ("gups_total", "rate over the whole run, HPCC's metric [GUPS]", "{:.4f}"),
 )
 
 #: The record's fields that measure the simulator (its wall time, speed and memory), not the model: the only
@@ -57,46 +59,69 @@ def _fmt(fmt: str, value: Any) -> str:
     return fmt.format(value)
 
 
-def interval_line(record: dict[str, Any]) -> str:
-    """The rate after the warm-up with its 95% interval, or "precision: insufficient"."""
-    low, high = record.get("gups_ci_low", math.nan), record.get("gups_ci_high", math.nan)
-    if record.get("precision") != "ok" or not (low == low and high == high):
-        return "precision: insufficient (run too short for a valid interval)"
-    return (f"GUPS {record['gups_steady']:.4f} ± {(high - low) / 2:.4f}, 95% CI (warm-up {record['warmup_updates']:,} "
-            f"updates, {record['warmup_s']:.3g} s){_stop_text(record)}")
+def headline_lines(record: dict[str, Any]) -> list[tuple[str, str]]:
+    """The first screen's rows: GUPS with its interval, the precision against its target, the resource that
+    limited the run, and how long it took (:mod:`gupsim.studies.headline`, :mod:`gupsim.studies.limiting`)."""
+    h = Headline.of(record)
+    gups = h.text(unit="") + (f", 95% CI after a warm-up of {record['warmup_updates']:,} updates" if h.valid else "")
+    limit = Limit.of(record)
+    rows = [("GUPS", gups), ("precision", h.precision_text() + _stop_text(record, h)),
+            ("limited by", f"{limit.name()} ({limit.evidence()})"), ("took", _took(record))]
+    return rows
 
 
-def _stop_text(record: dict[str, Any]) -> str:
+def _stop_text(record: dict[str, Any], h: Headline) -> str:
     """What a run with a precision target did: stopped when precise, or ran to its cap."""
-    target = record.get("precision_target")
-    if target is None:
-        return ""
     if record.get("precision_reached"):
-        return f"; ±{target:.2g} reached after {record['updates_applied_per_process']:,.0f} updates a process"
-    return f"; ±{target:.2g} not reached within the cap of {record['updates_per_process']:,} updates a process"
+        return f", reached after {record['updates_applied_per_process']:,.0f} updates a process"
+    if h.asked:
+        return f", not reached within the cap of {record['updates_per_process']:,} updates a process"
+    return ""
 
 
-def format_record(record: dict[str, Any]) -> str:
+def _took(record: dict[str, Any]) -> str:
+    """"3.1 s wall (+ 71 s compiling the fast engine's kernels)"."""
+    wall, compile_s = record.get("wall_s", math.nan), record.get("compile_s", 0.0) or 0.0
+    return f"{wall:.3g} s wall" + (f" (+ {compile_s:.3g} s compiling or loading the fast engine's kernels)"
+                                   if compile_s >= 1 else "")
+
+
+def format_record(record: dict[str, Any], all_rates: bool = False) -> str:
+    """The summary ``gupsim run`` prints: the headline rows first, then the run's other figures; the window's
+    and the whole run's rates only with ``all_rates``."""
+    record = headline_record(record)
     head = (f"{record['algorithm']} on {record['machine']} {record['shape']} {record['topology']}: "
-            f"{record['processes']} processes x {record['updates_per_process']} updates, seed {record['seed']}"
+            f"{record['processes']} processes x {record['updates_per_process']} updates"
+            f"{' (cap)' if record.get('precision_target') is not None else ''}, seed {record['seed']}"
             + (f", {record['engine']} engine" if "engine" in record else ""))
-    labels = {"gups": gups_label(record)}  # "steady state" only for a run that is one
-    width = max(len(labels.get(key, label)) for key, label, _ in SUMMARY_ROWS)
-    lines = [head] + what_if_lines(record.get("what_if")) + [
-        f"  {labels.get(key, label):<{width}}  {_fmt(fmt, record.get(key, math.nan))}"
-        for key, label, fmt in SUMMARY_ROWS]
-    lines.append(f"  {interval_line(record)}")
-    if not is_steady(record):
-        lines.append(f"  note: the rate's 95% interval is not within ±{STEADY_HALF_WIDTH:.0%} (fewer than "
-                     f"{MIN_STEADY_UPDATES} updates per process often is not), so treat the rate as indicative")
-    beyond = larger_than_built(record["machine"], record.get("nodes", 0))
-    if beyond:
-        lines.append(f"  note: {beyond}")
+    rows = [(label, _fmt(fmt, record.get(key, math.nan)))
+            for key, label, fmt in (OTHER_RATES if all_rates else ()) + SUMMARY_ROWS]
+    first = headline_lines(record)
+    width = max(len(label) for label, _ in first + rows)
+    lines = [head] + what_if_lines(record.get("what_if")) + [f"  {label:<{width}}  {value}" for label, value in first]
+    lines += [f"  {label:<{width}}  {value}" for label, value in rows]
+    lines += [f"  note: {note}" for note in _notes(record)]
     if "verify_errors" in record:
         verdict = "passed" if record["verify_passed"] else "FAILED"
         lines.append(f"  {'HPCC verification':<{width}}  {verdict} ({record['verify_errors']} errors "
                      f"in {record['verify_table_size']:,} words)")
     return "\n".join(lines)
+
+
+def _notes(record: dict[str, Any]) -> list[str]:
+    """What the reader should know before quoting the rate: an interval missing or wider than the target, a
+    machine larger than any built."""
+    h, notes = Headline.of(record), []
+    if not h.valid:
+        notes.append("no valid interval: the run did not settle within its updates (the warm-up or the drain "
+                     "took most of it); give more --updates, or --precision to run until it is precise")
+    elif not h.met:
+        notes.append(f"the interval is wider than ±{h.target:.0%}: give more --updates (the cap) for a "
+                     "narrower one")
+    beyond = larger_than_built(record["machine"], record.get("nodes", 0))
+    if beyond:
+        notes.append(beyond)
+    return notes
 
 
 def what_if(sets: dict[str, Any], options: dict[str, Any]) -> dict[str, dict[str, Any]]:

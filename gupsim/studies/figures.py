@@ -4,6 +4,8 @@ are a function of the figure alone (no dates, fixed ids), so a regenerated uncha
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
+
 from gupsim.base.errors import GupsimError
 
 
@@ -39,3 +41,19 @@ def save_figure(fig, out_dir: Path, stem: str, dpi: int = 120, source: str | Non
     finally:
         pyplot().close(fig)
     return paths
+
+
+#: Field-name endings and the unit a legend writes their values in (a link rate as "350 MB/s", not "3.5e+08").
+UNITS = (("bytes_per_s", 1e6, "MB/s"), ("_hz", 1e6, "MHz"), ("_bytes", 1.0, "B"), ("_s", 1.0, "s"))
+
+
+def readable(field: str, text: Any) -> str:
+    """A field's value for a legend: in the unit its name ends with (:data:`UNITS`), else %g, else as it is."""
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        return str(text)
+    for ending, scale, unit in UNITS:
+        if field.endswith(ending):
+            return f"{value / scale:g} {unit}"
+    return f"{value:g}"

@@ -50,7 +50,7 @@ from typing import Any, Callable
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from gupsim.config import REPO_ROOT, source_checkout
+from gupsim.data import DATA_DIR
 from gupsim.config.loading import load_machine
 from gupsim.base.errors import GupsimError
 from gupsim.config.overrides import leaf_fields, resolve_override_key
@@ -69,7 +69,8 @@ from gupsim.studies.estimate import estimate_points
 from gupsim.studies.store import ResultsStore
 from gupsim.studies.estimate import describe
 
-EXPERIMENTS_DIR = REPO_ROOT / "configs" / "experiments"
+#: The named sweeps (``gupsim sweep example``), package data: an installed gupsim has them too.
+EXPERIMENTS_DIR = DATA_DIR / "sweeps"
 #: Run-field aliases a sweep file may use.
 RUN_ALIASES = {"updates": "updates_per_process"}
 #: The precision a point runs to unless its sweep file gives one (relative half-width of its GUPS 95%
@@ -156,10 +157,6 @@ def _sweep_path(path_or_name: str) -> Path:
             raise GupsimError(f"sweep file not found: {path}")
         return path
     named = EXPERIMENTS_DIR / f"{path_or_name}.yaml"
-    if source_checkout() is None:
-        # The named sweeps are files of the repository (configs/experiments), not package data.
-        raise GupsimError(f"unknown sweep {path_or_name!r}: named sweeps come with a source checkout of gupsim "
-                          f"(configs/experiments); give the path of a sweep file (.yaml) instead")
     if not named.exists():
         known = sorted(p.stem for p in EXPERIMENTS_DIR.glob("*.yaml"))
         raise GupsimError(f"unknown sweep {path_or_name!r}; valid choices: {', '.join(known)}")

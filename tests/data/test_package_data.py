@@ -123,7 +123,7 @@ def test_a_built_wheel_ships_the_data_and_runs_from_anywhere(tmp_path):
                    check=True, capture_output=True, text=True)
     (wheel,) = wheels.glob("gupsim-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
-    for folder, suffix in (("machines", ".yaml"), ("reference", ".csv")):
+    for folder, suffix in (("machines", ".yaml"), ("reference", ".csv"), ("sweeps", ".yaml")):
         shipped = {f"gupsim/data/{folder}/{p.name}" for p in (DATA_DIR / folder).glob(f"*{suffix}")}
         assert shipped and shipped <= names, sorted(shipped - names)
     assert "gupsim/studies/experiments/bgl_table2.py" in names and "gupsim/studies/experiments/__init__.py" in names

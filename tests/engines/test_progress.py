@@ -12,7 +12,7 @@ import io
 
 import pytest
 
-from gupsim.app.cli import _progress_bar
+from gupsim.app.progress import PlainProgress, reporting
 from gupsim.config import load_machine
 from gupsim.base.errors import DeadlockError
 from gupsim.engines.fast import driver
@@ -55,15 +55,18 @@ class _Terminal(io.StringIO):
         return True
 
 
-def test_the_bar_shows_on_a_terminal_only_and_not_when_asked_not_to(monkeypatch):
+def test_the_bar_shows_on_a_terminal_a_log_gets_plain_lines_and_none_is_nothing(monkeypatch):
     monkeypatch.setattr("sys.stderr", io.StringIO())
-    with _progress_bar("4x4x4 routed", enabled=True) as tell:
-        assert tell is None  # not a terminal: a log or a pipe gets no bar
+    with reporting("4x4x4 routed", "auto") as tell:
+        assert isinstance(tell, PlainProgress)  # not a terminal: a line every 30 s, no bar
+    with reporting("4x4x4 routed", "bar") as tell:
+        assert tell is None  # a bar's carriage returns would garble a log
     terminal = _Terminal()
     monkeypatch.setattr("sys.stderr", terminal)
-    with _progress_bar("4x4x4 routed", enabled=False) as tell:
+    with reporting("4x4x4 routed", "none") as tell:
         assert tell is None
-    with _progress_bar("4x4x4 routed", enabled=True, delay_s=0) as tell:
+    monkeypatch.setattr("gupsim.app.progress.BAR_DELAY_S", 0)  # no delay before the bar shows
+    with reporting("4x4x4 routed", "auto") as tell:
         tell(0, 2000)
         tell(2000, 2000)
     shown = terminal.getvalue()

@@ -281,15 +281,20 @@ def test_the_verification_verdict_is_the_records_own():
 
 
 def test_nan_fields_read_n_a():
-    line = next(ln for ln in format_record(_record(gups=float("nan"), steady_state=True)).splitlines()
-                if "GUPS (steady state)" in ln)
+    line = next(ln for ln in format_record(_record(gups_steady=float("nan"))).splitlines()
+                if ln.split()[0] == "GUPS")
     assert line.split()[-1] == "n/a"
 
 
-def test_the_warm_up_note_appears_only_when_the_record_says_so():
-    assert "note:" in format_record(_record())  # a record that does not say it is steady is not called so
-    assert "note:" not in format_record(_record(steady_state=True))
-    assert "note:" in format_record(_record(steady_state=False))
+def _interval(half):
+    return {"gups_steady": 0.04, "gups_ci_low": 0.04 - half, "gups_ci_high": 0.04 + half, "precision": "ok",
+            "precision_target": 0.02, "warmup_updates": 100}
+
+
+def test_the_precision_note_appears_only_when_the_interval_misses_its_target():
+    assert "note: no valid interval" in format_record(_record())  # no interval in the record at all
+    assert "note:" not in format_record(_record(**_interval(0.0004)))  # +-1%, target 2%
+    assert "note: the interval is wider than" in format_record(_record(**_interval(0.004)))  # +-10%
 
 
 def test_json_writes_numpy_scalars_as_numbers():

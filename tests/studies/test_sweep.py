@@ -339,9 +339,11 @@ def test_a_store_that_may_be_read_but_not_written(tmp_path, monkeypatch):
     assert result.exit_code == 2 and result.stderr.strip() == f"gupsim: error: --store {store.path}: Permission denied"
 
 
-def test_an_installed_gupsim_says_named_sweeps_need_a_source_checkout(monkeypatch):
-    """Outside a source checkout there is no configs/experiments: a sweep named, not given as a file, is one line
-    saying so, not an empty list of valid names."""
-    monkeypatch.setattr(sweep_module, "source_checkout", lambda: None)
-    with pytest.raises(GupsimError, match="named sweeps come with a source checkout.*give the path of a sweep file"):
-        sweep_module.load_sweep("example")
+def test_the_named_sweeps_are_package_data_and_an_unknown_name_lists_them():
+    """They had been files of the source checkout only: an installed gupsim knew no named sweep."""
+    from gupsim.data import DATA_DIR
+
+    assert sweep_module.EXPERIMENTS_DIR == DATA_DIR / "sweeps"
+    assert sweep_module.load_sweep("example").name == "example"
+    with pytest.raises(GupsimError, match="unknown sweep 'nope'; valid choices: example, whatif-bgl-links"):
+        sweep_module.load_sweep("nope")

@@ -97,7 +97,8 @@ def _cache_copy(tmp_path, dispatcher):
 def _gupsim_subprocess(cache_dir):
     env = os.environ | {"NUMBA_CACHE_DIR": str(cache_dir)}
     return subprocess.run([sys.executable, "-m", "gupsim.app.cli", "run", "--shape", "2x2x1", "--algorithm",
-                           "one-packet", "--updates", "16", "--engine", "fast", "--json"],
+                           "one-packet", "--updates", "16", "--engine", "fast", "--json", "--fixed-length",
+                           "--progress", "none"],  # stderr: the cache's own line alone
                           env=env, capture_output=True, text=True, timeout=1200)
 
 

@@ -1,0 +1,83 @@
+"""What makes ``gupsim run`` with no options an answer: a precision to run to, and an estimate before a long run.
+
+**To a precision by default.**  A fixed 4,096 updates a process gave the README's first command a rate with
+no valid interval ("precision: insufficient ... treat the rate as indicative"), though the rate matched the
+published one: a reader was told first that the first number was not to be trusted.  ``gupsim run`` now runs
+until the GUPS 95% interval is within :data:`RUN_PRECISION` of the rate (the engines' stopping rule,
+:func:`gupsim.model.output_analysis.precise`), ``--updates`` being the cap; ``--fixed-length`` (or
+``--verify``, which needs every update applied) runs them all.
+
+**An estimate before a long run.**  A run the cost model (:mod:`gupsim.studies.estimate`) expects to take more
+than :data:`SAY_ESTIMATE_FROM_S`, compiling included, is announced on stderr with its estimate, so that the
+whole machine at 256 updates a process is not a silent wait of many minutes.  Compiling is counted where
+the algorithm's kernels are not yet in Numba's cache (:func:`cold`), at the figure measured for that
+algorithm (:data:`COMPILE_S`).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+from gupsim.base.errors import GupsimError
+from gupsim.engines.choose import choose_engine
+from gupsim.engines.run import preflight
+from gupsim.engines.fast import engine as fast_engine
+from gupsim.studies.estimate import model_run_s
+from gupsim.topology.base import parse_shape
+
+#: ``gupsim run``'s default precision: the GUPS 95% interval's half-width, as a fraction of the rate.
+RUN_PRECISION = 0.02
+#: Runs expected to last longer than this (wall seconds, compiling included) are announced with their estimate.
+SAY_ESTIMATE_FROM_S = 60.0
+#: Cold-cache compile seconds by algorithm, measured on the README's machine (a shared 2-core box); an
+#: algorithm not measured counts the largest.
+COMPILE_S = {"baseline": 82.0, "routed": 50.0, "one-packet": 11.0}
+
+
+def cold(algorithm: str) -> bool:
+    """Whether Numba's cache holds nothing yet of the fast engine's kernels (no index file beside them): the
+    first fast run then compiles.  Per algorithm it cannot tell, so a warm cache counts no compiling."""
+    cache = Path(fast_engine.__file__).parent / "__pycache__"
+    return not any(cache.glob("*.nbi")) if cache.is_dir() else True
+
+
+def estimate_s(cfg: Any) -> tuple[float, float]:
+    """(run, compile) wall seconds expected of ``cfg`` at its cap; compile is 0 on SimPy or a warm cache."""
+    engine = choose_engine(cfg)
+    processes = math.prod(parse_shape(cfg.shape)) * cfg.machine.cpu.processes_per_node
+    run_s = model_run_s(engine, cfg.algorithm, cfg.shape, processes, cfg.updates_per_process)
+    compile_s = COMPILE_S.get(cfg.algorithm, max(COMPILE_S.values())) if engine == "fast" and cold(cfg.algorithm) \
+        else 0.0
+    return run_s, compile_s
+
+
+def estimate_line(cfg: Any) -> str | None:
+    """The line announcing a run expected to last over :data:`SAY_ESTIMATE_FROM_S`, or None (also for a run
+    that cannot start: its own checks, in their order, say why)."""
+    try:
+        run_s, compile_s = estimate_s(cfg)
+    except GupsimError:
+        return None
+    if run_s + compile_s <= SAY_ESTIMATE_FROM_S:
+        return None
+    capped = " at most (at its cap of updates; --precision may stop it sooner)" if cfg.precision is not None else ""
+    compiling = f", of which about {compile_s:.0f} s compiling the fast engine's kernels" if compile_s else ""
+    return (f"gupsim: this run is expected to take about {_duration(run_s + compile_s)}{capped}{compiling} "
+            "(a rough model, within about 3x either way)")
+
+
+def say_estimate(cfg: Any, telemetry: Any = ()) -> None:
+    """Print :func:`estimate_line` on stderr for a run that will start: one that fails its checks is refused
+    first (its one line alone), which for a long run costs nothing beside it."""
+    line = estimate_line(cfg)
+    if line:
+        preflight(cfg, telemetry)
+        print(line, file=sys.stderr, flush=True)
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min" if seconds < 7200 \
+        else f"{seconds / 3600:.1f} h"
