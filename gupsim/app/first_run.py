@@ -9,22 +9,19 @@ until the GUPS 95% interval is within :data:`RUN_PRECISION` of the rate (the eng
 
 **An estimate before a long run.**  A run the cost model (:mod:`gupsim.studies.estimate`) expects to take more
 than :data:`SAY_ESTIMATE_FROM_S`, compiling included, is announced on stderr with its estimate, so that the
-whole machine at 256 updates a process is not a silent wait of many minutes.  Compiling is counted where
-the algorithm's kernels are not yet in Numba's cache (:func:`cold`), at the figure measured for that
-algorithm (:data:`COMPILE_S`).
+whole machine at 256 updates a process is not a silent wait of many minutes.  Compiling is counted as the
+engine that will make the run expects it (the contract's ``compile_estimate_s``: the fast engine's measured
+cold compile of that algorithm's kernels while its cache is empty).
 """
 
 from __future__ import annotations
 
 import math
 import sys
-from pathlib import Path
 from typing import Any
 
 from gupsim.base.errors import GupsimError
-from gupsim.engines.choose import choose_engine
-from gupsim.engines.run import preflight
-from gupsim.engines.fast import engine as fast_engine
+from gupsim.engines.run import ENGINES, choose_engine, preflight
 from gupsim.studies.estimate import model_run_s
 from gupsim.topology.base import parse_shape
 
@@ -32,16 +29,6 @@ from gupsim.topology.base import parse_shape
 RUN_PRECISION = 0.02
 #: Runs expected to last longer than this (wall seconds, compiling included) are announced with their estimate.
 SAY_ESTIMATE_FROM_S = 60.0
-#: Cold-cache compile seconds by algorithm, measured on the README's machine (a shared 2-core box); an
-#: algorithm not measured counts the largest.
-COMPILE_S = {"baseline": 82.0, "routed": 50.0, "one-packet": 11.0}
-
-
-def cold(algorithm: str) -> bool:
-    """Whether Numba's cache holds nothing yet of the fast engine's kernels (no index file beside them): the
-    first fast run then compiles.  Per algorithm it cannot tell, so a warm cache counts no compiling."""
-    cache = Path(fast_engine.__file__).parent / "__pycache__"
-    return not any(cache.glob("*.nbi")) if cache.is_dir() else True
 
 
 def estimate_s(cfg: Any) -> tuple[float, float]:
@@ -49,8 +36,7 @@ def estimate_s(cfg: Any) -> tuple[float, float]:
     engine = choose_engine(cfg)
     processes = math.prod(parse_shape(cfg.shape)) * cfg.machine.cpu.processes_per_node
     run_s = model_run_s(engine, cfg.algorithm, cfg.shape, processes, cfg.updates_per_process)
-    compile_s = COMPILE_S.get(cfg.algorithm, max(COMPILE_S.values())) if engine == "fast" and cold(cfg.algorithm) \
-        else 0.0
+    compile_s = ENGINES[engine].compile_estimate_s(cfg)
     return run_s, compile_s
 
 

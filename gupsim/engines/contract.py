@@ -80,6 +80,10 @@ class Engine(Protocol):
         ``checkpoint`` if this engine keeps one and it was saved, and telling ``progress`` how far it has got
         every few seconds of wall time and at the end."""
 
+    def compile_estimate_s(self, run: RunConfig) -> float:
+        """Seconds this engine expects to spend compiling before ``run`` starts (0 when its code is cached or it
+        compiles nothing), so that a run's announced estimate includes them."""
+
     def compile(self, machine: Any) -> None:
         """Compile, or load from its cache, whatever compiled code this engine runs, on tiny runs of ``machine``
         (a torus machine with two processes per node), so that the first real run does not pay for it."""

@@ -287,6 +287,9 @@ class SimPyEngine:
         sim.execute(progress)
         return Simulated(sim, 0.0)
 
+    def compile_estimate_s(self, run: RunConfig) -> float:
+        return 0.0  # nothing is compiled
+
     def compile(self, machine: Any) -> None:
         """Nothing: the reference engine is plain Python."""
 
