@@ -7,9 +7,13 @@ module only starts and stops them; what runs on them is the callers'.
 **Ctrl-C.**  In a terminal, Ctrl-C reaches the whole process group: gupsim and
 every local worker process.  Each worker's asyncio runner would then print a
 ``KeyboardInterrupt`` traceback of its own before gupsim's one line saying what
-was kept.  So local worker processes are started with SIGINT ignored (a
-disposition a child inherits, and Python keeps), and gupsim alone answers
-Ctrl-C, by closing the cluster, which stops them.  After an interruption the
+was kept.  So local worker processes are started with SIGINT blocked (a signal
+mask a thread passes to the threads and processes it starts, through ``exec``),
+and gupsim alone answers Ctrl-C, by closing the cluster, which stops them.  It
+is blocked, not ignored: an ignored Ctrl-C in the seconds the cluster takes to
+start was lost, and the whole job then ran to its end and exited 0 (issue 48);
+a blocked one waits, and is answered as soon as the cluster is up
+(:func:`_children_ignore_ctrl_c`).  After an interruption the
 Dask, Tornado and asyncio loggers are silenced while the cluster closes: what
 its tasks say while being cancelled is noise, not news.  They are silenced in
 the signal handler itself (:func:`interruptible`), before the
@@ -20,9 +24,10 @@ silence anything.  Every logger below those names is silenced, not only the
 named ones: Dask's configuration gives ``tornado.application`` and
 ``distributed.client`` levels and handlers of their own.
 
-**SIGTERM** is answered the same way (:class:`Interrupted`): without a handler
-Python dies at once, the cluster is never closed, and multiprocessing's
-resource tracker warns of leaked semaphores.
+**SIGTERM**, **SIGHUP** (the terminal closed) and **SIGXCPU** (a CPU-time limit
+reached) are answered the same way (:class:`Interrupted`, :data:`STOP_SIGNALS`):
+without a handler Python dies at once with no word, the cluster is never
+closed, and multiprocessing's resource tracker warns of leaked semaphores.
 """
 
 from __future__ import annotations
@@ -39,6 +44,8 @@ from gupsim.base.errors import GupsimError
 
 #: The loggers a closing cluster writes to.
 DASK_LOGGERS = ("distributed", "tornado", "asyncio")
+#: The signals a long command answers with one line and what it kept (:func:`interruptible`).
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGXCPU)
 
 
 def open_client(scheduler: str | None, workers: int | None, processes: bool) -> Any:
@@ -57,11 +64,16 @@ def open_client(scheduler: str | None, workers: int | None, processes: bool) -> 
         # Worker processes use the C allocator for Python objects.  In a worker, pymalloc's arenas stay
         # pinned after a SimPy run by a few objects that live on, so the next run's record would count the
         # dead run's memory; runpool.reset_peak_rss gives the C allocator's free pages back before each run.
+        stopped: list[bool] = []
         with dask.config.set({"distributed.nanny.pre-spawn-environ.PYTHONMALLOC": "malloc"}), \
-                _children_ignore_ctrl_c(processes):
+                _children_ignore_ctrl_c(processes, stopped):
             cluster = LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1,
                                    processes=processes, dashboard_address=":0", silence_logs=logging.ERROR)
-        return Client(cluster)
+        client = Client(cluster)
+        if stopped:  # Ctrl-C while the cluster started: answered now, with the cluster closed
+            close_client(client, interrupted=True)
+            raise Interrupted(signal.SIGINT)
+        return client
     except (OSError, TimeoutError, ValueError) as exc:
         raise GupsimError(f"cannot reach a Dask scheduler at {scheduler}: {exc}") from None
 
@@ -96,30 +108,43 @@ def _kill_worker_processes(cluster: Any) -> None:
 
 
 @contextlib.contextmanager
-def _children_ignore_ctrl_c(processes: bool) -> Iterator[None]:
-    """SIGINT ignored while local worker processes are started, so that they inherit it (see the module
-    docstring).  Only the main thread may set a handler; elsewhere (a test's thread) nothing changes."""
+def _children_ignore_ctrl_c(processes: bool, stopped: list[bool]) -> Iterator[None]:
+    """SIGINT blocked while local worker processes are started, so that they inherit the mask (see the module
+    docstring); a Ctrl-C that came meanwhile is taken off the pending signals and noted in ``stopped``, for
+    the caller to answer once it holds the cluster it must close.  Main thread only (the mask is per thread,
+    and the threads the cluster starts inherit the main thread's); elsewhere (a test's thread) nothing changes."""
     if not processes or threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        if signal.SIGINT in signal.sigpending():
+            signal.sigwait({signal.SIGINT})  # consumed here: unblocked, it would interrupt the caller mid-step
+            stopped.append(True)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 class Interrupted(KeyboardInterrupt):
-    """SIGINT or SIGTERM, raised in the main thread by :func:`interruptible`; ``signum`` says which."""
+    """One of :data:`STOP_SIGNALS`, raised in the main thread by :func:`interruptible`; ``signum`` says which.
 
-    def __init__(self, signum: int) -> None:
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
+    Its one argument is the number: an exception crosses a Dask worker's boundary pickled, and is rebuilt as
+    ``Interrupted(*args)``; an argument of the signal's name had failed there with ``'SIGINT' is not a valid
+    Signals`` in place of the one line."""
+
+    def __init__(self, signum: int | str) -> None:
+        number = int(signal.Signals[signum] if isinstance(signum, str) else signum)
+        super().__init__(number)
+        self.signum = number
+
+    def __str__(self) -> str:
+        return signal.Signals(self.signum).name
 
 
 @contextlib.contextmanager
 def interruptible() -> Iterator[None]:
-    """Inside the block, SIGINT and SIGTERM silence the Dask loggers and then raise :class:`Interrupted`, so the
+    """Inside the block, each of :data:`STOP_SIGNALS` silences the Dask loggers and then raises :class:`Interrupted`, so the
     caller's ``finally`` closes the cluster quietly (see the module docstring); the loggers and the handlers are
     restored after the block.  Only the main thread may set handlers; elsewhere nothing changes."""
     if threading.current_thread() is not threading.main_thread():
@@ -132,7 +157,7 @@ def interruptible() -> Iterator[None]:
             silenced.append(_silence(DASK_LOGGERS))
         raise Interrupted(signum)
 
-    previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    previous = {s: signal.signal(s, handler) for s in STOP_SIGNALS}
     try:
         yield
     finally:

@@ -86,7 +86,7 @@ def make_topology(kind: str, shape: str | Sequence[int], network: object = None)
     return TOPOLOGIES[kind].from_config(shape, network)
 
 
-#: The most nodes a run's shape may have (closed-form bounds take any shape): the fast engine keeps node and
+#: The most nodes a run's shape may have (``gupsim bounds`` takes the same shapes): the fast engine keeps node and
 #: process numbers in 32 bits, and a run this large would need terabytes before its first event anyway.
 MAX_RUN_NODES = 2**31 - 1
 
