@@ -47,7 +47,7 @@ from gupsim.studies.sweep import KEPT_RUNS_DIR
 from gupsim.studies.store import store_table
 from gupsim.app import rate_quality
 from gupsim.app import plots
-from gupsim.app.guards import NonEmptyPath, experiment_names, refuse_overwrite, workers_range
+from gupsim.app.guards import NonEmptyPath, experiment_names, refuse_overwrite, warn_short_timeseries, workers_range
 from gupsim.base.files import replaced_atomically
 
 DEFAULTS = {"machine": "bgl", "shape": "4x4x4", "algorithm": "baseline", "updates": 4096, "seed": 0}
@@ -238,6 +238,7 @@ def run(machine, shape, algorithm, updates, seed, precision, warm_start, sets, o
         _interrupted(exc, f"the run's last saved state is kept in {checkpoint_path}" if checkpoint_path else
                      "the run is lost (gupsim run --checkpoint FILE keeps its state as it goes)",
                      resumable=bool(checkpoint_path))
+    warn_short_timeseries(record, sample_interval_s)
     if sets or options:
         record["what_if"] = what_if(parse_set_options(sets), algorithm_options)
     if verify:

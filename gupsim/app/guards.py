@@ -78,3 +78,24 @@ def experiment_names(names: Iterable[str], valid: list[str]) -> list[str]:
         if name != "all" and name not in valid:
             raise UnknownNameError("experiment", name, valid + ["all"])
     return list(valid) if "all" in names else names
+
+
+#: The share of a run a time series must cover to be the run's: the last sample falls within one interval of
+#: the end, so anything much shorter means the sampler stopped early.
+TIMESERIES_COVERAGE = 0.9
+
+
+def warn_short_timeseries(record: dict[str, Any], interval_s: float | None) -> None:
+    """Say on stderr, and in the record (``timeseries_complete``), when a run's time series stops well before
+    the run did.  The reference sampler stops when nothing but its own tick happened between two samples (its
+    test for a stuck machine), so an interval shorter than the gap between two events (``--sample-interval-s
+    1e-7``) had given 3 samples covering 0.2 us of a 1,815 us run, with no note, and a plot of it."""
+    series, end = record.get("timeseries"), record.get("sim_time_s")
+    if not isinstance(series, dict) or not series.get("t_s") or not end or interval_s is None:
+        return
+    last = series["t_s"][-1]
+    record["timeseries_complete"] = bool(last + interval_s >= TIMESERIES_COVERAGE * end)
+    if not record["timeseries_complete"]:
+        click.echo(f"gupsim: warning: the time series stops at t={last:.3g} s of a {end:.3g} s run "
+                   f"({len(series['t_s'])} samples): the interval is shorter than the gaps between the run's events; "
+                   "give a larger --sample-interval-s", err=True)

@@ -58,7 +58,7 @@ def open_client(scheduler: str | None, workers: int | None, processes: bool) -> 
     dask.config.set({"distributed.scheduler.worker-ttl": None})
     try:
         if scheduler:
-            return Client(scheduler, timeout="15s")
+            return _connect(Client, scheduler)
         # Dashboard on a free port: a second cluster on the box (tests beside a reproduction) would
         # otherwise find 8787 taken and warn on every start.
         # Worker processes use the C allocator for Python objects.  In a worker, pymalloc's arenas stay
@@ -76,6 +76,39 @@ def open_client(scheduler: str | None, workers: int | None, processes: bool) -> 
         return client
     except (OSError, TimeoutError, ValueError) as exc:
         raise GupsimError(f"cannot reach a Dask scheduler at {scheduler}: {exc}") from None
+
+
+#: Seconds to wait for an existing scheduler to answer.  Dask's own time-out covers the connection, not the
+#: handshake: an HTTP server at the address had kept ``sweep --scheduler`` waiting for ever (issue 48).
+CONNECT_S = 30.0
+
+
+def _connect(client_class: Any, scheduler: str) -> Any:
+    """A client of the scheduler at ``scheduler``, made in a thread of its own that is given up after
+    :data:`CONNECT_S` (a daemon thread: one stuck in a handshake does not keep gupsim from exiting)."""
+    box: dict[str, Any] = {}
+
+    def connect() -> None:
+        try:
+            box["client"] = client_class(scheduler, timeout="15s")
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+            box["error"] = exc
+
+    thread = threading.Thread(target=connect, daemon=True, name="gupsim-connect")
+    thread.start()
+    thread.join(CONNECT_S)
+    if thread.is_alive():
+        raise GupsimError(f"cannot reach a Dask scheduler at {scheduler}: nothing there answered as a Dask "
+                          f"scheduler within {CONNECT_S:g} s (an address of another kind of server?)")
+    if "error" in box:
+        exc = box["error"]
+        if isinstance(exc, (OSError, TimeoutError, ValueError)):
+            raise exc
+        # what a reply that is not Dask's makes of its frames (a length read from HTTP text: "Unable to
+        # allocate 3.07 EiB") is no Dask scheduler either
+        raise GupsimError(f"cannot reach a Dask scheduler at {scheduler}: {type(exc).__name__}: "
+                          f"{str(exc).splitlines()[0][:200] if str(exc) else ''}") from None
+    return box["client"]
 
 
 def close_client(client: Any, *, interrupted: bool = False) -> None:

@@ -324,3 +324,37 @@ def test_the_script_says_why_it_cannot_start_in_one_line():
                           env={**os.environ, "NUMBA_DISABLE_JIT": "1"}, timeout=60)
     assert done.returncode == 1 and done.stderr.startswith("gupsim: error: NUMBA_DISABLE_JIT"), done.stderr
     assert len(done.stderr.splitlines()) == 1
+
+
+def test_a_time_series_cut_short_by_a_tiny_interval_is_said_and_marked():
+    """``--sample-interval-s 1e-7`` had given 3 samples covering 0.2 us of the run, exit 0 and no note."""
+    result = _invoke("run", "--shape", "2x2x2", "--updates", "256", "--engine", "simpy", "--sample-interval-s", "1e-7",
+                     "--json")
+    assert result.exit_code == 0
+    assert json.loads(result.stdout)["timeseries_complete"] is False
+    assert "gupsim: warning: the time series stops at" in result.stderr
+    fine = _invoke("run", "--shape", "2x2x2", "--updates", "256", "--engine", "simpy", "--sample-interval-s", "1e-5",
+                   "--json")
+    assert json.loads(fine.stdout)["timeseries_complete"] is True and "warning" not in fine.stderr
+
+
+def test_an_address_that_is_no_dask_scheduler_is_given_up_in_one_line(monkeypatch, tmp_path):
+    """``sweep --scheduler tcp://...`` at a server that accepts and never answers as Dask had hung."""
+    import socket
+
+    from gupsim.studies import cluster
+
+    monkeypatch.setattr(cluster, "CONNECT_S", 3.0)
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    sweep = tmp_path / "s.yaml"
+    sweep.write_text("name: s\nmachine: bgl\ngrid:\n  shape: [2x2x2]\n  updates: [16]\n")
+    try:
+        started = time.monotonic()
+        result = _invoke("sweep", str(sweep), "--scheduler", f"tcp://127.0.0.1:{server.getsockname()[1]}",
+                         "--store", str(tmp_path / "st"), "--no-progress")
+        assert time.monotonic() - started < 30
+    finally:
+        server.close()
+    _one_line(result, 2, "cannot reach a Dask scheduler", "within 3 s")
