@@ -99,3 +99,30 @@ def warn_short_timeseries(record: dict[str, Any], interval_s: float | None) -> N
         click.echo(f"gupsim: warning: the time series stops at t={last:.3g} s of a {end:.3g} s run "
                    f"({len(series['t_s'])} samples): the interval is shorter than the gaps between the run's events; "
                    "give a larger --sample-interval-s", err=True)
+
+
+#: A run estimated to take longer than this says so before it starts: minutes of silence look like a hang.
+LONG_RUN_S = 600.0
+
+
+def say_long_run(cfg: Any, telemetry: bool) -> None:
+    """One line on stderr, before a run the cost model (:mod:`gupsim.studies.estimate`) puts over
+    :data:`LONG_RUN_S`: its estimate, and the fast engine's where the run could use it and does not
+    (``run --shape 64x32x32 --updates 4096 --engine simpy`` had said nothing for minutes)."""
+    import math
+
+    from gupsim.engines.choose import choose_engine, unsupported
+    from gupsim.studies.estimate import model_run_s
+    from gupsim.topology.base import parse_shape
+
+    engine = choose_engine(cfg)
+    processes = math.prod(parse_shape(cfg.shape)) * cfg.machine.cpu.processes_per_node
+    wall_s = model_run_s(engine, cfg.algorithm, cfg.shape, processes, cfg.updates_per_process)
+    if wall_s < LONG_RUN_S:
+        return
+    hint = ""
+    if engine == "simpy" and not telemetry and unsupported(cfg) is None:
+        fast_s = model_run_s("fast", cfg.algorithm, cfg.shape, processes, cfg.updates_per_process)
+        hint = f"; the fast engine (--engine auto) would take about {fast_s / 60:,.0f} min"
+    click.echo(f"gupsim: note: this run is estimated at about {wall_s / 60:,.0f} min of wall time on the {engine} "
+               f"engine (a rough cost model, docs/performance.md){hint}", err=True)

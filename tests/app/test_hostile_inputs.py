@@ -358,3 +358,16 @@ def test_an_address_that_is_no_dask_scheduler_is_given_up_in_one_line(monkeypatc
     finally:
         server.close()
     _one_line(result, 2, "cannot reach a Dask scheduler", "within 3 s")
+
+
+def test_a_run_estimated_long_says_so_before_it_starts(monkeypatch):
+    """``run --shape 64x32x32 --updates 4096 --engine simpy`` had said nothing for minutes."""
+    from gupsim.app import guards
+
+    monkeypatch.setattr(guards, "LONG_RUN_S", 0.0)
+    result = _invoke("run", "--shape", "2x2x2", "--updates", "8", "--engine", "simpy")
+    assert result.exit_code == 0
+    assert result.stderr.startswith("gupsim: note: this run is estimated at about ")
+    assert "the fast engine (--engine auto) would take" in result.stderr
+    monkeypatch.setattr(guards, "LONG_RUN_S", 600.0)
+    assert "note" not in _invoke("run", "--shape", "2x2x2", "--updates", "8").stderr
