@@ -405,6 +405,9 @@ def main() -> None:
     parser.add_argument("--list", action="store_true", help="count the cases per group and stop")
     parser.add_argument("--only", default=None, help="only the cases whose name contains this")
     args = parser.parse_args()
+    # Started in the background of a shell without job control, this process ignores SIGINT, and its children
+    # would inherit that (an ignored signal stays ignored through exec): every Ctrl-C case would test nothing.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     work = Path(tempfile.mkdtemp(prefix="gupsim-hostile-"))
     f = work / "f"
     every = cases(str(f))

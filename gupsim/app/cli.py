@@ -95,9 +95,9 @@ class GupsimGroup(click.Group):
             sys.exit(exc.exit_code)
         except click.UsageError as exc:
             _fail(exc.format_message(), exc.exit_code)
-        except click.exceptions.Abort:
+        except click.exceptions.Abort as exc:  # Ctrl-C, or a signal gupsim.app.entry answers (its signum)
             click.echo("gupsim: aborted", err=True)
-            sys.exit(130)
+            sys.exit(128 + getattr(exc.__context__, "signum", 2))
         except click.ClickException as exc:
             exc.show()
             sys.exit(exc.exit_code)

@@ -11,6 +11,7 @@ too): it is said first, in the user's terms.
 from __future__ import annotations
 
 import os
+import signal
 import sys
 
 #: Exit status for a fault of the environment (gupsim.base.errors.ResourceFault's).
@@ -25,13 +26,31 @@ def _fail(message: str, code: int = ENVIRONMENT) -> None:
     sys.exit(code)
 
 
+class Stopped(KeyboardInterrupt):
+    """SIGTERM, SIGHUP or SIGXCPU outside a command's own handling (:func:`gupsim.studies.cluster.interruptible`):
+    answered as Ctrl-C is, in one line, with the signal's exit status (``signum``)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _stop(signum: int, _frame: object) -> None:
+    raise Stopped(signum)
+
+
 def main(argv: list[str] | None = None) -> None:
     """The ``gupsim`` script (pyproject.toml): :func:`gupsim.app.cli.main`, guarded."""
+    # Without a handler these end the process with no word (a "crash"); the import alone takes seconds.
+    for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGXCPU):
+        signal.signal(signum, _stop)
     if os.environ.get("NUMBA_DISABLE_JIT", "0").strip() not in ("", "0"):
         _fail("NUMBA_DISABLE_JIT is set: gupsim's fast engine is Numba-compiled kernels and cannot run without "
               "the compiler; unset it")
     try:
         from gupsim.app.cli import main as cli_main
+    except KeyboardInterrupt as exc:  # Ctrl-C or a signal while the libraries load: nothing was started
+        _fail_stopped(exc)
     except MemoryError:
         _fail("not enough memory to start: the process's memory limit (ulimit -v, prlimit --as) is below what "
               "gupsim's libraries need to load (about 1.5 GB of address space)")
@@ -43,6 +62,14 @@ def main(argv: list[str] | None = None) -> None:
         cli_main(argv)
     except MemoryError:
         _fail("out of memory (the process's memory limit, or the machine's, is too small for this command)")
+
+
+def _fail_stopped(exc: KeyboardInterrupt) -> None:
+    try:
+        print("gupsim: interrupted: while starting; nothing was done", file=sys.stderr, flush=True)
+    except OSError:
+        pass
+    sys.exit(128 + getattr(exc, "signum", signal.SIGINT))
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ and gupsim alone answers Ctrl-C, by closing the cluster, which stops them.  It
 is blocked, not ignored: an ignored Ctrl-C in the seconds the cluster takes to
 start was lost, and the whole job then ran to its end and exited 0 (issue 48);
 a blocked one waits, and is answered as soon as the cluster is up
-(:func:`_children_ignore_ctrl_c`).  After an interruption the
+(:func:`_signals_wait_while_starting`).  After an interruption the
 Dask, Tornado and asyncio loggers are silenced while the cluster closes: what
 its tasks say while being cancelled is noise, not news.  They are silenced in
 the signal handler itself (:func:`interruptible`), before the
@@ -64,15 +64,15 @@ def open_client(scheduler: str | None, workers: int | None, processes: bool) -> 
         # Worker processes use the C allocator for Python objects.  In a worker, pymalloc's arenas stay
         # pinned after a SimPy run by a few objects that live on, so the next run's record would count the
         # dead run's memory; runpool.reset_peak_rss gives the C allocator's free pages back before each run.
-        stopped: list[bool] = []
+        stopped: list[int] = []
         with dask.config.set({"distributed.nanny.pre-spawn-environ.PYTHONMALLOC": "malloc"}), \
-                _children_ignore_ctrl_c(processes, stopped):
+                _signals_wait_while_starting(processes, stopped):
             cluster = LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1,
                                    processes=processes, dashboard_address=":0", silence_logs=logging.ERROR)
-        client = Client(cluster)
-        if stopped:  # Ctrl-C while the cluster started: answered now, with the cluster closed
+            client = Client(cluster)
+        if stopped:  # a signal while the cluster started: answered now, with the cluster closed
             close_client(client, interrupted=True)
-            raise Interrupted(signal.SIGINT)
+            raise Interrupted(stopped[0])
         return client
     except (OSError, TimeoutError, ValueError) as exc:
         raise GupsimError(f"cannot reach a Dask scheduler at {scheduler}: {exc}") from None
@@ -141,22 +141,32 @@ def _kill_worker_processes(cluster: Any) -> None:
 
 
 @contextlib.contextmanager
-def _children_ignore_ctrl_c(processes: bool, stopped: list[bool]) -> Iterator[None]:
-    """SIGINT blocked while local worker processes are started, so that they inherit the mask (see the module
-    docstring); a Ctrl-C that came meanwhile is taken off the pending signals and noted in ``stopped``, for
-    the caller to answer once it holds the cluster it must close.  Main thread only (the mask is per thread,
-    and the threads the cluster starts inherit the main thread's); elsewhere (a test's thread) nothing changes."""
-    if not processes or threading.current_thread() is not threading.main_thread():
+def _signals_wait_while_starting(processes: bool, stopped: list[int]) -> Iterator[None]:
+    """Every one of :data:`STOP_SIGNALS` held back while a local cluster starts, and noted in ``stopped`` for
+    the caller to answer once it holds the cluster it must close.  A signal that lands inside the cluster's
+    constructor leaves a cluster half made, which Dask then fails to close at exit with a traceback.
+
+    SIGINT is blocked (see the module docstring): the worker processes started meanwhile inherit the mask,
+    so a terminal's Ctrl-C never reaches them; a Ctrl-C that came is taken off the pending signals.  The
+    others get a handler that only notes them: the workers must still die of the SIGTERM their nanny sends.
+    Main thread only (signal handlers and this mask are the main thread's); elsewhere nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
         yield
         return
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    others = [s for s in STOP_SIGNALS if s != signal.SIGINT]
+    previous = {s: signal.signal(s, lambda signum, _frame: stopped.append(signum)) for s in others}
+    if processes:
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
         yield
     finally:
-        if signal.SIGINT in signal.sigpending():
-            signal.sigwait({signal.SIGINT})  # consumed here: unblocked, it would interrupt the caller mid-step
-            stopped.append(True)
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        if processes:
+            if signal.SIGINT in signal.sigpending():
+                signal.sigwait({signal.SIGINT})  # consumed here: unblocked, it would interrupt the caller mid-step
+                stopped.append(signal.SIGINT)
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        for s, handler in previous.items():
+            signal.signal(s, handler)
 
 
 class Interrupted(KeyboardInterrupt):
