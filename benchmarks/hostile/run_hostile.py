@@ -404,6 +404,10 @@ def main() -> None:
     parser.add_argument("--json", type=Path, default=None, help="write every case's result here")
     parser.add_argument("--list", action="store_true", help="count the cases per group and stop")
     parser.add_argument("--only", default=None, help="only the cases whose name contains this")
+    parser.add_argument("--rerun", type=Path, default=None,
+                        help="only the cases a --json file of an earlier sweep classed as hang, with --timeout: on a "
+                             "loaded machine a legitimate run can outlast the usual 30 s")
+    parser.add_argument("--timeout", type=float, default=None, help="seconds each case may take (default: its own)")
     args = parser.parse_args()
     # Started in the background of a shell without job control, this process ignores SIGINT, and its children
     # would inherit that (an ignored signal stays ignored through exec): every Ctrl-C case would test nothing.
@@ -420,6 +424,12 @@ def main() -> None:
               for c in [c for c in every if c.group == g][::args.every]]
     if args.only:
         chosen = [c for c in chosen if args.only in c.name]
+    if args.rerun:
+        hung = {r["name"] for r in json.loads(args.rerun.read_text())["results"] if r["kind"] == "hang"}
+        chosen = [c for c in every if c.name in hung]
+    if args.timeout:
+        for c in chosen:
+            c.timeout = args.timeout
     env = {**os.environ, "PYTHONPATH": str(args.root.resolve()), "GUPSIM_ROOT": str(args.root.resolve()),
            "COLUMNS": "200"}
     python = script_command(args.root.resolve())

@@ -309,10 +309,11 @@ def test_an_interruption_survives_the_trip_through_a_dask_worker():
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGXCPU])
 def test_a_run_stopped_by_a_signal_says_one_line(tmp_path, signum):
-    proc = subprocess.Popen(GUPSIM + ["run", "--shape", "8x8x8", "--updates", "100000", "--engine", "simpy",
-                                      "--no-progress"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            cwd=tmp_path)
-    time.sleep(8)  # imports done, the run under way
+    # the script's own entry point: a signal during its imports (a loaded machine) is answered in one line too
+    proc = subprocess.Popen([sys.executable, "-m", "gupsim.app.entry", "run", "--shape", "8x8x8", "--updates",
+                             "100000", "--engine", "simpy", "--no-progress"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    time.sleep(8)  # imports done, the run under way, on an idle machine
     proc.send_signal(signum)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 128 + signum, err
