@@ -47,8 +47,8 @@ from gupsim.studies.sweep import KEPT_RUNS_DIR
 from gupsim.studies.store import store_table
 from gupsim.app import rate_quality
 from gupsim.app import plots
-from gupsim.app.guards import NonEmptyPath, experiment_names, refuse_overwrite, say_long_run, warn_short_timeseries, \
-    workers_range
+from gupsim.app.guards import NonEmptyPath, experiment_names, long_run_note, refuse_overwrite, saying_first, \
+    warn_short_timeseries, workers_range
 from gupsim.base.files import replaced_atomically
 
 DEFAULTS = {"machine": "bgl", "shape": "4x4x4", "algorithm": "baseline", "updates": 4096, "seed": 0}
@@ -232,10 +232,11 @@ def run(machine, shape, algorithm, updates, seed, precision, warm_start, sets, o
                           log2_table_size=log2_table_size, algorithm_options=algorithm_options, engine=engine)
     telemetry = Telemetry(links=links, histograms=histograms, sample_interval_s=sample_interval_s)
     checkpoint = _checkpoint(cfg, checkpoint_path, checkpoint_every_s, telemetry.wanted)
-    say_long_run(cfg, telemetry.wanted)
+    note = long_run_note(cfg, telemetry.wanted)
     try:
         with interruptible(), _progress_bar(f"{cfg.shape} {cfg.algorithm}", enabled=not no_progress) as progress:
-            sim, record = simulate(cfg, telemetry if telemetry.wanted else None, checkpoint, progress)
+            sim, record = simulate(cfg, telemetry if telemetry.wanted else None, checkpoint,
+                                   saying_first(note, progress))
     except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP, SIGXCPU (gupsim.studies.cluster.Interrupted)
         _interrupted(exc, f"the run's last saved state is kept in {checkpoint_path}" if checkpoint_path else
                      "the run is lost (gupsim run --checkpoint FILE keeps its state as it goes)",

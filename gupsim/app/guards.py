@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import stat
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import click
 
@@ -105,10 +105,10 @@ def warn_short_timeseries(record: dict[str, Any], interval_s: float | None) -> N
 LONG_RUN_S = 600.0
 
 
-def say_long_run(cfg: Any, telemetry: bool) -> None:
-    """One line on stderr, before a run the cost model (:mod:`gupsim.studies.estimate`) puts over
-    :data:`LONG_RUN_S`: its estimate, and the fast engine's where the run could use it and does not
-    (``run --shape 64x32x32 --updates 4096 --engine simpy`` had said nothing for minutes)."""
+def long_run_note(cfg: Any, telemetry: bool) -> str | None:
+    """The line a run the cost model (:mod:`gupsim.studies.estimate`) puts over :data:`LONG_RUN_S` says as it
+    starts: its estimate, and the fast engine's where the run could use it and does not (``run --shape
+    64x32x32 --updates 4096 --engine simpy`` had said nothing for minutes); None for a shorter run."""
     import math
 
     from gupsim.engines.choose import choose_engine, unsupported
@@ -119,10 +119,26 @@ def say_long_run(cfg: Any, telemetry: bool) -> None:
     processes = math.prod(parse_shape(cfg.shape)) * cfg.machine.cpu.processes_per_node
     wall_s = model_run_s(engine, cfg.algorithm, cfg.shape, processes, cfg.updates_per_process)
     if wall_s < LONG_RUN_S:
-        return
+        return None
     hint = ""
     if engine == "simpy" and not telemetry and unsupported(cfg) is None:
         fast_s = model_run_s("fast", cfg.algorithm, cfg.shape, processes, cfg.updates_per_process)
         hint = f"; the fast engine (--engine auto) would take about {fast_s / 60:,.0f} min"
-    click.echo(f"gupsim: note: this run is estimated at about {wall_s / 60:,.0f} min of wall time on the {engine} "
-               f"engine (a rough cost model, docs/performance.md){hint}", err=True)
+    return (f"gupsim: note: this run is estimated at about {wall_s / 60:,.0f} min of wall time on the {engine} "
+            f"engine (a rough cost model, docs/performance.md){hint}")
+
+
+def saying_first(note: str | None, progress: Callable[[int, int], None] | None) -> Callable[[int, int], None] | None:
+    """``progress`` for a run, which first prints ``note`` on stderr: the engines tell progress as the run
+    starts, once the run is built, so a run refused while it is built says no estimate."""
+    if note is None:
+        return progress
+    said: list[bool] = []
+
+    def tell(applied: int, total: int) -> None:
+        if not said:
+            said.append(True)
+            click.echo(note, err=True)
+        if progress is not None:
+            progress(applied, total)
+    return tell
