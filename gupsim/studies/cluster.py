@@ -40,7 +40,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from gupsim.base.errors import GupsimError
+from gupsim.base.errors import GupsimError, ResourceFault
 
 #: The loggers a closing cluster writes to.
 DASK_LOGGERS = ("distributed", "tornado", "asyncio")
@@ -56,6 +56,8 @@ def open_client(scheduler: str | None, workers: int | None, processes: bool) -> 
     # A compiled fast-engine call can hold the GIL for minutes; with Dask's default
     # worker-ttl (5 min) the scheduler would declare such a worker dead and kill it.
     dask.config.set({"distributed.scheduler.worker-ttl": None})
+    if not scheduler:
+        _check_open_files()
     try:
         if scheduler:
             return _connect(Client, scheduler)
@@ -75,7 +77,31 @@ def open_client(scheduler: str | None, workers: int | None, processes: bool) -> 
             raise Interrupted(stopped[0])
         return client
     except (OSError, TimeoutError, ValueError) as exc:
+        if not scheduler:
+            raise ResourceFault(f"cannot start a local Dask cluster: {exc}") from None
         raise GupsimError(f"cannot reach a Dask scheduler at {scheduler}: {exc}") from None
+    except RuntimeError as exc:  # "Nanny failed to start": the reason is its cause (too few file descriptors)
+        cause = exc.__cause__ or exc
+        raise ResourceFault(f"cannot start a local Dask cluster: {type(cause).__name__}: "
+                            f"{str(cause).splitlines()[0][:200] if str(cause) else exc} (a limit on open files, "
+                            "ulimit -n, or on processes?)") from None
+
+
+#: The fewest open files a local cluster is started with: its scheduler, nannies and workers hold sockets,
+#: pipes and /proc files; under ``prlimit --nofile=40`` a sweep had printed 2,909 lines of asyncio and Tornado
+#: tracebacks before its first store write failed.
+MIN_OPEN_FILES = 256
+
+
+def _check_open_files() -> None:
+    """One line, before anything starts, if this process may open fewer than :data:`MIN_OPEN_FILES` files."""
+    import resource
+
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft < MIN_OPEN_FILES:
+        raise ResourceFault(f"cannot start a local Dask cluster with a limit of {soft} open files (ulimit -n); it "
+                            f"needs {MIN_OPEN_FILES} or more: raise the limit, or run on an existing cluster "
+                            "(--scheduler)")
 
 
 #: Seconds to wait for an existing scheduler to answer.  Dask's own time-out covers the connection, not the

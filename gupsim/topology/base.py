@@ -48,7 +48,9 @@ def parse_shape(text: str) -> Shape:
         raise GupsimError(
             f"invalid shape {text!r}: expected three dimensions XxYxZ {_EXAMPLE}"
         )
-    if not all(re.fullmatch(r"[0-9]+", p.strip()) and int(p) > 0 for p in parts):
+    # at most 18 digits: Python refuses to read an integer of more than 4,300 (a ValueError), and no shape a
+    # run or a bound takes has a dimension near 10^18 (gupsim.topology.base.MAX_RUN_NODES)
+    if not all(re.fullmatch(r"[0-9]{1,18}", p.strip()) and int(p) > 0 for p in parts):
         raise GupsimError(
             f"invalid shape {text!r}: each dimension must be a positive integer {_EXAMPLE}"
         )

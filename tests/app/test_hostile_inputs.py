@@ -373,3 +373,20 @@ def test_a_run_estimated_long_says_so_before_it_starts(monkeypatch):
     assert "the fast engine (--engine auto) would take" in result.stderr
     monkeypatch.setattr(guards, "LONG_RUN_S", 600.0)
     assert "note" not in _invoke("run", "--shape", "2x2x2", "--updates", "8").stderr
+
+
+@pytest.mark.parametrize("command", [["bounds"], ["run", "--updates", "8"]])
+def test_a_shape_dimension_of_5000_digits_is_one_line(command):
+    _one_line(_invoke(*command, "--shape", "1x1x" + "9" * 5000), 2, "invalid shape")
+
+
+def test_a_local_cluster_under_a_tiny_open_files_limit_is_one_line(tmp_path):
+    """``prlimit --nofile=40`` on a sweep had printed 2,909 lines of asyncio and Tornado tracebacks."""
+    sweep = tmp_path / "s.yaml"
+    sweep.write_text("name: s\nmachine: bgl\ngrid:\n  shape: [2x2x2]\n  updates: [16]\n")
+    done = subprocess.run(GUPSIM + ["sweep", str(sweep), "--store", str(tmp_path / "st"), "--no-progress"],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                          preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (40, 40)))
+    assert done.returncode == 1 and done.stderr.startswith("gupsim: error: cannot start a local Dask cluster with "
+                                                           "a limit of 40 open files"), done.stderr
+    assert len(done.stderr.splitlines()) == 1
