@@ -164,7 +164,11 @@ def plant_pickle(out: Path, marker: Path) -> None:
                    out / "runs" / "records"):
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "output.pkl").write_bytes(pickle.dumps(Payload()))
-        (folder / "metadata.json").write_text(json.dumps({"input_args": {"code": "'x'", "key": repr("{}")}}))
+        # a call record naming a configuration, as joblib's own had: a reader that checks it reads on
+        config = {"machine": {"name": "bgl"}, "algorithm": "baseline", "shape": "2x2x2", "updates_per_process": 8,
+                  "seed": 0}
+        (folder / "metadata.json").write_text(json.dumps({"input_args": {"code": "'x'",
+                                                                         "key": repr(json.dumps(config))}}))
     (out / "runs" / "records" / "x-1.json").write_bytes(pickle.dumps(Payload()))
 
 

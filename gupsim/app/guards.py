@@ -115,7 +115,10 @@ def long_run_note(cfg: Any, telemetry: bool) -> str | None:
     from gupsim.studies.estimate import model_run_s
     from gupsim.topology.base import parse_shape
 
-    engine = choose_engine(cfg)
+    try:
+        engine = choose_engine(cfg)
+    except GupsimError:
+        return None  # a run the engine refuses: refused by the run itself, with its own checks in their order
     processes = math.prod(parse_shape(cfg.shape)) * cfg.machine.cpu.processes_per_node
     wall_s = model_run_s(engine, cfg.algorithm, cfg.shape, processes, cfg.updates_per_process)
     if wall_s < LONG_RUN_S:

@@ -8,7 +8,7 @@ import operator
 import re
 from collections.abc import Callable, Sequence
 from typing import TypeVar
-from gupsim.base.errors import GupsimError, UnknownNameError
+from gupsim.base.errors import clip, GupsimError, UnknownNameError
 
 
 Shape = tuple[int, int, int]
@@ -48,9 +48,12 @@ def parse_shape(text: str) -> Shape:
         raise GupsimError(
             f"invalid shape {text!r}: expected three dimensions XxYxZ {_EXAMPLE}"
         )
-    # at most 18 digits: Python refuses to read an integer of more than 4,300 (a ValueError), and no shape a
-    # run or a bound takes has a dimension near 10^18 (gupsim.topology.base.MAX_RUN_NODES)
-    if not all(re.fullmatch(r"[0-9]{1,18}", p.strip()) and int(p) > 0 for p in parts):
+    # Python refuses to read an integer of more than 4,300 digits (a ValueError); no shape a run or a bound
+    # takes has a dimension near 10^18, so a longer one is refused before it is read
+    if any(len(p.strip()) > 18 and p.strip().isdigit() for p in parts):
+        raise GupsimError(f"invalid shape {clip(text)!r}: a dimension of more than 18 digits, more than the "
+                          f"{MAX_RUN_NODES:,} nodes a run can address")
+    if not all(re.fullmatch(r"[0-9]+", p.strip()) and int(p) > 0 for p in parts):
         raise GupsimError(
             f"invalid shape {text!r}: each dimension must be a positive integer {_EXAMPLE}"
         )
