@@ -160,7 +160,7 @@ def plant_pickle(out: Path, marker: Path) -> None:
         def __reduce__(self):
             return (open, (str(marker), "w"))
 
-    for folder in (out / "runs" / "joblib" / "gupsim" / "studies" / "runpool" / "_run_keyed" / "0123abcd",
+    for folder in (out / "runs" / "joblib" / "gupsim" / "studies" / "runpool" / "_run_keyed" / ("0123abcd" * 4),
                    out / "runs" / "records"):
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "output.pkl").write_bytes(pickle.dumps(Payload()))
