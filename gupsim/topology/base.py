@@ -37,6 +37,10 @@ def register_topology(kind: str) -> Callable[[T], T]:
     return decorate
 
 
+#: The most digits a shape's dimension is read with (see parse_shape).
+MAX_DIMENSION_DIGITS = 100
+
+
 def parse_shape(text: str) -> Shape:
     """Parse ``"XxYxZ"`` (e.g. ``"8x8x16"``) into ``(8, 8, 16)``.
 
@@ -48,11 +52,11 @@ def parse_shape(text: str) -> Shape:
         raise GupsimError(
             f"invalid shape {text!r}: expected three dimensions XxYxZ {_EXAMPLE}"
         )
-    # Python refuses to read an integer of more than 4,300 digits (a ValueError); no shape a run or a bound
-    # takes has a dimension near 10^18, so a longer one is refused before it is read
-    if any(len(p.strip()) > 18 and p.strip().isdigit() for p in parts):
-        raise GupsimError(f"invalid shape {clip(text)!r}: a dimension of more than 18 digits, more than the "
-                          f"{MAX_RUN_NODES:,} nodes a run can address")
+    # Python refuses to read an integer of more than 4,300 digits (a ValueError); a dimension of 100 is far
+    # past any shape a run takes (MAX_RUN_NODES), so a longer one is refused before it is read
+    if any(len(p.strip()) > MAX_DIMENSION_DIGITS and p.strip().isdigit() for p in parts):
+        raise GupsimError(f"invalid shape {clip(text)!r}: a dimension of more than {MAX_DIMENSION_DIGITS} digits, "
+                          f"more than the {MAX_RUN_NODES:,} nodes a run can address")
     if not all(re.fullmatch(r"[0-9]+", p.strip()) and int(p) > 0 for p in parts):
         raise GupsimError(
             f"invalid shape {text!r}: each dimension must be a positive integer {_EXAMPLE}"
