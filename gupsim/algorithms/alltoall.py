@@ -56,6 +56,10 @@ class Tagged(Message):
         self.tag, self.src, self.done = tag, src, done
 
 
+#: The largest bucket: 512 times HPCC's, 8 MB per peer per round with the fixed exchange.
+MAX_BUCKET_SIZE = 2**20
+
+
 @register_algorithm("alltoall")
 class AllToAll(Algorithm):
     #: Measured: about 0.7 MB traced per process on bgl 4x4x2 at 8,192 updates per process (one round, no
@@ -69,8 +73,9 @@ class AllToAll(Algorithm):
     class Options(BaseModel):
         model_config = OPTIONS_CONFIG
         bucket_size: int = Field(
-            default=2048, ge=1,
-            description="updates a bucket holds; a round ends when one is full (HPCC 0.5b: 2,048)")
+            default=2048, ge=1, le=MAX_BUCKET_SIZE,
+            description="updates a bucket holds; a round ends when one is full (HPCC 0.5b: 2,048; at most "
+                        "2^20: every fixed-size block carries the whole bucket, 2^31 had spun for ever)")
         exchange: Literal["fixed", "counts"] = Field(
             default="fixed", description="fixed: every block 2 + bucket_size words (0.5b's MPI_Alltoall); "
                                          "counts: each block its own size (an MPI_Alltoallv what-if)")

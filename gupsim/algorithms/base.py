@@ -145,10 +145,16 @@ def algorithm_class(name: str) -> type[Algorithm]:
         raise UnknownNameError("algorithm", name, list(ALGORITHMS)) from None
 
 
+#: The largest value of any integer option (a count of updates, bytes, threads): the fast engine keeps counts
+#: in 32 bits, and ``bucket_size=2**70`` had been an OverflowError traceback, 2**31 a hang.  An option may
+#: bound itself lower (``Field(le=...)``).
+MAX_OPTION_INT = 2**31 - 1
+
+
 def validate_options(name: str, options: dict[str, Any]) -> BaseModel:
     cls = algorithm_class(name)
     try:
-        return cls.Options.model_validate(options)
+        validated = cls.Options.model_validate(options)
     except ValidationError as exc:
         err = exc.errors()[0]
         loc = ".".join(str(p) for p in err["loc"])
@@ -158,6 +164,11 @@ def validate_options(name: str, options: dict[str, Any]) -> BaseModel:
         # a validator's own ValueError already says what is wrong in the user's terms
         msg = str(err["ctx"]["error"]) if err["type"] == "value_error" else err["msg"]
         raise GupsimError(f"algorithm {name}: option {loc}: {msg} (got {err.get('input')!r})") from None
+    for key, value in validated.model_dump().items():
+        if isinstance(value, int) and not isinstance(value, bool) and value > MAX_OPTION_INT:
+            raise GupsimError(f"algorithm {name}: option {key}: {value:,} is more than the {MAX_OPTION_INT:,} any "
+                              "count option takes (the fast engine's tables hold 32-bit counts)")
+    return validated
 
 
 def available_algorithms() -> list[str]:

@@ -48,6 +48,9 @@ from gupsim.app import plots
 from gupsim.app import first_run, progress
 from gupsim.app.compare import compare
 from gupsim.studies.headline import headline_record, readable_table
+from gupsim.app.guards import NonEmptyPath, experiment_names, refuse_overwrite, warn_short_timeseries, \
+    workers_range
+from gupsim.base.files import replaced_atomically
 
 DEFAULTS = {"machine": "bgl", "shape": "4x4x4", "algorithm": "baseline", "updates": 4096, "seed": 0}
 
@@ -93,9 +96,9 @@ class GupsimGroup(click.Group):
             sys.exit(exc.exit_code)
         except click.UsageError as exc:
             _fail(exc.format_message(), exc.exit_code)
-        except click.exceptions.Abort:
+        except click.exceptions.Abort as exc:  # Ctrl-C, or a signal gupsim.app.entry answers (its signum)
             click.echo("gupsim: aborted", err=True)
-            sys.exit(130)
+            sys.exit(128 + getattr(exc.__context__, "signum", 2))
         except click.ClickException as exc:
             exc.show()
             sys.exit(exc.exit_code)
@@ -157,10 +160,14 @@ def _writing(option: str, path: Any) -> Iterator[None]:
         raise cannot_write(option, path, exc) from None
 
 
-def _interrupted(exc: KeyboardInterrupt, kept: str) -> NoReturn:
-    """A long command stopped by Ctrl-C or SIGTERM (:class:`gupsim.studies.cluster.Interrupted`): one line
-    saying what was ``kept``, and the signal's exit status (128 + its number)."""
-    click.echo(f"gupsim: interrupted: {kept}; run the same command again to resume", err=True)
+def _interrupted(exc: KeyboardInterrupt, kept: str, resumable: bool = True) -> NoReturn:
+    """A long command stopped by a signal (:class:`gupsim.studies.cluster.Interrupted`): one line saying what
+    was ``kept``, and the signal's exit status (128 + its number)."""
+    try:
+        click.echo(f"gupsim: interrupted: {kept}" + ("; run the same command again to resume" if resumable else ""),
+                   err=True)
+    except OSError:
+        pass  # stderr gone with the terminal (SIGHUP): the exit status is all that is left
     sys.exit(128 + getattr(exc, "signum", 2))
 
 
@@ -234,8 +241,15 @@ def run(machine, shape, algorithm, updates, seed, precision, fixed_length, all_r
     telemetry = make_telemetry(links=links, histograms=histograms, sample_interval_s=sample_interval_s)
     checkpoint = _checkpoint(cfg, checkpoint_path, checkpoint_every_s, telemetry.wanted)
     first_run.say_estimate(cfg, telemetry.kinds if telemetry.wanted else ())
-    with progress.reporting(f"{cfg.shape} {cfg.algorithm}", "none" if no_progress else progress_mode) as tell:
-        sim, record = simulate(cfg, telemetry if telemetry.wanted else None, checkpoint, tell)
+    try:
+        with interruptible(), \
+                progress.reporting(f"{cfg.shape} {cfg.algorithm}", "none" if no_progress else progress_mode) as tell:
+            sim, record = simulate(cfg, telemetry if telemetry.wanted else None, checkpoint, tell)
+    except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP, SIGXCPU (gupsim.studies.cluster.Interrupted)
+        _interrupted(exc, f"the run's last saved state is kept in {checkpoint_path}" if checkpoint_path else
+                     "the run is lost (gupsim run --checkpoint FILE keeps its state as it goes)",
+                     resumable=bool(checkpoint_path))
+    warn_short_timeseries(record, sample_interval_s)
     if sets or options:
         record["what_if"] = what_if(parse_set_options(sets), algorithm_options)
     if verify:
@@ -250,12 +264,29 @@ def run(machine, shape, algorithm, updates, seed, precision, fixed_length, all_r
 def _print(text: str) -> None:
     """Print ``text`` on stdout now; stdout that cannot be written (a full disk, a closed pipe) is one line."""
     try:
-        click.echo(text)
-        sys.stdout.flush()
+        _write_all_to_stdout(text + "\n")
     except OSError as exc:
         sys.stdout = open(os.devnull, "w")  # what is buffered would fail again, with a traceback, at exit
 
         raise ResourceFault(f"cannot write to standard output: {exc.strerror or exc}") from None
+
+
+def _write_all_to_stdout(text: str) -> None:
+    """Write ``text`` to stdout's file descriptor until every byte is taken, or raise the OSError that stops it.
+
+    Through Python's buffered stdout a write cut short by a file-size limit (``prlimit --fsize``) was dropped
+    without an error: ``run --json > f.json`` left 1,000 bytes of a record and exited 0.  A stdout with no
+    descriptor (a test's captured stream) is written the ordinary way."""
+    try:
+        fd = sys.stdout.fileno()
+    except (OSError, ValueError, AttributeError):
+        click.echo(text, nl=False)
+        sys.stdout.flush()
+        return
+    sys.stdout.flush()
+    data = memoryview(text.encode(sys.stdout.encoding or "utf-8", errors="replace"))
+    while data:
+        data = data[os.write(fd, data):]
 
 
 #: Where ``gupsim run`` keeps a finished record that stdout could not take.
@@ -271,7 +302,8 @@ def _print_or_keep(text: str, record: dict, cfg: Any) -> None:
         path = KEPT_RECORDS_DIR / f"{run_key(cfg, code_digest())}.json"
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(to_json(record) + "\n")
+            with replaced_atomically(path) as tmp:
+                tmp.write_text(to_json(record) + "\n")
         except OSError as again:
             raise ResourceFault(f"{exc}; the record could not be kept either: {path}: "
                                 f"{again.strerror or again}") from None
@@ -292,6 +324,7 @@ def _checkpoint(cfg: Any, path: str | None, every_s: float | None, telemetry: bo
         reasons = [reason for reason in (e.unsupported(cfg) for e in keepers) if reason]
         why = reasons[0] if reasons else f"--engine {cfg.engine} asks for {engine.title}"
         raise GupsimError(f"--checkpoint needs the {titles(keepers)} engine, which this run cannot use: {why}")
+    refuse_overwrite("--checkpoint", path, [cfg.machine.source_path])
     log_to_stderr()  # a line per save: how far the run has got
     return engine.checkpoint(Path(path), run_key(cfg, code_digest()), every_s)
 
@@ -308,18 +341,18 @@ def bounds(machine, shape, bytes_per_update, sets, as_json) -> None:
     b = compute(_load_machine(machine, sets), shape, bytes_per_update).as_dict()
     if sets:
         b["what_if"] = what_if(parse_set_options(sets), {})
-    click.echo(to_json(b) if as_json else format_bounds(b))
+    _print(to_json(b) if as_json else format_bounds(b))
 
 
 @cli.command()
 @click.argument("names", nargs=-1, required=True)
-@click.option("--out", "out_dir", default="results", show_default=True, type=click.Path(file_okay=False),
+@click.option("--out", "out_dir", default="results", show_default=True, type=NonEmptyPath(file_okay=False),
               help="folder for the CSVs")
 @click.option("--quick", is_flag=True, help="reduced sizes/lengths, for CI")
-@click.option("--docs", "docs_path", default=None, type=click.Path(dir_okay=False),
+@click.option("--docs", "docs_path", default=None, type=NonEmptyPath(dir_okay=False),
               help="write the validation page here (default: docs/validation.md of a source checkout, unless "
                    "--quick; an installed gupsim writes only into --out)")
-@click.option("--jobs", default=1, show_default=True, type=click.IntRange(min=1),
+@click.option("--jobs", default=1, show_default=True, type=workers_range(),
               help="Dask worker processes; the tables' runs share them, largest first")
 @click.option("--keep-runs/--fresh", default=True, show_default=True,
               help="keep each finished run in OUT/runs and reuse those this code already made (resume a stopped run)")
@@ -330,7 +363,8 @@ def bounds(machine, shape, bytes_per_update, sets, as_json) -> None:
 @click.option("--fixed-length", is_flag=True, help="run every row to its table's fixed length (no --precision)")
 def reproduce(names, out_dir, quick, docs_path, jobs, keep_runs, precision, fixed_length) -> None:
     """Reproduce published tables: bgl-table2, bgl-table3, ... or all."""
-    wanted = available_experiments() if "all" in names else list(dict.fromkeys(names))
+    wanted = experiment_names(names, available_experiments())
+    refuse_overwrite("--docs", docs_path, [Path(out_dir) / "runs"])
     checkout = source_checkout()
     if docs_path is None and not quick:
         if checkout is not None:
@@ -379,10 +413,10 @@ def reproduce(names, out_dir, quick, docs_path, jobs, keep_runs, precision, fixe
 
 
 @cli.command()
-@click.option("--out", "out_dir", default="results", show_default=True, type=click.Path(file_okay=False),
+@click.option("--out", "out_dir", default="results", show_default=True, type=NonEmptyPath(file_okay=False),
               help="the --out of gupsim reproduce (its runs are kept in OUT/runs)")
 @click.option("--all", "show_all", is_flag=True, help="also the runs other model code kept (never reused)")
-@click.option("--csv", "csv_path", default=None, type=click.Path(dir_okay=False), help="export the table as CSV")
+@click.option("--csv", "csv_path", default=None, type=NonEmptyPath(dir_okay=False), help="export the table as CSV")
 def runs(out_dir, show_all, csv_path) -> None:
     """List the runs gupsim reproduce kept: what each was, its cost, and whether this code reuses it."""
 
@@ -394,13 +428,14 @@ def runs(out_dir, show_all, csv_path) -> None:
         # The usual cause: reproduce was given --out DIR, and this looks in the default folder.
         raise GupsimError(f"{cache_dir} does not exist: no runs are kept there; gupsim reproduce keeps its runs in "
                           f"the runs/ folder of its --out, so if it was given --out DIR, run gupsim runs --out DIR")
+    refuse_overwrite("--csv", csv_path, [cache_dir])
     code = code_digest()
     table, stopped = kept_runs(cache_dir, code), unfinished_runs(cache_dir, code)
     mine = table.loc[table["reused"].astype(bool)]  # .loc: an empty object column would select columns
     shown = table if show_all else mine
     if csv_path:
-        with _writing("--csv", csv_path):
-            shown.to_csv(csv_path, index=False)
+        with _writing("--csv", csv_path), replaced_atomically(csv_path) as tmp:
+            shown.to_csv(tmp, index=False)
     readable = {"events": "{:,}".format, "wall_s": "{:,.1f}".format, "events_per_wall_s": "{:,.0f}".format,
                 "peak_rss_mb": "{:,.0f}".format, "gups": "{:.4g}".format, "updates_applied": "{:,}".format,
                 "size_mb": "{:,.0f}".format}
@@ -414,7 +449,9 @@ def runs(out_dir, show_all, csv_path) -> None:
                f"{mine['wall_s'].sum():,.0f} s of wall time in all; {len(table) - len(mine)} kept by other code "
                f"(not reused); {int(stopped['resumed'].sum())} unfinished"
                + (f"; {table.attrs['unreadable']} unreadable (damaged files: the next reproduce runs them again)"
-                  if table.attrs.get("unreadable") else ""))
+                  if table.attrs.get("unreadable") else "")
+               + (f"; {table.attrs['pickled']} kept as pickles by an older gupsim, not read (a pickle can run "
+                  f"code): delete {cache_dir / 'joblib'}" if table.attrs.get("pickled") else ""))
 
 
 @cli.command(name="list")
@@ -434,10 +471,10 @@ def list_() -> None:
 
 @cli.command()
 @click.argument("sweep_file")
-@click.option("--store", "store_path", default=None, type=click.Path(),
+@click.option("--store", "store_path", default=None, type=NonEmptyPath(),
               help="results store folder (default: results/<sweep name>.store)")
 @click.option("--scheduler", default=None, metavar="ADDRESS", help="run on an existing Dask cluster (tcp://host:8786)")
-@click.option("--workers", type=click.IntRange(min=1), default=None, help="local workers (default: one per core)")
+@click.option("--workers", type=workers_range(), default=None, help="local workers (default: one per core)")
 @click.option("--threads", is_flag=True, help="local workers as threads in this process (no subprocesses)")
 @click.option("--dry-run", is_flag=True, help="validate and list the points with their estimated cost; run nothing")
 @click.option("--no-progress", is_flag=True, help="no progress bar")
@@ -446,6 +483,7 @@ def sweep(sweep_file, store_path, scheduler, workers, threads, dry_run, no_progr
     spec = load_sweep(sweep_file)
     points = expand(spec, sweep_file)
     store = Path(store_path or Path("results") / f"{spec.name}.store")
+    refuse_overwrite("--store", store, [sweep_file])
     done = ResultsStore(store, create=False).done_keys(code_digest()) if store.exists() else set()
     if dry_run:
         _dry_run(spec, points, store, done, workers)
@@ -478,8 +516,9 @@ def _dry_run(spec: Any, points: list[Any], store: Path, done: set[str], workers:
 
 @cli.command()
 @click.argument("store_path", type=click.Path())
-@click.option("--csv", "csv_path", default=None, type=click.Path(dir_okay=False), help="export the table as CSV")
-@click.option("--parquet", "parquet_path", default=None, type=click.Path(dir_okay=False), help="export as one Parquet file")
+@click.option("--csv", "csv_path", default=None, type=NonEmptyPath(dir_okay=False), help="export the table as CSV")
+@click.option("--parquet", "parquet_path", default=None, type=NonEmptyPath(dir_okay=False),
+              help="export as one Parquet file")
 @click.option("--all-columns", is_flag=True, help="print every column (default: the main ones)")
 def results(store_path, csv_path, parquet_path, all_columns) -> None:
     """Print (or export) a results store: one row per run."""
@@ -488,13 +527,15 @@ def results(store_path, csv_path, parquet_path, all_columns) -> None:
 
     if csv_path and parquet_path and os.path.realpath(csv_path) == os.path.realpath(parquet_path):
         raise GupsimError(f"--csv and --parquet both name {csv_path}: the second export would overwrite the first")
+    refuse_overwrite("--csv", csv_path, [store_path])
+    refuse_overwrite("--parquet", parquet_path, [store_path])
     table = readable_table(store_table(store_path))  # "gups": the headline rate (gupsim.studies.headline)
     if csv_path:
-        with _writing("--csv", csv_path):
-            table.to_csv(csv_path, index=False)
+        with _writing("--csv", csv_path), replaced_atomically(csv_path) as tmp:
+            table.to_csv(tmp, index=False)
     if parquet_path:
-        with _writing("--parquet", parquet_path):
-            table.to_parquet(parquet_path, index=False)
+        with _writing("--parquet", parquet_path), replaced_atomically(parquet_path) as tmp:
+            table.to_parquet(tmp, index=False)
 
     if len(table):  # whether each row's gups is a steady-state rate, beside it
         table.insert(table.columns.get_loc("gups") + 1 if "gups" in table else len(table.columns),
@@ -511,7 +552,7 @@ def results(store_path, csv_path, parquet_path, all_columns) -> None:
 @cli.command()
 @click.argument("kind", type=click.Choice(["scaling", "whatif", "links", "histograms", "timeseries"]))
 @click.argument("source", type=click.Path())
-@click.option("--out", "out_dir", default="results/plots", show_default=True, type=click.Path(),
+@click.option("--out", "out_dir", default="results/plots", show_default=True, type=NonEmptyPath(),
               help="a folder (the figure is named after the source: <store or record>-<kind>.png/.svg) "
                    "or a file name ending .png or .svg")
 @click.option("--key", default=None,
@@ -528,6 +569,7 @@ def plot(kind, source, out_dir, key, z_slice, x_field) -> None:
     links / histograms / timeseries: from a record made with --links /
     --histograms / --sample-interval-s (or a store row with --key).
     """
+    refuse_overwrite("--out", out_dir, [source])
     folder = plots.output_place(kind, source, Path(out_dir), key)[0]
     with _writing("--out", out_dir):
         folder.mkdir(parents=True, exist_ok=True)

@@ -52,7 +52,21 @@ def estimate_line(cfg: Any) -> str | None:
     capped = " at most (at its cap of updates; --precision may stop it sooner)" if cfg.precision is not None else ""
     compiling = f", of which about {compile_s:.0f} s compiling the fast engine's kernels" if compile_s else ""
     return (f"gupsim: this run is expected to take about {_duration(run_s + compile_s)}{capped}{compiling} "
-            "(a rough model, within about 3x either way)")
+            f"(a rough model, within about 3x either way){_faster(cfg, run_s)}")
+
+
+def _faster(cfg: Any, run_s: float) -> str:
+    """Where an engine other than the chosen one could make the run sooner, its estimate (``run --shape 64x32x32
+    --engine simpy`` had said nothing for minutes, issue 48)."""
+    chosen = choose_engine(cfg)
+    processes = math.prod(parse_shape(cfg.shape)) * cfg.machine.cpu.processes_per_node
+    for name, engine in ENGINES.items():
+        if name == chosen or engine.unsupported(cfg) is not None:
+            continue
+        other_s = model_run_s(name, cfg.algorithm, cfg.shape, processes, cfg.updates_per_process)
+        if other_s < run_s:
+            return f"; the {engine.title} engine (--engine {name}) would take about {_duration(other_s)}"
+    return ""
 
 
 def say_estimate(cfg: Any, telemetry: Any = ()) -> None:

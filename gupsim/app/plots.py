@@ -28,6 +28,7 @@ import pandas as pd
 from pydantic import (BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, ValidationError,
                       field_validator, model_validator)
 
+from gupsim.base.files import read_text
 from gupsim.base.errors import GupsimError
 from gupsim.studies.figures import UNITS, pyplot, readable, save_figure
 from gupsim.app.rate_quality import axis_label, face_colour, is_steady, transient_legend
@@ -145,7 +146,7 @@ def load_record(source: str | Path, key: str | None = None) -> dict[str, Any]:
     if not path.exists():
         raise GupsimError(f"record not found: {path} (a JSON record from 'gupsim run --json' or a results store)")
     try:
-        record = json.loads(path.read_text())
+        record = json.loads(read_text(path, "record"))  # a pipe or a device refused, a huge file bounded
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise GupsimError(f"{path}: not a JSON run record ({exc})") from None
     except OSError as exc:

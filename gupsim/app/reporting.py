@@ -196,9 +196,26 @@ def refresh_parameter_tables(doc_path, machines_dir) -> None:
 
 
 def to_json(obj: Any) -> str:
+    """``obj`` as strict JSON (RFC 8259): a number that is not finite (a rate not measured in a short run is
+    NaN) is ``null``.  Python's ``json`` would write the tokens ``NaN`` and ``Infinity``, which are not JSON:
+    ``jq``, JavaScript and most other readers refuse the whole record.  ``null`` says "no value", which is
+    what a NaN in a record means; no record holds an infinity (``gupsim bounds`` refuses one)."""
     def default(o: Any) -> Any:
         if hasattr(o, "item"):
-            return o.item()
+            return _strict(o.item())
         return str(o)
 
-    return json.dumps(obj, default=default, sort_keys=False)
+    return json.dumps(_strict(obj), default=default, sort_keys=False, allow_nan=False)
+
+
+def _strict(obj: Any) -> Any:
+    """``obj`` with every float that is not finite replaced by None, through dicts, lists and tuples."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: _strict(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_strict(v) for v in obj]
+    if hasattr(obj, "item") and getattr(obj, "ndim", 1) == 0:  # a NumPy scalar
+        return _strict(obj.item())
+    return obj

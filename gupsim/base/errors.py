@@ -8,6 +8,7 @@ with status 2; it never shows a traceback from inside SimPy or pydantic.
 
 from __future__ import annotations
 
+import errno
 from pathlib import Path
 
 
@@ -39,12 +40,19 @@ def clip(value: object, limit: int = CLIP_CHARS) -> str:
     return f"{text[:limit // 2]}...{text[-(limit // 4):]} ({len(text):,} characters)"
 
 
+#: errno values meaning the environment failed a write or read (exit status 1), not that the path given was
+#: wrong: a full disk, a quota, a file-size limit, an I/O error.
+ENVIRONMENT_ERRNOS = frozenset({errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EIO, errno.ENOMEM})
+
+
 def cannot_write(what: str, path: Path | str, exc: OSError) -> GupsimError:
     """One line for an output that cannot be written: which folder on its path is a file, or the OS's reason
     (a read-only place, a full disk)."""
     blocker = next((p for p in Path(path).parents if p.exists() and not p.is_dir()), None)
     why = f"{blocker} is a file, not a folder" if blocker is not None else exc.strerror or str(exc)
-    return GupsimError(f"{what} {path}: {why}")
+    # a full disk, a quota or a file-size limit is the environment's fault (exit 1), not the path's (exit 2)
+    cls = ResourceFault if blocker is None and exc.errno in ENVIRONMENT_ERRNOS else GupsimError
+    return cls(f"{what} {path}: {why}")
 
 
 def probe_write(folder: Path, name: str) -> None:

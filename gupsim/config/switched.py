@@ -136,6 +136,10 @@ class FatTreeConfig(BaseModel):
         return self.switch_ports * self.switch_ports // 2
 
 
+#: The least DRAM a processor may have: 1 MiB (a table of 64 K words); 1 byte had run as if it were 128 GB.
+MIN_MEMORY_BYTES = 2**20
+
+
 class XeonCpuConfig(BaseModel):
     """The processors of a commodity server and the processes that share one network endpoint."""
 
@@ -149,7 +153,18 @@ class XeonCpuConfig(BaseModel):
     update_cycles: float = Field(ge=0, description="one update applied by a single thread: one DRAM miss")
     header_cycles: float = Field(ge=0, description="Data Vortex: build the header word of one packet")
     update_issue_cycles: float = Field(ge=0, description="Data Vortex: core time to issue one update (XOR, loop)")
-    memory_bytes_per_processor: float = Field(gt=0, description="DRAM of one processor (the HPCC table is half)")
+    memory_bytes_per_processor: float = Field(ge=MIN_MEMORY_BYTES, description="DRAM of one processor (the HPCC "
+                                              "table is half; at least 1 MiB)")
+
+    @model_validator(mode="after")
+    def _a_process_per_core_at_most(self) -> "XeonCpuConfig":
+        # HPCC runs a rank per core at most; 1,000 ranks on an 8-core server had run as if it had them.
+        cores = self.cores_per_processor * self.processors_per_endpoint
+        if self.processes_per_node > cores:
+            raise ValueError(f"processes_per_node={self.processes_per_node} is more than the endpoint's {cores} "
+                             f"cores ({self.cores_per_processor} per processor x {self.processors_per_endpoint} "
+                             "processors): a process per core at most")
+        return self
 
 
 class MemoryConfig(BaseModel):

@@ -38,12 +38,19 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from gupsim.data import MACHINES_DIR, PACKAGE_SCHEME, read_table, resource
 from gupsim.config.field_errors import FieldProblem
 from gupsim.config.plausible import plausible_field
+from gupsim.base.files import read_bytes
 
 _STRICT = ConfigDict(frozen=True, extra="forbid", strict=True, allow_inf_nan=False)
 
 # Upper bound of every count-like int field (bytes, chunks, cycles, ports): the fast engine keeps
 # them in int32 tables, so a larger value must fail here, naming the field, not overflow there.
 MAX_COUNT = 2**31 - 1
+#: The largest cycle table read: gupsim's is 2 KB; a table of gigabytes (a link to a file of NUL bytes) had
+#: grown memory until the process was killed.
+MAX_TABLE_BYTES = 16 * 2**20
+#: The processes per node a torus machine runs: its modes (BG/L co-processor and virtual-node, BG/P SMP, dual
+#: and virtual-node, the X1's four MSPs).
+NODE_MODES = (1, 2, 4)
 
 
 class NetworkConfig(BaseModel):
@@ -127,7 +134,8 @@ class CpuConfig(BaseModel):
     model_config = _STRICT
 
     clock_hz: float = plausible_field("core clock; every *_cycles field counts cycles of it", 1e6, 1e10, "Hz", ge=1)
-    processes_per_node: int = Field(ge=1, le=4, description="1: co-processor mode; 2: virtual-node mode")
+    processes_per_node: int = Field(ge=1, le=4, description="1: co-processor mode; 2: virtual-node mode; 4: "
+                                    "BG/P's virtual-node mode, the X1's four MSPs (1, 2 or 4: a node's cores)")
     generate_cycles: int = Field(ge=0, le=MAX_COUNT, description="t_g + t_o^s: form the next update")
     update_cycles: int = Field(ge=0, le=MAX_COUNT, description="t_u: XOR into a table word that misses every cache")
     packet_overhead_cycles: float = plausible_field("t_o^p of eq. (1): per remote update, beyond send and receive",
@@ -140,6 +148,15 @@ class CpuConfig(BaseModel):
     raw_device_cycle_table: str = Field(description="CSV of send/recv cycles by payload: a path relative to this "
                                         "file, or package:reference/<file>.csv for a table gupsim ships")
 
+
+    @model_validator(mode="after")
+    def _a_mode_a_node_has(self) -> "CpuConfig":
+        # Every torus machine's node has 1, 2 or 4 cores, and its modes run one process per core or one per
+        # node; 3 on BG/L's two cores had run as if it were a machine (issue 48).
+        if self.processes_per_node not in NODE_MODES:
+            raise ValueError(f"processes_per_node={self.processes_per_node} is not a mode of a torus node "
+                             f"({', '.join(map(str, NODE_MODES))}: one process per node, per pair of cores, or per core)")
+        return self
 
 class MpiConfig(BaseModel):
     """Costs of the MPI calls the baseline code makes (seed 000 §5.2, §6.1)."""
@@ -239,7 +256,10 @@ class MachineConfig(BaseModel):
     def inputs_digest(self) -> str:
         """A hash of what the machine reads besides its fields: the cycle table's bytes.  Run keys hold it
         (kept runs, checkpoints, sweep points), so an edited table makes another run, not a reused one."""
-        return hashlib.sha256(self._resolve(self.cpu.raw_device_cycle_table).read_bytes()).hexdigest()[:16]
+        path = self._resolve(self.cpu.raw_device_cycle_table)
+        data = read_bytes(path, "cpu.raw_device_cycle_table", MAX_TABLE_BYTES) if isinstance(path, Path) else \
+            path.read_bytes()  # package data: gupsim's own table
+        return hashlib.sha256(data).hexdigest()[:16]
 
     def _resolve(self, rel: str) -> Any:
         """The file ``rel`` names: a Path relative to the machine file's folder, or for ``package:NAME`` the
@@ -285,6 +305,8 @@ class RawDeviceCosts:
 
         if not path.is_file():
             raise problem("not a file")
+        if isinstance(path, Path) and path.stat().st_size > MAX_TABLE_BYTES:  # a table is a few KB
+            raise problem(f"{path.stat().st_size:,} bytes, larger than the {MAX_TABLE_BYTES:,} a cycle table may be")
         try:
             frame = read_table(path)
         except (OSError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:

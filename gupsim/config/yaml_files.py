@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 from gupsim.base.errors import GupsimError
+from gupsim.base.files import read_text
 
 
 class DuplicateKeyError(yaml.constructor.ConstructorError):
@@ -25,19 +26,33 @@ class DuplicateKeyError(yaml.constructor.ConstructorError):
 
 
 class AliasBombError(yaml.composer.ComposerError):
-    """A document whose aliases expand to more values than any machine or sweep file holds."""
+    """A document whose aliases expand to more values than any machine or sweep file holds, or that holds
+    itself (``&a [*a]``: an alias inside the node it names, which never finishes expanding)."""
 
 
 #: The most values (scalars, lists and mappings) a document may hold with its aliases expanded.  A machine
 #: file holds about a hundred and a sweep file fewer; a "billion laughs" of nine aliases to nine aliases
 #: holds 10^9 and grows memory without end as it is validated or printed.
 MAX_EXPANDED_NODES = 100_000
+#: The largest YAML file read: a machine file is about 3 KB and a sweep file less.  Composing a YAML file
+#: costs about 10 s per MB, so a bound in bytes keeps a huge one from running a minute before it is refused.
+MAX_YAML_BYTES = 2**20
+#: The most digits an integer in a YAML file (or a ``--set``/``--option`` value) may have: Python refuses to
+#: read more than 4,300 (``sys.get_int_max_str_digits``) with a ValueError; below that each field's own range
+#: names what it takes.
+MAX_INT_DIGITS = 4000
+
+
+class CycleError(AliasBombError):
+    """A node that holds an alias of itself: expanding it never ends."""
 
 
 def expanded_size(root: yaml.Node) -> int:
     """How many nodes ``root`` holds with every alias expanded, counted once per distinct node (a node an
-    alias repeats is shared, not copied), without recursion."""
+    alias repeats is shared, not copied), without recursion.  A node reached again inside itself is a cycle
+    (:class:`CycleError`): a depth-first walk meets a node twice on its own path only then."""
     sizes: dict[int, int] = {}
+    on_path: set[int] = set()
     stack: list[tuple[yaml.Node, bool]] = [(root, False)]
     while stack:
         node, children_done = stack.pop()
@@ -46,8 +61,13 @@ def expanded_size(root: yaml.Node) -> int:
         kids = [n for pair in node.value for n in pair] if isinstance(node, yaml.MappingNode) else \
             node.value if isinstance(node, yaml.SequenceNode) else []
         if children_done:
+            on_path.discard(id(node))
             sizes[id(node)] = min(1 + sum(sizes.get(id(k), 1) for k in kids), 2**63)
+        elif id(node) in on_path:
+            raise CycleError(problem="an alias inside the value it names (a cycle: it never ends expanding)",
+                             problem_mark=node.start_mark)
         else:
+            on_path.add(id(node))
             stack.append((node, True))
             stack.extend((k, False) for k in kids if id(k) not in sizes)
     return sizes[id(root)]
@@ -70,9 +90,16 @@ class StrictLoader(yaml.SafeLoader):
     def get_single_node(self) -> yaml.Node | None:
         node = super().get_single_node()
         if node is not None and (size := expanded_size(node)) > MAX_EXPANDED_NODES:
-            raise AliasBombError(problem=f"its aliases expand to {size:,} values, more than the "
-                                         f"{MAX_EXPANDED_NODES:,} a file may hold", problem_mark=node.start_mark)
+            # a 300,000-key file has no alias: "aliases expand" would send its author looking for one
+            what = "its aliases expand to" if getattr(self, "aliased", False) else "it holds"
+            raise AliasBombError(problem=f"{what} {size:,} values, more than the {MAX_EXPANDED_NODES:,} a file may "
+                                         "hold", problem_mark=node.start_mark)
         return node
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
+        if self.check_event(yaml.AliasEvent):
+            self.aliased = True  # for the message of a file too large: its size came from aliases
+        return super().compose_node(parent, index)
 
     def construct_mapping(self, node: yaml.Node, deep: bool = False) -> dict[Any, Any]:
         if isinstance(node, yaml.MappingNode):
@@ -96,6 +123,10 @@ def _construct_int(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int:
     """An integer as YAML 1.2 reads it: decimal, ``0o`` octal or ``0x`` hex.  YAML 1.1 would read ``032``
     as octal 26, ``1:30`` as 90 (base 60) and ``0b101`` as 5: silent surprises in a machine file."""
     text = loader.construct_scalar(node)
+    if len(text) > MAX_INT_DIGITS:
+        raise yaml.constructor.ConstructorError(
+            problem=f"an integer of {len(text):,} digits, more than the {MAX_INT_DIGITS:,} gupsim reads",
+            problem_mark=node.start_mark)
     sign, body = (-1, text[1:]) if text[:1] == "-" else (1, text.lstrip("+"))
     base = {"0o": 8, "0x": 16}.get(body[:2], 10)
     return sign * int(body[2:] if base != 10 else body, base)
@@ -121,9 +152,7 @@ StrictLoader.add_implicit_resolver(
 def read_yaml_mapping(path: Path, what: str) -> dict[str, Any]:
     """A YAML file whose top level is a mapping; an unreadable file, bad YAML or another shape is one line."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise GupsimError(f"{path}: not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset {exc.start})") from None
+        text = read_text(path, limit=MAX_YAML_BYTES)
     except OSError as exc:
         raise GupsimError(f"{path}: cannot read: {exc.strerror or exc}") from None
     try:

@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass
 
 from gupsim.config.torus import MachineConfig
 from gupsim.topology.grid import Topology
-from gupsim.topology.base import make_topology, parse_shape
+from gupsim.topology.base import make_topology, parse_shape, run_shape
 from gupsim.base.errors import GupsimError
 
 
@@ -88,7 +88,7 @@ def bounds(machine: MachineConfig, shape: str, bytes_per_update: float | None = 
     if not isinstance(machine, MachineConfig):
         raise GupsimError(f"bounds: eq. (1) and (2) of seed 000 are for torus machines; {machine.name} is "
                           f"switched (see gupsim/experiments/dv_hypatia.py for its limits)")
-    topo = machine_topology(machine, shape)
+    topo = machine_topology(machine, run_shape(shape))  # the shapes a run takes: a bound of one it refuses is moot
     net, cpu = machine.network, machine.cpu
     payload = net.chunk_bytes  # one update in one chunk-sized packet
     t_local = cpu.generate_cycles + cpu.update_cycles
@@ -98,7 +98,7 @@ def bounds(machine: MachineConfig, shape: str, bytes_per_update: float | None = 
     alpha = float(topo.edge_expansion())
     b_wire = bytes_per_update if bytes_per_update is not None else payload + net.wire_overhead_bytes
     b_paper = payload + net.paper_packet_overhead_bytes
-    return Bounds(
+    return _finite(Bounds(
         nodes=topo.num_nodes,
         processes=procs,
         shape="x".join(map(str, topo.shape)),
@@ -117,7 +117,17 @@ def bounds(machine: MachineConfig, shape: str, bytes_per_update: float | None = 
         network_bound_gups=network_bound_gups(topo.num_nodes, alpha, net.link_bytes_per_s, b_wire),
         bytes_per_update_paper=b_paper,
         network_bound_gups_paper=network_bound_gups(topo.num_nodes, alpha, net.link_bytes_per_s, b_paper),
-    )
+    ))
+
+
+def _finite(b: Bounds) -> Bounds:
+    """``b`` if every number in it is finite; else one line naming the first that is not.  A bytes per update
+    of 1e-320 had printed "inf GUPS" and exited 0: a bound that overflows is no answer."""
+    for name, value in asdict(b).items():
+        if isinstance(value, float) and not math.isfinite(value):
+            raise GupsimError(f"bounds: {name} comes out as {value} (the inputs are too extreme: bytes per update "
+                              f"{b.bytes_per_update:g}, link bytes/s {b.link_bytes_per_s:g}); no finite bound")
+    return b
 
 
 def fit_packet_overhead(machine: MachineConfig, rows: list[tuple[int, float]]) -> float:

@@ -20,13 +20,19 @@ the pool (``tests/studies/test_runpool.py``).  Only records travel back (the sim
 objects stay in the worker).
 
 **Keeping finished runs.**  With a ``cache_dir`` every record is written there
-(by joblib's ``Memory``) the moment its run ends, keyed by the configuration
+(``cache_dir/records/<run key>.json``, :func:`keep_record`) the moment its run ends, keyed by the configuration
 and by a digest of gupsim's model code (:func:`code_digest`: every module but
 those of ``gupsim/app`` and ``gupsim/studies``, which only present, schedule or
 store results).  A reproduction that is stopped and started again reuses the
 runs it finished, and only those made by the same model code with the same
 configuration: editing a machine file or a model module starts afresh; editing
 the command line, the plots or this module does not.
+
+A kept run is JSON, never a pickle: a results folder is shared and downloaded, and unpickling a file runs
+whatever code it names (issue 48: a planted ``output.pkl`` ran its payload under ``gupsim runs``).  JSON holds
+only numbers, text, lists and mappings, and Python's ``json`` reads back every float exactly; a record's
+``NaN`` (a rate not measured) is written as the token ``NaN``, which Python reads back.  Folders of
+pickles that older versions kept (``runs/joblib``) are counted, never opened.
 
 **Keeping unfinished runs.**  A run on an engine that keeps checkpoints (the fast one:
 :meth:`gupsim.engines.contract.Engine.checkpoint`) also saves its whole state to
@@ -54,6 +60,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from gupsim.base.errors import GupsimError
+from gupsim.base.files import read_bytes, replaced_atomically
 from gupsim.studies.headline import headline_record
 from gupsim.engines.run import ENGINES, resolved_config, run
 from gupsim.model.run_config import RunConfig
@@ -107,12 +114,6 @@ def code_digest() -> str:
     return h.hexdigest()[:16]
 
 
-def _run_keyed(config: RunConfig, key: str, code: str, inputs: str, checkpoint: Any = None) -> dict[str, Any]:
-    """``run(config)``; joblib keys the kept record by ``key`` (:func:`config_json`), ``code`` and
-    ``inputs`` (the bytes of the files the machine reads: an edited cycle table is another run)."""
-    return run(config, checkpoint=checkpoint)
-
-
 def config_json(config: RunConfig) -> str:
     """The configuration as JSON, without the folder its machine file was read from: the same run made in
     another checkout is the same run (what that file reads is keyed by its bytes, ``inputs_digest``).  The
@@ -148,13 +149,47 @@ def _keeping(cache_dir: Path | None) -> tuple[str | None, str]:
         return None, ""
     code = code_digest()
     drop_stale_checkpoints(str(cache_dir), code)
+    (Path(cache_dir) / RECORDS_DIR).mkdir(parents=True, exist_ok=True)  # a file in its way fails now, not after a run
     return str(cache_dir), code
 
 
-def _keyed(cache_dir: str) -> Any:
-    import joblib
+#: The folder of ``cache_dir`` holding one JSON file per kept run, and the folder older versions pickled to.
+RECORDS_DIR, PICKLED_DIR = "records", "joblib"
+#: The first field of a kept run's file: what it is, and the version of its layout.
+KEPT_FORMAT = "gupsim kept run 1"
 
-    return joblib.Memory(cache_dir, verbose=0).cache(_run_keyed, ignore=["config", "checkpoint"])
+
+def record_path(cache_dir: str | Path, config: RunConfig, code: str) -> Path:
+    """Where the record of ``config`` run by ``code`` is kept: named by :func:`run_key`, which holds the
+    configuration, the code and the bytes of the files the machine reads (an edited cycle table is another run)."""
+    return Path(cache_dir) / RECORDS_DIR / f"{run_key(config, code)}.json"
+
+
+def keep_record(path: Path, config: RunConfig, code: str, record: dict[str, Any]) -> None:
+    """Write a finished run's record as JSON, whole or not at all (a temporary file renamed into place), with
+    what it was: the configuration, the code and the inputs' digest (:func:`kept_runs` lists them)."""
+    doc = {"format": KEPT_FORMAT, "code": code, "config": json.loads(config_json(config)),
+           "inputs": config.machine.inputs_digest, "record": record}
+    text = json.dumps(doc, default=_plain)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with replaced_atomically(path) as tmp:
+        tmp.write_text(text)
+
+
+def _plain(value: Any) -> Any:
+    """A NumPy scalar as the Python number it holds (a record's counters may be NumPy integers)."""
+    if hasattr(value, "item"):
+        return value.item()
+    raise TypeError(f"a record holds a {type(value).__name__}, which JSON cannot keep")
+
+
+def read_kept(path: Path) -> dict[str, Any]:
+    """A kept run's file, checked to be one (ValueError if not); reading it runs no code, whatever it holds."""
+    doc = json.loads(read_bytes(path))
+    if not isinstance(doc, dict) or doc.get("format") != KEPT_FORMAT or not isinstance(doc.get("record"), dict) \
+            or not isinstance(doc.get("config"), dict) or not isinstance(doc.get("code"), str):
+        raise ValueError(f"{path}: not a gupsim kept run")
+    return doc
 
 
 def reset_peak_rss() -> None:
@@ -202,24 +237,18 @@ def _cached_run(config: RunConfig, cache_dir: str | None, code: str) -> tuple[st
     reset_peak_rss()
     if cache_dir is None:
         return "run", run(config)
-    memo, args = _keyed(cache_dir), _keyed_args(config, cache_dir, code)
-    origin = "resumed from its checkpoint" if args[-1].path.exists() else "run"
-    if memo.check_call_in_cache(*args):
-        kept = memo.call_and_shelve(*args)  # a reference to the kept record: nothing is run
+    path, checkpoint = record_path(cache_dir, config, code), checkpoint_for(config, cache_dir, code)
+    origin = "resumed from its checkpoint" if checkpoint.path.exists() else "run"
+    if path.exists():
         try:
-            return "kept, reused", kept.get()
-        except Exception:  # noqa: BLE001 - whatever unpickling a damaged file raises
-            # joblib would print its loading traceback as a warning and run again; say it in one line instead
-            log.warning("kept run unreadable, dropped and run again: %s (%s)", describe(config),
-                        Path(kept.store_backend.location, kept.func_id, kept.args_id))
-            kept.clear()
+            return "kept, reused", read_kept(path)["record"]
+        except (OSError, ValueError, GupsimError):  # a cut or damaged file: run it again, in one line
+            log.warning("kept run unreadable, dropped and run again: %s (%s)", describe(config), path)
+            path.unlink(missing_ok=True)
             origin = "run again: its kept record was unreadable"
-    return origin, memo(*args)
-
-
-def _keyed_args(config: RunConfig, cache_dir: str, code: str) -> tuple:
-    """The arguments of :func:`_run_keyed` for ``config``: what joblib keys its kept record by."""
-    return config, config_json(config), code, config.machine.inputs_digest, checkpoint_for(config, cache_dir, code)
+    record = run(config, checkpoint=checkpoint)
+    keep_record(path, config, code, record)
+    return origin, record
 
 
 def describe(config: RunConfig) -> str:
@@ -369,47 +398,38 @@ def kept_runs(cache_dir: Path, code: str | None = None) -> Any:
     """Every run kept in ``cache_dir`` (by any code), one row each: what it was, what it cost, and whether
     this model code reuses it (``reused``).  ``gupsim runs`` prints it.  Read from the records, so the
     costs of a reproduction are data, not numbers copied from its log.  ``code``: the digest to compare
-    with, :func:`code_digest` by default.  Kept runs whose record cannot be read are counted in
-    ``attrs["unreadable"]``."""
-    import ast
+    with, :func:`code_digest` by default.  Kept runs whose file cannot be read are counted in
+    ``attrs["unreadable"]``; pickles older versions kept, never opened, in ``attrs["pickled"]``."""
     import datetime
 
-    import joblib
     import pandas as pd
 
     code, rows, unreadable = code or code_digest(), [], 0
-    for item in joblib.Memory(str(cache_dir), verbose=0).store_backend.get_items():
-        folder = Path(item.path)
+    for path in sorted((Path(cache_dir) / RECORDS_DIR).glob("*.json")):
         try:
-            args = json.loads((folder / "metadata.json").read_text())["input_args"]
-            run_code, config = ast.literal_eval(args["code"]), json.loads(ast.literal_eval(args["key"]))
+            doc = read_kept(path)
+            config, record = doc["config"], doc["record"]
             machine = config["machine"]
             what = {"machine": machine["name"], "algorithm": config["algorithm"], "shape": config["shape"],
                     "updates_per_process": config["updates_per_process"], "seed": config["seed"],
                     "routing": (machine.get("network") or {}).get("routing", "")}
-        except (OSError, ValueError, KeyError, SyntaxError, TypeError, AttributeError):
-            continue  # not a kept run's (joblib keeps nothing else here), or its call not yet finished
-        try:
-            record = joblib.load(folder / "output.pkl")
-        except Exception:  # noqa: BLE001 - a damaged pickle raises whatever unpickling met
+            kept_at = path.stat().st_mtime
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, GupsimError):
             unreadable += 1  # counted, not listed: the next reproduction runs it again (cached_run)
             continue
-        if not isinstance(record, dict):
-            unreadable += 1
-            continue
         rows.append({
-            "reused": run_code == code, "code": run_code, **what, "engine": record.get("engine"),
+            "reused": doc["code"] == code, "code": doc["code"], **what, "engine": record.get("engine"),
             "processes": record.get("processes"),
             "events": record.get("events"), "wall_s": record.get("wall_s"),
             "events_per_wall_s": record.get("events_per_s"), "peak_rss_mb": record.get("peak_rss_mb"),
             "gups": headline_record(record).get("gups"),  # the headline rate, as every table shows it
-            "kept_at": datetime.datetime.fromtimestamp((folder / "output.pkl").stat().st_mtime,
-                                                       datetime.timezone.utc).strftime("%Y-%m-%d %H:%M"),
+            "kept_at": datetime.datetime.fromtimestamp(kept_at, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M"),
         })
     columns = ["reused", "code", "machine", "algorithm", "engine", "shape", "processes", "updates_per_process", "routing",
                "seed", "events", "wall_s", "events_per_wall_s", "peak_rss_mb", "gups", "kept_at"]
     table = pd.DataFrame(rows, columns=columns).sort_values(["reused", "wall_s"], ascending=False, ignore_index=True)
     table.attrs["unreadable"] = unreadable
+    table.attrs["pickled"] = sum(1 for _ in (Path(cache_dir) / PICKLED_DIR).rglob("output.pkl"))
     return table
 
 

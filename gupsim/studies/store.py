@@ -35,7 +35,7 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pandas as pd
 
@@ -177,14 +177,25 @@ class ResultsStore:
 
 def _read(path: Path) -> pd.DataFrame:
     try:
+        open(path, "rb").close()  # the file system's own refusal first, with its errno (pyarrow's may lack it)
         frame = pd.read_parquet(path)
+    except OSError as exc:
+        if exc.errno is None:  # pyarrow's own "not a Parquet file" is an OSError without an errno: corrupt
+            _corrupt(path, exc)
+        # the file system's refusal (mode 000, an I/O error) is not damage: the file may be whole
+        raise GupsimError(f"results store: {path}: cannot read ({exc.strerror or exc}); the file is kept as it "
+                          "is") from None
     except Exception as exc:  # noqa: BLE001 - pyarrow raises many kinds; all mean "corrupt"
-        reason = str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__
-        raise GupsimError(f"results store: {path} is corrupt ({reason}); move it aside to re-run its points") from None
+        _corrupt(path, exc)
     missing = {"key", "status"} - set(frame.columns)
     if missing:
         raise GupsimError(f"results store: {path} is not a gupsim results table (no {', '.join(sorted(missing))} column)")
     return frame
+
+
+def _corrupt(path: Path, exc: Exception) -> NoReturn:
+    reason = str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__
+    raise GupsimError(f"results store: {path} is corrupt ({reason}); move it aside to re-run its points") from None
 
 
 def _atomic_parquet(frame: pd.DataFrame, final: Path) -> None:

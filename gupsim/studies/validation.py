@@ -33,6 +33,7 @@ from gupsim.data import read_table, reference_resource
 from gupsim.base.errors import GupsimError, UnknownNameError
 from gupsim.studies.runpool import DaskPool
 from gupsim.studies.cluster import close_client, open_client
+from gupsim.base.files import read_text, replaced_atomically
 from gupsim.studies.runpool import SerialPool
 
 
@@ -189,7 +190,8 @@ class Comparison:
     def write_csv(self, out_dir: Path) -> Path:
         out_dir.mkdir(parents=True, exist_ok=True)
         path = out_dir / f"{self.name}.csv"
-        self.frame.to_csv(path, index=False)
+        with replaced_atomically(path) as tmp:
+            self.frame.to_csv(tmp, index=False)
         return path
 
 
@@ -423,7 +425,7 @@ def write_markdown(comparisons: list[Comparison], path: Path, command: str, refr
     sections = {c.title: comparison_markdown(c, figures, command) for c in comparisons}
     path.parent.mkdir(parents=True, exist_ok=True)
     if refresh and path.exists():
-        _, old = _split_sections(path.read_text())
+        _, old = _split_sections(read_text(path, "--docs"))  # a device (/dev/full) never ends
         for title, text in sections.items():
             old[title] = text  # in place if the page had it, else appended
         sections = old
@@ -444,7 +446,8 @@ def write_markdown(comparisons: list[Comparison], path: Path, command: str, refr
     if stale:  # older sections stay on the page, but not as if today's machine files made them
         header += ["", f"{STALE} (today's: `{today}`): " + "; ".join(stale) + "."]
     body = "\n\n".join(text.strip("\n") for text in sections.values())
-    path.write_text("\n".join(header) + "\n\n" + body + "\n")
+    with replaced_atomically(path) as tmp:  # a page cut by a full disk would lose every other table's section
+        tmp.write_text("\n".join(header) + "\n\n" + body + "\n")
 
 
 def _split_sections(text: str) -> tuple[list[str], dict[str, str]]:

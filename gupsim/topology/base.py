@@ -8,7 +8,7 @@ import operator
 import re
 from collections.abc import Callable, Sequence
 from typing import TypeVar
-from gupsim.base.errors import GupsimError, UnknownNameError
+from gupsim.base.errors import clip, GupsimError, UnknownNameError
 
 
 Shape = tuple[int, int, int]
@@ -37,6 +37,10 @@ def register_topology(kind: str) -> Callable[[T], T]:
     return decorate
 
 
+#: The most digits a shape's dimension is read with (see parse_shape).
+MAX_DIMENSION_DIGITS = 100
+
+
 def parse_shape(text: str) -> Shape:
     """Parse ``"XxYxZ"`` (e.g. ``"8x8x16"``) into ``(8, 8, 16)``.
 
@@ -48,6 +52,11 @@ def parse_shape(text: str) -> Shape:
         raise GupsimError(
             f"invalid shape {text!r}: expected three dimensions XxYxZ {_EXAMPLE}"
         )
+    # Python refuses to read an integer of more than 4,300 digits (a ValueError); a dimension of 100 is far
+    # past any shape a run takes (MAX_RUN_NODES), so a longer one is refused before it is read
+    if any(len(p.strip()) > MAX_DIMENSION_DIGITS and p.strip().isdigit() for p in parts):
+        raise GupsimError(f"invalid shape {clip(text)!r}: a dimension of more than {MAX_DIMENSION_DIGITS} digits, "
+                          f"more than the {MAX_RUN_NODES:,} nodes a run can address")
     if not all(re.fullmatch(r"[0-9]+", p.strip()) and int(p) > 0 for p in parts):
         raise GupsimError(
             f"invalid shape {text!r}: each dimension must be a positive integer {_EXAMPLE}"
@@ -86,7 +95,7 @@ def make_topology(kind: str, shape: str | Sequence[int], network: object = None)
     return TOPOLOGIES[kind].from_config(shape, network)
 
 
-#: The most nodes a run's shape may have (closed-form bounds take any shape): the fast engine keeps node and
+#: The most nodes a run's shape may have (``gupsim bounds`` takes the same shapes): the fast engine keeps node and
 #: process numbers in 32 bits, and a run this large would need terabytes before its first event anyway.
 MAX_RUN_NODES = 2**31 - 1
 

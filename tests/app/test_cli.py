@@ -128,8 +128,8 @@ def test_runs_lists_the_kept_runs_and_a_missing_folder_is_one_line(capsys, tmp_p
     code, out, _ = call_cli(capsys, "runs", "--out", str(tmp_path))
     assert code == 0 and "one-packet" in out and f"{events:,}" in out
     assert ": 1 kept runs, " in out.splitlines()[-1] and "unreadable" not in out
-    (pickle,) = (tmp_path / "runs").rglob("output.pkl")
-    pickle.write_bytes(pickle.read_bytes()[:40])
+    (kept,) = (tmp_path / "runs" / "records").glob("*.json")
+    kept.write_bytes(kept.read_bytes()[:40])
     code, out, _ = call_cli(capsys, "runs", "--out", str(tmp_path))
     assert code == 0 and out.splitlines()[-1].endswith(": 0 kept runs, 0 events, 0 s of wall time in all; 0 kept "
                                                        "by other code (not reused); 0 unfinished; 1 unreadable "

@@ -57,11 +57,15 @@ def _record(tmp_path: Path, **sections) -> str:
 # --- 1. bounds are closed forms; per-node tables refuse what cannot fit -------------------------------------
 
 
-@pytest.mark.parametrize("shape, nodes", [("1000x1000x1000", 10**9), ("99999999999999999999x2x2", 4 * (10**20 - 1))])
-def test_bounds_of_any_shape_are_computed_without_per_node_arrays(shape, nodes):
-    result = _invoke("bounds", "--shape", shape, "--json")
+def test_bounds_of_any_shape_a_run_takes_are_computed_without_per_node_arrays():
+    result = _invoke("bounds", "--shape", "1000x1000x1000", "--json")
     assert result.exit_code == 0, result.output
-    assert json.loads(result.stdout)["nodes"] == nodes
+    assert json.loads(result.stdout)["nodes"] == 10**9
+
+
+def test_bounds_refuse_a_shape_a_run_refuses():
+    """Issue 48: bounds had answered for 4 x 10^20 nodes, a shape no run can address (silent-wrong)."""
+    _one_error_line(_invoke("bounds", "--shape", "99999999999999999999x2x2"), "more than the 2,147,483,647")
 
 
 def test_a_topology_builds_its_tables_only_when_asked_and_counts_links_in_closed_form():
@@ -411,10 +415,10 @@ def test_a_checkpoint_on_the_simpy_engine_gives_the_runs_own_reason(tmp_path, ar
 
 
 def test_a_broken_kept_runs_folder_is_one_line_and_fresh_runs_anyway(tmp_path):
-    """A file where reproduce keeps its runs (OUT/runs/joblib) had been a NotADirectoryError traceback."""
+    """A file where reproduce keeps its runs (OUT/runs/records) had been a NotADirectoryError traceback."""
     out = tmp_path / "out"
     (out / "runs").mkdir(parents=True)
-    (out / "runs" / "joblib").write_text("not a folder")
+    (out / "runs" / "records").write_text("not a folder")
     _one_error_line(_invoke("reproduce", "bgl-table4", "--quick", "--out", str(out)),
-                    f"--out {out}: ", f"{out / 'runs' / 'joblib'} is a file, not a folder", "--fresh")
+                    f"--out {out}: ", f"{out / 'runs' / 'records'}", "--fresh")
     assert _invoke("reproduce", "bgl-table4", "--quick", "--out", str(out), "--fresh").exit_code == 0

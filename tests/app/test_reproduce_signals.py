@@ -20,8 +20,8 @@ def _stop_a_reproduction(tmp_path, signum: int) -> tuple[int, str]:
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
                             env={**os.environ, "PYTHONPATH": str(REPO_ROOT)}, start_new_session=True)
     deadline = time.time() + 120
-    # the kept runs' folder is made when the first row starts; the rows go out largest first, so none ends soon
-    while not (out / "runs" / "joblib").is_dir() and time.time() < deadline and proc.poll() is None:
+    # the kept runs' folder is made when the pool starts; the rows go out largest first, so none ends soon
+    while not (out / "runs" / "records").is_dir() and time.time() < deadline and proc.poll() is None:
         time.sleep(0.05)
     time.sleep(2)  # the Dask workers are busy with rows
     assert proc.poll() is None, "the reproduction ended before it could be stopped"

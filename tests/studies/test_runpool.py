@@ -338,41 +338,65 @@ def test_a_kept_run_is_not_reused_once_its_machines_cycle_table_is_edited(tmp_pa
 def test_an_unreadable_kept_run_is_run_again_with_one_line_not_a_traceback(tmp_path, caplog, recwarn):
     config = _configs()[1]
     first = SerialPool(tmp_path).records([config])[0]
-    (pickle,) = tmp_path.rglob("output.pkl")
-    pickle.write_bytes(pickle.read_bytes()[:40])  # a disk filled while it was written
+    (kept,) = tmp_path.rglob("*.json")
+    kept.write_bytes(kept.read_bytes()[:40])  # a disk filled while it was written
     caplog.clear()
     with caplog.at_level("INFO", logger="gupsim.studies.runpool"):
         again = SerialPool(tmp_path).records([config])[0]
     assert _model([again]).equals(_model([first]))
-    assert not [w for w in recwarn if "Exception while loading" in str(w.message)]  # joblib's traceback
+    assert not recwarn.list  # no warning with a traceback in it
     lines = [r.getMessage() for r in caplog.records if r.name == "gupsim.studies.runpool"]
     assert lines[0].startswith("kept run unreadable, dropped and run again: baseline on 2x2x2")
-    assert str(pickle.parent) in lines[0]
+    assert str(kept) in lines[0]
     assert lines[1].endswith("(run again: its kept record was unreadable)")
     with caplog.at_level("INFO", logger="gupsim.studies.runpool"):
         SerialPool(tmp_path).records([config])
     assert caplog.records[-1].getMessage().endswith("(kept, reused)")  # the new record was kept
-    pickle.write_bytes(b"")
+    kept.write_bytes(b"")
     from gupsim.studies.runpool import kept_runs
 
     table = kept_runs(tmp_path)
     assert len(table) == 0 and table.attrs["unreadable"] == 1  # counted, not listed as a run
 
 
-def test_kept_runs_skips_a_folder_whose_call_record_is_not_a_runs(tmp_path):
-    """A metadata file naming a configuration that is not one (edited by hand, another tool's cache) had
-    been a TypeError traceback in gupsim runs."""
+def test_kept_runs_counts_a_file_whose_configuration_is_not_a_runs(tmp_path):
+    """A kept file naming a configuration that is not one (edited by hand, another tool's file) had been a
+    TypeError traceback in gupsim runs; it is counted as unreadable, not listed."""
     import json
 
     from gupsim.studies.runpool import kept_runs
 
     SerialPool(tmp_path).records([_configs()[1]])
-    (meta,) = tmp_path.rglob("metadata.json")
-    data = json.loads(meta.read_text())
-    data["input_args"]["key"] = repr(json.dumps([1, 2]))
-    meta.write_text(json.dumps(data))
+    (kept,) = tmp_path.rglob("*.json")
+    data = json.loads(kept.read_text())
+    data["config"] = [1, 2]
+    kept.write_text(json.dumps(data))
     table = kept_runs(tmp_path)
-    assert len(table) == 0 and table.attrs["unreadable"] == 0
+    assert len(table) == 0 and table.attrs["unreadable"] == 1
+
+
+def test_no_kept_run_is_unpickled_a_planted_pickle_never_runs(tmp_path):
+    """Issue 48: gupsim runs had unpickled joblib's output.pkl under OUT/runs, and a planted one ran its
+    payload.  Kept runs are JSON now; a pickle there is counted, never opened."""
+    import pickle
+
+    from gupsim.studies.runpool import kept_runs
+
+    marker = tmp_path / "ran"
+
+    class Payload:
+        def __reduce__(self):
+            return (open, (str(marker), "w"))
+
+    planted = tmp_path / "joblib" / "gupsim" / "x" / "0123"
+    planted.mkdir(parents=True)
+    (planted / "output.pkl").write_bytes(pickle.dumps(Payload()))
+    (tmp_path / "records").mkdir()
+    (tmp_path / "records" / "c-1.json").write_bytes(pickle.dumps(Payload()))  # a pickle under a JSON name
+    SerialPool(tmp_path).records([_configs()[1]])
+    table = kept_runs(tmp_path)
+    assert not marker.exists()
+    assert len(table) == 1 and table.attrs["unreadable"] == 1 and table.attrs["pickled"] == 1
 
 
 def test_a_kept_run_is_reused_from_another_checkout_of_the_same_code(tmp_path, monkeypatch):
