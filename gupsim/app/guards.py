@@ -13,6 +13,7 @@ counts, names that name nothing (issue 48's classes, each one function every com
 
 from __future__ import annotations
 
+import math
 import os
 import stat
 from typing import Any, Callable, Iterable
@@ -21,6 +22,9 @@ import click
 
 from gupsim.base.errors import GupsimError, UnknownNameError
 from gupsim.base.files import kind_of
+from gupsim.engines.choose import choose_engine, unsupported
+from gupsim.studies.estimate import model_run_s
+from gupsim.topology.base import parse_shape
 from gupsim.data import DATA_DIR
 
 #: The most local worker processes (``reproduce --jobs``, ``sweep --workers``): far more than any machine's
@@ -109,12 +113,6 @@ def long_run_note(cfg: Any, telemetry: bool) -> str | None:
     """The line a run the cost model (:mod:`gupsim.studies.estimate`) puts over :data:`LONG_RUN_S` says as it
     starts: its estimate, and the fast engine's where the run could use it and does not (``run --shape
     64x32x32 --updates 4096 --engine simpy`` had said nothing for minutes); None for a shorter run."""
-    import math
-
-    from gupsim.engines.choose import choose_engine, unsupported
-    from gupsim.studies.estimate import model_run_s
-    from gupsim.topology.base import parse_shape
-
     try:
         engine = choose_engine(cfg)
     except GupsimError:
