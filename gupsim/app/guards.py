@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import stat
-from typing import Any, Callable, Iterable
+from typing import Any, Iterable
 
 import click
 
