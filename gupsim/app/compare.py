@@ -12,11 +12,10 @@ from typing import Any
 
 import click
 
-from gupsim.app.plots import load_record
 from gupsim.base.errors import GupsimError
 from gupsim.studies.compare import Comparison, Side, grouped, what_changed
 from gupsim.studies.headline import headline_record, headline_table
-from gupsim.studies.store import store_table
+from gupsim.studies.store import load_record, store_table
 
 
 def rows_of(source: str) -> list[dict[str, Any]]:

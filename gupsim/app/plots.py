@@ -28,12 +28,11 @@ import pandas as pd
 from pydantic import (BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, ValidationError,
                       field_validator, model_validator)
 
-from gupsim.base.files import read_text
 from gupsim.base.errors import GupsimError
 from gupsim.studies.figures import UNITS, pyplot, readable, save_figure
 from gupsim.app.rate_quality import axis_label, face_colour, is_steady, transient_legend
-from gupsim.studies.store import store_table
-from gupsim.studies.headline import headline_record, headline_table
+from gupsim.studies.store import load_record, store_table
+from gupsim.studies.headline import headline_table
 from gupsim.model.bounds import bounds
 from gupsim.config.kinds import validate_machine
 from gupsim.base.errors import UnknownNameError
@@ -123,37 +122,6 @@ def _section(record: dict[str, Any], name: str, option: str, model: type[BaseMod
 
 
 # --------------------------------------------------------------------------- sources
-
-
-def load_record(source: str | Path, key: str | None = None) -> dict[str, Any]:
-    """A run record from a JSON file (``gupsim run --json``) or from a store row (``key`` prefix)."""
-    path = Path(source)
-    if key and not path.is_dir():
-        raise GupsimError(f"--key {key}: picks a run of a results store; {path} is not a store folder")
-    if path.is_dir():
-        table = store_table(path)
-        ok = table[table["status"].eq("ok")] if "status" in table else table
-        if key:
-            ok = ok[ok["key"].astype(str).str.startswith(key)]
-        if len(ok) != 1:
-            raise GupsimError(f"{path}: {len(ok)} ok runs match key {key!r}; give --key with a unique key prefix")
-        row = ok.iloc[0].to_dict()
-        for name in ("links", "histograms", "timeseries"):
-            text = row.pop(f"{name}_json", None)
-            if isinstance(text, str):
-                row[name] = json.loads(text)
-        return headline_record(row)
-    if not path.exists():
-        raise GupsimError(f"record not found: {path} (a JSON record from 'gupsim run --json' or a results store)")
-    try:
-        record = json.loads(read_text(path, "record"))  # a pipe or a device refused, a huge file bounded
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise GupsimError(f"{path}: not a JSON run record ({exc})") from None
-    except OSError as exc:
-        raise GupsimError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    if not isinstance(record, dict) or "gups" not in record:
-        raise GupsimError(f"{path}: not a gupsim run record (no 'gups' field)")
-    return headline_record(record)
 
 
 def _title(record: dict[str, Any]) -> str:
