@@ -39,7 +39,7 @@ from __future__ import annotations
 from numba import njit
 
 from gupsim.engines.fast.credits import enqueue, give, give_later, inj_pool, list_append, rec_pool, room, take, wake
-from gupsim.engines.fast.events import NORMAL, PAYLOAD_MASK, URGENT, push
+from gupsim.engines.fast.events import NORMAL, PAYLOAD_MASK, URGENT, event, event_arg, event_kind, give_chunks, give_pool, push
 from gupsim.engines.fast import dma
 from gupsim.engines.fast.tables import C_CHECKED, C_DELIVERED, C_MARK_INDEX, C_NEXT_MARK, C_PAUSE_AT, I_CHECK_EVERY, I_FIRST_CHECK, I_NMARKS, I_TOTAL, C_FREE_HEAD, C_HEAP_N, C_HOPS, C_INJECTED, C_NFREE, C_WIRE, EV_CPU, EV_FRONT, EV_GIVE, EV_HOP, EV_RESUME, EV_TAIL, F_CHUNK_S, F_CYCLE_S, F_RATE, F_ROUTER_S, I_ADAPTIVE, I_BUBBLE, I_ORDERED, I_POOL_DYN, I_TIES, I_POOL_INJ, I_WRAPS, I_X, PF_ASKED, PF_START, PK_BUBBLE, PK_CHUNKS, PK_DIM, PK_DST, PK_HELD, PK_LINK, PK_NEXT, PK_NODE, PK_ONEXT, PK_SRC, PK_STATE, PK_WIRE, PQ_FREE, PQ_OHEAD, RK_IN_COUNT, RK_IN_HEAD, RK_IN_TAIL, RK_WAIT, W_FRONT, W_FRONT_TIME, W_LINK, W_NONE, W_REC, WAKE_INBOX, f2i, i2f, node_of, prefetch_row, I_DMA, LF_BLOCKED, LF_BUSY, LF_FREE, PK_DMA, W_DMA_REC
 
@@ -78,11 +78,11 @@ def cross_marks(ip, ctr, at, n, t):
 @njit(cache=True, inline="always", _nrt=False)
 def _prefetch_first(payload, pk, pf, pq, rk):
     """Prefetch the first row an event reads: its packet's, its pool's (a credit return) or its rank's."""
-    kind, a = payload & 7, payload >> 3
+    kind, a = event_kind(payload), event_arg(payload)
     if kind == EV_CPU:
         prefetch_row(rk, a)
     elif kind == EV_GIVE:
-        prefetch_row(pq, a >> 5)
+        prefetch_row(pq, give_pool(a))
     elif kind <= EV_TAIL or kind == EV_FRONT:  # a packet's event (a kernel's own kinds are left alone)
         prefetch_row(pk, a)
         prefetch_row(pf, a)
@@ -94,7 +94,7 @@ def next_cpu_rank(q, ctr):
     if ctr[C_HEAP_N] == 0:
         return -1
     payload = q[0][0, 1] & PAYLOAD_MASK
-    return payload >> 3 if payload & 7 == EV_CPU else -1
+    return event_arg(payload) if event_kind(payload) == EV_CPU else -1
 
 
 @njit(cache=True, inline="always", _nrt=False)
@@ -113,8 +113,8 @@ def prefetch_next(net):
     hh = net.queue[0]
     payload = hh[0, 1] & PAYLOAD_MASK
     _prefetch_first(payload, pk, pf, pq, rk)
-    if payload & 7 == EV_HOP or payload & 7 == EV_FRONT:  # a head about to go on (hop_on)
-        p = payload >> 3
+    if event_kind(payload) == EV_HOP or event_kind(payload) == EV_FRONT:  # a head about to go on (hop_on)
+        p = event_arg(payload)
         link, held = pk[p, PK_NODE] * 6, pk[p, PK_HELD]
         for k in range(6):
             prefetch_row(lf, link + k)
@@ -176,7 +176,7 @@ def flush_cpu(r, now, ci, cf, fp, hh, ctr, phase):
     cycles = cf[r, 0]
     cf[r, 0] = 0.0
     ci[r, 0] = phase
-    push(hh, ctr, now + cycles * fp[F_CYCLE_S], NORMAL, r << 3 | EV_CPU)
+    push(hh, ctr, now + cycles * fp[F_CYCLE_S], NORMAL, event(EV_CPU, r))
 
 
 # ================================================================== transit
@@ -194,7 +194,7 @@ def launch(pk, pf, ip, hh, ctr, p, now):
     pk[p, PK_LINK] = -1
     pk[p, PK_DMA] = dma.DMA_NEW
     pf[p, PF_START] = now
-    push(hh, ctr, now, URGENT, p << 3 | EV_HOP)
+    push(hh, ctr, now, URGENT, event(EV_HOP, p))
 
 
 @njit(cache=True, inline="always", _nrt=False)
@@ -253,7 +253,7 @@ def _go(pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, hh, ctr, p, link, pool, now):
     pk[p, PK_LINK] = link  # the last link, once it has arrived: its reception FIFO group
     pf[p, PF_START] = start
     head = min(serial, fp[F_CHUNK_S]) + fp[F_ROUTER_S]
-    push(hh, ctr, now + (start + head - now), NORMAL, p << 3 | EV_HOP)
+    push(hh, ctr, now + (start + head - now), NORMAL, event(EV_HOP, p))
 
 
 @njit(cache=True, _nrt=False)
@@ -264,7 +264,7 @@ def _arrive(pk, pf, pq, dq, rk, lf, ip, fp, hh, ctr, p, now):
     serial = pk[p, PK_WIRE] / fp[F_RATE]
     tail = pf[p, PF_START] + serial + fp[F_ROUTER_S] - now
     if tail > 0:
-        push(hh, ctr, now + tail, NORMAL, p << 3 | EV_TAIL)
+        push(hh, ctr, now + tail, NORMAL, event(EV_TAIL, p))
     else:
         deliver(pk, pq, rk, lf, ip, fp, hh, ctr, p, now)
 
@@ -424,7 +424,7 @@ def leave(pk, pq, dq, hh, ctr, pool, at, now):
     pq[pool, PQ_OHEAD] = nxt
     dq[pool, dq.shape[1] - 1, 0] = f2i(at)
     if nxt >= 0 and pk[nxt, PK_STATE] == W_FRONT:
-        push(hh, ctr, now, NORMAL, nxt << 3 | EV_FRONT)
+        push(hh, ctr, now, NORMAL, event(EV_FRONT, nxt))
 
 
 @njit(cache=True, _nrt=False)
@@ -433,7 +433,7 @@ def _front_time(pk, dq, hh, ctr, p, now):
     wait = i2f(dq[pk[p, PK_HELD], dq.shape[1] - 1, 0]) - now
     if wait > 0:
         pk[p, PK_STATE] = W_FRONT_TIME
-        push(hh, ctr, now + wait, NORMAL, p << 3 | EV_FRONT)
+        push(hh, ctr, now + wait, NORMAL, event(EV_FRONT, p))
         return False
     pk[p, PK_STATE] = W_NONE
     return True
@@ -494,11 +494,11 @@ def network_event(kind, a, net, now):
     elif kind == EV_FRONT:
         front_event(pk, pf, pq, dq, rk, lf, lb, ip, fp, nbr, coords, hh, ctr, a, now)
     else:
-        give(pk, pq, rk, ip, hh, ctr, a >> 5, (a & 31), now)
+        give(pk, pq, rk, ip, hh, ctr, give_pool(a), give_chunks(a), now)
 
 
 @njit(cache=True, _nrt=False)
 def start_cpus(hh, ctr, nranks):
     """Every rank's process starts at t = 0, in rank order (SimPy's Initialize events)."""
     for r in range(nranks):
-        push(hh, ctr, 0.0, URGENT, r << 3 | EV_CPU)
+        push(hh, ctr, 0.0, URGENT, event(EV_CPU, r))

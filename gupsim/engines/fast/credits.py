@@ -39,8 +39,8 @@ from __future__ import annotations
 
 from numba import njit
 
-from gupsim.engines.fast.events import NORMAL, PAYLOAD_BITS, PRIO_BIT, gather, grow_queue, push, push_keyed, renumber, scatter
-from gupsim.engines.fast.tables import C_DEFER_FULL, C_DONE, C_ERROR, C_EVENTS, C_HEAP_N, C_LAZY, C_RENUMBER_AT, C_RENUMBER_KEPT, C_RENUMBERED, C_RESCHEDULED, C_SEEN_K, C_SEEN_T, C_SEQ, EV_CPU, EV_GIVE, EV_RESUME, I_FIFO_GROUPS, I_MAXCH, I_NRANKS, I_POOL_INJ, I_POOL_REC, I_X, PK_BUBBLE, PK_CHUNKS, PK_DST, PK_LINK, PK_NEXT, PK_SRC, PK_STATE, PQ_DEFERRED, PQ_FREE, RK_GRANTED, RK_WAIT, W_INJ, WAKE_GRANT, WAKE_ROOM, f2i, i2f, node_of
+from gupsim.engines.fast.events import NORMAL, PAYLOAD_BITS, PRIO_BIT, event, event_arg, gather, give_chunks, give_event, grow_queue, push, push_keyed, renumber, scatter
+from gupsim.engines.fast.tables import C_DEFER_FULL, C_DONE, C_ERROR, C_EVENTS, C_HEAP_N, C_LAZY, C_RENUMBER_AT, C_RENUMBER_KEPT, C_RENUMBERED, C_RESCHEDULED, C_SEEN_K, C_SEEN_T, C_SEQ, EV_CPU, EV_RESUME, I_FIFO_GROUPS, I_MAXCH, I_NRANKS, I_POOL_INJ, I_POOL_REC, I_X, PK_BUBBLE, PK_CHUNKS, PK_DST, PK_LINK, PK_NEXT, PK_SRC, PK_STATE, PQ_DEFERRED, PQ_FREE, RK_GRANTED, RK_WAIT, W_INJ, WAKE_GRANT, WAKE_ROOM, f2i, i2f, node_of
 
 
 #: Deferred returns kept per pool (``dq[pool, :, :]``, its second axis); a return that finds them full goes
@@ -71,7 +71,7 @@ def settle(pq, dq, ctr, pool):
     while i < n:
         et, ek = dq[pool, i, 0], dq[pool, i, 1]
         if et < nt or (et == nt and ek < nk):
-            pq[pool, PQ_FREE] += (ek >> 3) & 31
+            pq[pool, PQ_FREE] += give_chunks(event_arg(ek))
             ctr[C_EVENTS] += 1
             ctr[C_LAZY] += 1
             n -= 1  # the slots are unordered: move the last one into this one
@@ -145,7 +145,7 @@ def watch_room(pq, dq, rk, hh, ctr, ip, r, g):
 @njit(cache=True, _nrt=False)
 def wake(rk, hh, ctr, rank, now):
     rk[rank, RK_WAIT] = 0
-    push(hh, ctr, now, NORMAL, rank << 3 | EV_CPU)
+    push(hh, ctr, now, NORMAL, event(EV_CPU, rank))
 
 
 @njit(cache=True, _nrt=False)
@@ -169,7 +169,7 @@ def give(pk, pq, rk, ip, hh, ctr, pool, chunks, now):
                 if rk[src, RK_WAIT] & WAKE_GRANT:
                     wake(rk, hh, ctr, src, now)
             else:
-                push(hh, ctr, now, NORMAL, p << 3 | EV_RESUME)
+                push(hh, ctr, now, NORMAL, event(EV_RESUME, p))
     r, bit = _room_watch(ip, pool)
     if r >= 0 and rk[r, RK_WAIT] & bit and pq[pool, PQ_FREE] >= ip[I_MAXCH]:
         wake(rk, hh, ctr, r, now)
@@ -200,7 +200,7 @@ def give_later(pk, pq, dq, rk, ip, hh, ctr, pool, chunks, now, delay):
     if delay <= 0.0:
         give(pk, pq, rk, ip, hh, ctr, pool, chunks, now)
         return
-    payload = (pool << 8) | (chunks << 3) | EV_GIVE
+    payload = give_event(pool, chunks)
     if _watched(pq, rk, ip, pool):
         push(hh, ctr, now + delay, NORMAL, payload)
         return

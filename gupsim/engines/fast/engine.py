@@ -191,7 +191,7 @@ class FastSimulation:
             fp[tb.F_DMA_RATE] = dma.engine_bytes_per_s
             fp[tb.F_RX_OVERHEAD_S] = dma.rx_packet_overhead_ns * 1e-9
             fp[tb.F_BACKOFF_S] = dma.throttle_backoff_ns * 1e-9
-        if (2 * nlinks + 2 * F) << 8 >= 1 << ev.PAYLOAD_BITS:  # a credit-return event names its pool
+        if 2 * nlinks + 2 * F > ev.MAX_POOLS:  # a credit-return event names its pool
             raise GupsimError(f"fast engine: {R:,} processes on {n:,} nodes is too large for its event keys")
         npools = 2 * nlinks + 2 * F
         pq = tb.line_aligned((npools, tb.PQ_COLS), np.int32, -1)  # no waiters; 32-byte rows, two to a line

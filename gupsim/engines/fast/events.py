@@ -13,8 +13,7 @@ event outside it, so the queue pops exactly the heap-only order
 through a heap as long as every pending event.  While an event runs, the rows
 the next one will read first are prefetched (:func:`gupsim.engines.fast.core.prefetch_next`).
 
-An event is a payload (its kind in the low three bits, :data:`gupsim.engines.fast.tables.EV_CPU` and the others, and
-an id above) with a key that packs priority and sequence number; :func:`push` gives the key, :func:`pop`
+An event is a payload (its kind and its argument: see "payload" below, :func:`event`) with a key that packs priority and sequence number; :func:`push` gives the key, :func:`pop`
 returns (time, payload).  Sequence numbers are renumbered in order between batches of events before they can
 overflow their field (:func:`renumber`; :func:`gupsim.engines.fast.credits.renumber_all` for the kernels, whose
 deferred credit returns hold keys too).
@@ -30,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from gupsim.engines.fast.tables import C_CAL_N, C_CUR, C_EVENTS, C_FAR_FREE, C_FAR_N, C_FAR_TOP, C_HEAP_N, C_INV_W, C_MOVED, C_NFREE, C_OV_MIN, C_PAUSE_AT, C_REFILED, C_RENUMBER_AT, C_SEEN_K, C_SEEN_T, C_SEQ, C_SEQ_LIMIT, C_STOP_T, PACKET_MARGIN, f2i, grow, i2f
+from gupsim.engines.fast.tables import EV_GIVE, C_CAL_N, C_CUR, C_EVENTS, C_FAR_FREE, C_FAR_N, C_FAR_TOP, C_HEAP_N, C_INV_W, C_MOVED, C_NFREE, C_OV_MIN, C_PAUSE_AT, C_REFILED, C_RENUMBER_AT, C_SEEN_K, C_SEEN_T, C_SEQ, C_SEQ_LIMIT, C_STOP_T, PACKET_MARGIN, f2i, grow, i2f
 
 
 URGENT, NORMAL = 0, 1  # SimPy's priorities: process initialisation before ordinary events
@@ -47,6 +46,55 @@ _SEQ_FIELD = ((1 << PRIO_BIT) - 1) ^ PAYLOAD_MASK
 
 #: Free queue slots the kernels' outer loop keeps (:func:`needs_room`), so no helper grows an array.
 HEAP_MARGIN = 1 << 16
+
+
+# ================================================================== payload
+#
+# A payload is ``arg << KIND_BITS | kind``: the kind (:data:`gupsim.engines.fast.tables.EV_CPU` and the others,
+# 8 codes taken) in the low bits, its argument (a rank, a packet, a message, or a credit return's pool and
+# chunks) above.  The widths are named here and nowhere else, and each leaves room: 16 kinds for what a
+# router and a partitioned engine will add, 63 chunks to a credit return (BG/L's packets have at most 8).
+# A credit return's argument is ``pool << CHUNK_BITS | chunks``; :data:`MAX_POOLS` is what fits in
+# :data:`PAYLOAD_BITS` (the engine refuses a machine with more pools in one line).
+
+KIND_BITS = 4
+KIND_MASK = (1 << KIND_BITS) - 1
+CHUNK_BITS = 6
+CHUNK_MASK = (1 << CHUNK_BITS) - 1
+MAX_POOLS = 1 << (PAYLOAD_BITS - KIND_BITS - CHUNK_BITS)
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def event(kind, arg):
+    """The payload of an event of ``kind`` about ``arg`` (a rank, a packet or a message)."""
+    return (arg << KIND_BITS) | kind
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def event_kind(payload):
+    return payload & KIND_MASK
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def event_arg(payload):
+    return payload >> KIND_BITS
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def give_event(pool, chunks):
+    """The payload of a credit return of ``chunks`` to ``pool``."""
+    return (((pool << CHUNK_BITS) | chunks) << KIND_BITS) | EV_GIVE
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def give_pool(arg):
+    """The pool of a credit return whose argument (:func:`event_arg`) is ``arg``."""
+    return arg >> CHUNK_BITS
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def give_chunks(arg):
+    return arg & CHUNK_MASK
 
 
 # ================================================================== heap

@@ -138,7 +138,7 @@ def _cpu(r, now, s, net):
                 continue
             ci[r, CI_PHASE] = PH_BLK_COND
             if rk[r, tb.RK_IN_HEAD] >= 0:
-                ev.push(hh, ctr, now, ev.NORMAL, r << 3 | tb.EV_CPU)
+                ev.push(hh, ctr, now, ev.NORMAL, ev.event(tb.EV_CPU, r))
             else:
                 rk[r, tb.RK_WAIT] = tb.WAKE_INBOX | tb.WAKE_GRANT
             return
@@ -146,7 +146,7 @@ def _cpu(r, now, s, net):
             # SimPy's any_of([room, inbox]): the event that woke the CPU, then the condition's own event,
             # which resumes it; events scheduled for this instant in between run before it does
             ci[r, CI_PHASE] = PH_BLK_WOKE
-            ev.push(hh, ctr, now, ev.NORMAL, r << 3 | tb.EV_CPU)
+            ev.push(hh, ctr, now, ev.NORMAL, ev.event(tb.EV_CPU, r))
             return
         elif phase == PH_BLK_WOKE:
             _receive(r, now, ci, cf, cost, pk, pq, dq, rk, ip, fp, hh, ctr, wt, at)
@@ -155,7 +155,7 @@ def _cpu(r, now, s, net):
         elif phase == PH_DRAIN:
             ci[r, CI_PHASE] = PH_DRAIN_RECV
             if rk[r, tb.RK_IN_HEAD] >= 0:
-                ev.push(hh, ctr, now, ev.NORMAL, r << 3 | tb.EV_CPU)
+                ev.push(hh, ctr, now, ev.NORMAL, ev.event(tb.EV_CPU, r))
             else:
                 rk[r, tb.RK_WAIT] = tb.WAKE_INBOX
             return
@@ -178,8 +178,8 @@ def _loop(s, net, now):
         now, payload = ev.pop(hh, ctr)
         c.prefetch_next(net)
         ctr[tb.C_EVENTS] += 1
-        kind = payload & 7
-        a = payload >> 3
+        kind = ev.event_kind(payload)
+        a = ev.event_arg(payload)
         if kind == tb.EV_CPU:
             _cpu(a, now, s, net)
         else:

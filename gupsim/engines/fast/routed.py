@@ -321,7 +321,7 @@ def _wait(r, now, s, net):
             if cr.room(pq, dq, ctr, ip[tb.I_POOL_INJ] + r * groups + cr.dim_group(ip, d)) >= ip[tb.I_MAXCH]:
                 room = True
     if rk[r, tb.RK_IN_HEAD] >= 0 or room:
-        ev.push(hh, ctr, now, ev.NORMAL, r << 3 | tb.EV_CPU)
+        ev.push(hh, ctr, now, ev.NORMAL, ev.event(tb.EV_CPU, r))
     else:
         rk[r, tb.RK_WAIT] = tb.WAKE_INBOX
         # the FIFOs' returns must now wake this CPU: they become events again
@@ -341,7 +341,7 @@ def run_cpu(r, now, s, net, route_one, own_work, count_polls):
         # SimPy's any_of([inbox, room...]): the event that woke the CPU, then the condition's own event, which
         # resumes it; events scheduled for this instant in between run before it does
         ci[r, CI_PHASE] = PH_POLLED
-        ev.push(hh, ctr, now, ev.NORMAL, r << 3 | tb.EV_CPU)
+        ev.push(hh, ctr, now, ev.NORMAL, ev.event(tb.EV_CPU, r))
         return
     if ci[r, CI_PHASE] == PH_POLLED:
         # Resumed: count the passes a real loop spun meanwhile, as the reference does after its yield, so
@@ -369,7 +369,7 @@ def run_cpu(r, now, s, net, route_one, own_work, count_polls):
                 cf[r] = 0.0
                 ci[r, CI_PHASE] = PH_AFTER_FLUSH
                 ci[r, CI_PROGRESSED] = 1 if progressed else 0
-                ev.push(hh, ctr, now + cycles * net.float_params[tb.F_CYCLE_S], ev.NORMAL, r << 3 | tb.EV_CPU)
+                ev.push(hh, ctr, now + cycles * net.float_params[tb.F_CYCLE_S], ev.NORMAL, ev.event(tb.EV_CPU, r))
                 return
         if not progressed:
             _wait(r, now, s, net)
@@ -459,8 +459,8 @@ def event_loop(s, net, now, cpu):
         c.prefetch_next(net)
         _prefetch_cpu(hh, ctr, s.rank_ints, s.rank_debt, s.dims, net.streams, s.wait_start)
         ctr[tb.C_EVENTS] += 1
-        kind = payload & 7
-        a = payload >> 3
+        kind = ev.event_kind(payload)
+        a = ev.event_arg(payload)
         if kind == tb.EV_CPU:
             cpu(a, now, s, net)
         else:

@@ -173,7 +173,7 @@ def _worker_cpu(w, now, s, net):
                 cf[w] = 0.0
                 ci[w, rt.CI_PHASE] = rt.PH_AFTER_FLUSH
                 ci[w, rt.CI_PROGRESSED] = 1 if progressed else 0
-                ev.push(net.queue, net.counters, now + cycles * net.float_params[tb.F_CYCLE_S], ev.NORMAL, w << 3 | tb.EV_CPU)
+                ev.push(net.queue, net.counters, now + cycles * net.float_params[tb.F_CYCLE_S], ev.NORMAL, ev.event(tb.EV_CPU, w))
                 return
         if not progressed:
             ppn = net.int_params[tb.I_PPN]

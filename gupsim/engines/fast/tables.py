@@ -24,13 +24,13 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 
-# ------------------------------------------------------------------ event kinds (low 3 bits of a payload)
+# ------------------------------------------------------------------ event kinds (a payload's low bits: gupsim.engines.fast.events.event)
 EV_CPU = 0      # a = rank: the CPU resumes
 EV_HOP = 1      # a = packet: its head reached the next router (or it was just launched)
 EV_RESUME = 2   # a = packet: it was granted the room it waited for
 EV_TAIL = 3     # a = packet: its tail reached the destination
-EV_GIVE = 4     # a = pool, chunks in bits 3..7: credits return to a pool
-# 5 and 6 are the baseline kernel's own kinds
+EV_GIVE = 4     # a = pool and chunks (gupsim.engines.fast.events.give_event): credits return to a pool
+# 5 and 6 are the baseline kernel's own kinds; 8..15 are free (events.KIND_BITS)
 EV_FRONT = 7    # a = packet: buffer_order fifo, it may head its buffer now (its state says which wait ended)
 
 # ------------------------------------------------------------------ packet table columns

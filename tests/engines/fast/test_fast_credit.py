@@ -113,16 +113,16 @@ def test_settling_orders_returns_by_the_latest_key_popped():
     ip = np.zeros(tb.N_IPARAMS, dtype=np.int64)
     ip[tb.I_POOL_INJ], ip[tb.I_NRANKS] = 10, 1  # pool 0 is not an injection FIFO
     pk = np.zeros((1, tb.PK_COLS), dtype=np.int32)
-    ev.push(hh, ctr, 1.0, ev.NORMAL, 0 << 3 | tb.EV_CPU)  # seq 0: a NORMAL event at t=1
+    ev.push(hh, ctr, 1.0, ev.NORMAL, ev.event(tb.EV_CPU, 0))  # seq 0: a NORMAL event at t=1
     cr.give_later(pk, pq, dq, rk, ip, hh, ctr, 0, 3, 0.0, 1.0)  # seq 1: 3 chunks return at t=1
-    ev.push(hh, ctr, 1.0, ev.NORMAL, 1 << 3 | tb.EV_CPU)  # seq 2: another NORMAL event at t=1
+    ev.push(hh, ctr, 1.0, ev.NORMAL, ev.event(tb.EV_CPU, 1))  # seq 2: another NORMAL event at t=1
     assert pq[0, tb.PQ_DEFERRED] == 1 and ctr[tb.C_HEAP_N] == 2
     ev.pop(hh, ctr)  # seq 0
     cr.settle(pq, dq, ctr, 0)
     assert pq[0, tb.PQ_FREE] == 0  # the return (seq 1) is still due
     ev.pop(hh, ctr)  # seq 2: the return was popped before it in the heap-only order
-    ev.push(hh, ctr, 1.0, ev.URGENT, 2 << 3 | tb.EV_CPU)  # seq 3, URGENT at t=1: its key is below the return's
+    ev.push(hh, ctr, 1.0, ev.URGENT, ev.event(tb.EV_CPU, 2))  # seq 3, URGENT at t=1: its key is below the return's
     t, payload = ev.pop(hh, ctr)
-    assert (t, payload >> 3) == (1.0, 2)
+    assert (t, ev.event_arg(payload)) == (1.0, 2)
     cr.settle(pq, dq, ctr, 0)
     assert pq[0, tb.PQ_FREE] == 3 and pq[0, tb.PQ_DEFERRED] == 0  # applied: it was popped before seq 2 and seq 3
