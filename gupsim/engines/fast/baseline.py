@@ -388,8 +388,7 @@ def _prefetch_cpu(q, ctr, ci, cf, ran, hk):
 
 @njit(cache=True, nogil=True, _nrt=False)
 def _loop(s, net, now):
-    """Process events until done (True), or until the batch ends (a table must grow, the sequence be
-    renumbered, or the driver pauses: False)."""
+    """Process events until done (True), or until the batch ends (a table must grow, or the driver pauses: False)."""
     ci, ac, ms, tabs, ai = s.rank_ints, s.alg_counters, s.messages, s.message_packets, s.params
     pk, pf, pq, dq, rk, ip = net.packets, net.packet_times, net.pools, net.deferred, net.ranks, net.int_params
     hh, ctr = net.queue, net.counters
@@ -404,7 +403,15 @@ def _loop(s, net, now):
         ctr[tb.C_EVENTS] += 1
         kind = ev.event_kind(payload)
         a = ev.event_arg(payload)
-        if kind == tb.EV_CPU:
+        if kind == EV_ISEND:  # a message's send process runs as its sender
+            ctr[tb.C_ACTIVE] = ms[a, MS_SRC]
+        elif kind == EV_SEND_DONE:
+            ctr[tb.C_ACTIVE] = a
+        elif kind == tb.EV_RESUME and pk[a, tb.PK_STATE] == W_ISEND:  # the send process, granted FIFO room
+            ctr[tb.C_ACTIVE] = pk[a, tb.PK_SRC]
+        else:
+            c.enter(net, kind, a)
+        if kind == tb.EV_CPU or kind == tb.EV_WAKE:  # baseline never arms an any_of: a wake is its inbox event
             _cpu(a, now, s, net)
         elif kind == EV_ISEND:
             if not ms[a, MS_FIN]:

@@ -323,7 +323,7 @@ def _wait(r, now, s, net):
     if rk[r, tb.RK_IN_HEAD] >= 0 or room:
         ev.push(hh, ctr, now, ev.NORMAL, ev.event(tb.EV_CPU, r))
     else:
-        rk[r, tb.RK_WAIT] = tb.WAKE_INBOX
+        c.arm(rk, r, tb.WAKE_INBOX)
         # the FIFOs' returns must now wake this CPU: they become events again
         for d in range(nd):
             if rd[r, d, RD_FULL] >= 0:
@@ -448,7 +448,7 @@ def _prefetch_cpu(q, ctr, ci, cf, rd, ran, ws):
 @njit(cache=True, nogil=True, inline="always", _nrt=False)
 def event_loop(s, net, now, cpu):
     """Process events, a CPU's by ``cpu(rank, now, s, net)``, until done (True), or until the batch ends (a
-    table must grow, the sequence be renumbered, or the driver pauses: False)."""
+    table must grow, or the driver pauses: False)."""
     hh, ctr = net.queue, net.counters
     while ctr[tb.C_HEAP_N] > 0 and ctr[tb.C_DONE] == 0 and ctr[tb.C_ERROR] == 0:
         if ev.needs_room(hh, ctr):
@@ -461,8 +461,11 @@ def event_loop(s, net, now, cpu):
         ctr[tb.C_EVENTS] += 1
         kind = ev.event_kind(payload)
         a = ev.event_arg(payload)
-        if kind == tb.EV_CPU:
+        c.enter(net, kind, a)
+        if kind == tb.EV_CPU or (kind == tb.EV_WAKE and c.woken(net, a)):
             cpu(a, now, s, net)
+        elif kind == tb.EV_WAKE:
+            pass  # stale: the any_of it belonged to has fired
         else:
             c.network_event(kind, a, net, now)
         if ev.batch_over(ctr):

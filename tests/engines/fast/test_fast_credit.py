@@ -42,13 +42,11 @@ CONTENDED = [
 IDS = [f"{a}-{s}-{'-'.join(k.split('.')[-1] for k in m)}" for a, s, _, m, _ in CONTENDED]
 
 
-def _run(monkeypatch, case, slots=None, seq_limit=None):
+def _run(monkeypatch, case, slots=None):
     algorithm, shape, updates, sets, options = case
     with monkeypatch.context() as m:
         if slots is not None:
             m.setattr(cr, "DEFER_SLOTS", slots)
-        if seq_limit is not None:
-            m.setattr(ev, "SEQ_LIMIT", seq_limit)
         return simulate(make_run_config(machine=load_machine("bgl", sets), shape=shape, algorithm=algorithm,
                                         updates_per_process=updates, algorithm_options=options, engine="fast"))
 
@@ -79,15 +77,6 @@ def test_full_slots_send_returns_to_the_heap_and_change_nothing(case, monkeypatc
     _assert_same(_run(monkeypatch, case, slots=0), one_slot)
 
 
-@pytest.mark.parametrize("case", [CONTENDED[0], CONTENDED[3], CONTENDED[4]], ids=[IDS[0], IDS[3], IDS[4]])
-def test_renumbering_with_deferred_returns_pending_changes_nothing(case, monkeypatch):
-    plain = _run(monkeypatch, case, slots=0)
-    renumbered = _run(monkeypatch, case, seq_limit=2000)
-    q = renumbered[0].queue_stats
-    assert q["renumbered"] > 5 and q["renumbered_deferred"] > 0
-    _assert_same(plain, renumbered)
-
-
 def test_contended_adaptive_virtual_node_run_is_simpys_bit_for_bit():
     """The deferred path under contention against the reference itself (not only against heap-only)."""
     algorithm, shape, updates, sets, options = CONTENDED[0]
@@ -101,14 +90,14 @@ def test_contended_adaptive_virtual_node_run_is_simpys_bit_for_bit():
 
 def test_settling_orders_returns_by_the_latest_key_popped():
     """An URGENT event scheduled for the current instant pops after NORMAL events of that instant: a return
-    kept with a key between the two was popped already, although its key is above the current event's."""
+    kept with a key between the two was popped already, although its key is above the current event's.
+    (Every event here is scheduled by entity 0, so keys order as the sequence numbers.)"""
     npools = 1
     ctr = np.zeros(tb.N_COUNTERS, dtype=np.int64)
     hh = ev.new_queue(64, ctr)
-    ctr[tb.C_SEQ_LIMIT] = ev.SEQ_LIMIT
     pq = np.full((npools, tb.PQ_COLS), -1, dtype=np.int32)
     pq[:, tb.PQ_DEFERRED] = pq[:, tb.PQ_FREE] = 0
-    dq = np.empty((npools, 2, 2), dtype=np.int64)
+    dq = np.empty((npools, 2, 3), dtype=np.int64)
     rk = np.zeros((1, tb.RK_NET_COLS), dtype=np.int32)
     ip = np.zeros(tb.N_IPARAMS, dtype=np.int64)
     ip[tb.I_POOL_INJ], ip[tb.I_NRANKS] = 10, 1  # pool 0 is not an injection FIFO
