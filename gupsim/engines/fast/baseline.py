@@ -309,9 +309,6 @@ def _cpu(r, now, s, net):
                 ci[r, CI_COND] = COND_SET
                 ev.push(hh, ctr, now, ev.NORMAL, ev.event(tb.EV_CPU, r))
                 return
-            if ci[r, CI_SKIP] > 0:  # an inbox event the triggered condition no longer needs
-                ci[r, CI_SKIP] -= 1
-                return
             ci[r, CI_COND] = COND_NONE  # the condition's event: resume
             spin_s = cost[K_SPIN_S]
             if spin_s > 0:
@@ -368,7 +365,7 @@ def _send_done_event(r, now, ci, rk, hh, ctr):
     if rk[r, tb.RK_WAIT] & tb.WAKE_INBOX:
         rk[r, tb.RK_WAIT] = 0  # the inbox waiter is left behind; its later event does nothing
     else:
-        ci[r, CI_SKIP] += 1  # the inbox event is already scheduled, before the condition's
+        ci[r, CI_SKIP] += 1  # the inbox event (an EV_WAKE) is already scheduled; the loop skips it when it pops
     ev.push(hh, ctr, now, ev.NORMAL, ev.event(tb.EV_CPU, r))
 
 
@@ -411,7 +408,9 @@ def _loop(s, net, now):
             ctr[tb.C_ACTIVE] = pk[a, tb.PK_SRC]
         else:
             c.enter(net, kind, a)
-        if kind == tb.EV_CPU or kind == tb.EV_WAKE:  # baseline never arms an any_of: a wake is its inbox event
+        if kind == tb.EV_WAKE and ci[a, CI_SKIP] > 0:
+            ci[a, CI_SKIP] -= 1  # an inbox event the triggered condition no longer needs (_send_done_event)
+        elif kind == tb.EV_CPU or kind == tb.EV_WAKE:  # baseline never arms an any_of: a wake is its inbox event
             _cpu(a, now, s, net)
         elif kind == EV_ISEND:
             if not ms[a, MS_FIN]:
