@@ -10,7 +10,7 @@ the same model as compiled event loops over NumPy arrays:
 * :mod:`gupsim.engines.fast.core`: the torus network of the reference (links, bubble
   flow control, deterministic and adaptive routing, buffer order), on
   :mod:`gupsim.engines.fast.credits` (credit pools and FIFOs, deferred credit
-  returns), :mod:`gupsim.engines.fast.events` (the event queue in SimPy's order) and
+  returns), :mod:`gupsim.engines.fast.events` (the event queue in the canonical event order) and
   :mod:`gupsim.engines.fast.tables` (the state's tables and their columns);
 * :mod:`gupsim.engines.fast.stream`: the HPCC generator and owner function, bit for
   bit;
@@ -30,8 +30,9 @@ Every record says which ran (``engine``).  Runs with ``verify`` use SimPy (the
 fast engine keeps no table).
 
 **Agreement.**  Same model, same costs spent in the same order, the same
-HPCC stream, and events at equal times taken in SimPy's order (time,
-priority, order of scheduling).  ``tests/engines/fast/test_fast.py`` checks that the
+HPCC stream, and events at equal times taken in the canonical order of
+:mod:`gupsim.engines.fast.events` (time, phase, entity, the entity's own sequence number), which the
+reference engine's SimPy environment keeps too.  ``tests/engines/fast/test_fast.py`` checks that the
 records are equal to SimPy's bit for bit, every metric and every link
 counter, on meshes and tori, deterministic and adaptive routing,
 co-processor and virtual-node mode.  The engines differ only in ``events``

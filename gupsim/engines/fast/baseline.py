@@ -152,7 +152,7 @@ def _send_ended(r, now, ci, ac, ms, m, ai, ctr, hh):
         return
     ci[r, CI_ALIVE] = 0
     if ci[r, CI_COND] == COND_WAIT or ci[r, CI_PHASE] == PH_FIN_REQ:
-        ev.push(hh, ctr, now, ev.NORMAL, r << 3 | EV_SEND_DONE)
+        ev.push(hh, ctr, now, ev.NORMAL, ev.event(EV_SEND_DONE, r))
 
 
 @njit(cache=True, _nrt=False)
@@ -219,7 +219,7 @@ def _wait_inbox(r, now, ci, rk, hh, ctr, phase):
     """``yield inbox.wait()``: an event now if a packet is there, else a wake-up on delivery."""
     ci[r, CI_PHASE] = phase
     if rk[r, tb.RK_IN_HEAD] >= 0:
-        ev.push(hh, ctr, now, ev.NORMAL, r << 3 | tb.EV_CPU)
+        ev.push(hh, ctr, now, ev.NORMAL, ev.event(tb.EV_CPU, r))
     else:
         rk[r, tb.RK_WAIT] = tb.WAKE_INBOX
 
@@ -302,15 +302,12 @@ def _cpu(r, now, s, net):
             k = ci[r, CI_K]
             m = _new_message(ms, ac, r, ci[r, CI_DEST], k, tabs[k, T_NPK], 0)
             ci[r, CI_ALIVE] = 1
-            ev.push(hh, ctr, now, ev.URGENT, m << 3 | EV_ISEND)
+            ev.push(hh, ctr, now, ev.URGENT, ev.event(EV_ISEND, m))
             phase = PH_TOP
         elif phase == PH_BLOCKED:
             if ci[r, CI_COND] == COND_WAIT:  # the inbox's event: the condition triggers
                 ci[r, CI_COND] = COND_SET
-                ev.push(hh, ctr, now, ev.NORMAL, r << 3 | tb.EV_CPU)
-                return
-            if ci[r, CI_SKIP] > 0:  # an inbox event the triggered condition no longer needs
-                ci[r, CI_SKIP] -= 1
+                ev.push(hh, ctr, now, ev.NORMAL, ev.event(tb.EV_CPU, r))
                 return
             ci[r, CI_COND] = COND_NONE  # the condition's event: resume
             spin_s = cost[K_SPIN_S]
@@ -343,7 +340,7 @@ def _cpu(r, now, s, net):
         elif phase == PH_FIN_SENT:
             m = _new_message(ms, ac, r, ci[r, CI_OTHER], 0, tabs[0, T_NPK], 1)
             ci[r, CI_SENDS] += 1
-            ev.push(hh, ctr, now, ev.URGENT, m << 3 | EV_ISEND)
+            ev.push(hh, ctr, now, ev.URGENT, ev.event(EV_ISEND, m))
             ci[r, CI_OTHER] += 1
             phase = PH_FIN
         elif phase == PH_FIN_CHECK:
@@ -368,8 +365,8 @@ def _send_done_event(r, now, ci, rk, hh, ctr):
     if rk[r, tb.RK_WAIT] & tb.WAKE_INBOX:
         rk[r, tb.RK_WAIT] = 0  # the inbox waiter is left behind; its later event does nothing
     else:
-        ci[r, CI_SKIP] += 1  # the inbox event is already scheduled, before the condition's
-    ev.push(hh, ctr, now, ev.NORMAL, r << 3 | tb.EV_CPU)
+        ci[r, CI_SKIP] += 1  # the inbox event (an EV_WAKE) is already scheduled; the loop skips it when it pops
+    ev.push(hh, ctr, now, ev.NORMAL, ev.event(tb.EV_CPU, r))
 
 
 @njit(cache=True, inline="always", _nrt=False)
@@ -388,8 +385,7 @@ def _prefetch_cpu(q, ctr, ci, cf, ran, hk):
 
 @njit(cache=True, nogil=True, _nrt=False)
 def _loop(s, net, now):
-    """Process events until done (True), or until the batch ends (a table must grow, the sequence be
-    renumbered, or the driver pauses: False)."""
+    """Process events until done (True), or until the batch ends (a table must grow, or the driver pauses: False)."""
     ci, ac, ms, tabs, ai = s.rank_ints, s.alg_counters, s.messages, s.message_packets, s.params
     pk, pf, pq, dq, rk, ip = net.packets, net.packet_times, net.pools, net.deferred, net.ranks, net.int_params
     hh, ctr = net.queue, net.counters
@@ -402,9 +398,19 @@ def _loop(s, net, now):
         c.prefetch_next(net)
         _prefetch_cpu(hh, ctr, ci, s.rank_floats, net.streams, s.bucket_heap)
         ctr[tb.C_EVENTS] += 1
-        kind = payload & 7
-        a = payload >> 3
-        if kind == tb.EV_CPU:
+        kind = ev.event_kind(payload)
+        a = ev.event_arg(payload)
+        if kind == EV_ISEND:  # a message's send process runs as its sender
+            ctr[tb.C_ACTIVE] = ms[a, MS_SRC]
+        elif kind == EV_SEND_DONE:
+            ctr[tb.C_ACTIVE] = a
+        elif kind == tb.EV_RESUME and pk[a, tb.PK_STATE] == W_ISEND:  # the send process, granted FIFO room
+            ctr[tb.C_ACTIVE] = pk[a, tb.PK_SRC]
+        else:
+            c.enter(net, kind, a)
+        if kind == tb.EV_WAKE and ci[a, CI_SKIP] > 0:
+            ci[a, CI_SKIP] -= 1  # an inbox event the triggered condition no longer needs (_send_done_event)
+        elif kind == tb.EV_CPU or kind == tb.EV_WAKE:  # baseline never arms an any_of: a wake is its inbox event
             _cpu(a, now, s, net)
         elif kind == EV_ISEND:
             if not ms[a, MS_FIN]:

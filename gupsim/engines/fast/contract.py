@@ -38,7 +38,7 @@ class Network(NamedTuple):
     packet_times: np.ndarray
     #: [pq] int32 (pools, ``PQ_COLS``): a credit pool's free chunks, waiter queues and buffer order.
     pools: np.ndarray
-    #: [dq] int64 (pools, ``DEFER_SLOTS + 1``, 2): credit returns kept beside each pool (time bits, key).
+    #: [dq] int64 (pools, ``DEFER_SLOTS + 1``, 3): credit returns kept beside each pool (time bits, key, chunks).
     deferred: np.ndarray
     #: [rk] int32 (ranks, ``RK_NET_COLS``): a rank's inbox and what wakes its CPU.
     ranks: np.ndarray
@@ -56,7 +56,7 @@ class Network(NamedTuple):
     neighbors: np.ndarray
     #: int64 (nodes, 3): each node's coordinates.
     coords: np.ndarray
-    #: [hh] (heap, calendar, far table): the event queue (:mod:`gupsim.engines.fast.events`).
+    #: [hh] (heap, calendar, far table, each entity's next sequence number): the event queue (:mod:`gupsim.engines.fast.events`).
     queue: tuple
     #: [ctr] int64 (``N_COUNTERS``,): run counters and the queue's bookkeeping (``C_*``).
     counters: np.ndarray
@@ -89,7 +89,7 @@ class Kernel:
       :class:`Network`'s.
     * ``loop(state, network, now) -> (now, finished)``: a Numba-compiled function that processes events from
       simulated time ``now`` (seconds) until the run ends (``finished`` True) or the batch ends (False: a
-      table must grow, sequence numbers be renumbered, or the driver's pause point ``C_PAUSE_AT`` came).  It
+      table must grow, or the driver's pause point ``C_PAUSE_AT`` came).  It
       must stop when the queue needs room (``events.needs_room``) and after an event once
       ``events.batch_over``, and end the run (True) before an event past the stopping rule's time
       (``events.past_stop``); the driver does the rest between batches.

@@ -20,18 +20,17 @@ second.  The model is the same, step for step:
   :func:`gupsim.engines.fast.credits.rec_pool`), as :class:`gupsim.engines.reference.torus_network.Network`.
 
 The pieces it stands on have modules of their own: the tables' layout (:mod:`gupsim.engines.fast.tables`), the event
-queue in SimPy's order (:mod:`gupsim.engines.fast.events`), the credit pools and their deferred returns
+queue in the canonical event order (:mod:`gupsim.engines.fast.events`), the credit pools and their deferred returns
 (:mod:`gupsim.engines.fast.credits`), and the HPCC stream (:mod:`gupsim.engines.fast.stream`).  Here: a packet's rows are
 taken and freed, it is launched, its head reaches each router (:func:`hop`), takes the link or waits for room
 (adaptive routing's dynamic channels first), keeps its buffer's order (``buffer_order: fifo``), and its tail
 is delivered to the receiver's inbox; :func:`network_event` handles every event kind but a CPU's, and
 :func:`prefetch_next` asks for the rows the next events will read.
 
-SimPy also schedules bookkeeping events (process
-initialisation, condition events) that the fast engine does not.  Those
-could in principle reorder model events that fall at the same instant; in
-every configuration tested the records are equal to SimPy's bit for bit
-(``tests/engines/fast/test_fast.py``), and that test is where a divergence would show.
+SimPy also schedules bookkeeping events (process ends, condition events) that the fast engine does not.
+Each takes a sequence number of the entity that schedules it, which moves none of that entity's other
+events in the order; the records are equal to SimPy's bit for bit (``tests/engines/fast/test_fast.py``),
+and that test is where a divergence would show.
 """
 
 from __future__ import annotations
@@ -41,11 +40,11 @@ from numba import njit
 from gupsim.base.errors import UnknownNameError
 
 from gupsim.engines.fast.credits import enqueue, give, give_later, inj_pool, list_append, rec_pool, room, take, wake
-from gupsim.engines.fast.events import NORMAL, PAYLOAD_MASK, URGENT, push
+from gupsim.engines.fast.events import NORMAL, URGENT, event, event_arg, event_kind, give_chunks, give_pool, push
 from gupsim.engines.fast import dma
 from gupsim.engines.fast.router import RouterKernel, dimension_order_port, escape_bubble, less_busy, minimal_ports, ring_offset, trace, transit_of
 from gupsim.engines.router_rules import DECISION_DYNAMIC, DECISION_EJECT, DECISION_EJECT_WAIT, DECISION_ESCAPE, DECISION_GRANT, DECISION_WAIT
-from gupsim.engines.fast.tables import I_TIES, I_WRAPS, I_X, PQ_FREE, C_CHECKED, C_DELIVERED, C_MARK_INDEX, C_NEXT_MARK, C_PAUSE_AT, I_CHECK_EVERY, I_FIRST_CHECK, I_NMARKS, I_TOTAL, C_FREE_HEAD, C_HEAP_N, C_HOPS, C_INJECTED, C_NFREE, C_WIRE, EV_CPU, EV_FRONT, EV_GIVE, EV_HOP, EV_RESUME, EV_TAIL, F_CHUNK_S, F_CYCLE_S, F_RATE, F_ROUTER_S, I_ADAPTIVE, I_ORDERED, I_POOL_DYN, I_POOL_INJ, PF_ASKED, PF_START, PK_BUBBLE, PK_CHUNKS, PK_DIM, PK_DST, PK_HELD, PK_LINK, PK_NEXT, PK_NODE, PK_ONEXT, PK_SRC, PK_STATE, PK_WIRE, PQ_OHEAD, RK_IN_COUNT, RK_IN_HEAD, RK_IN_TAIL, RK_WAIT, W_FRONT, W_FRONT_TIME, W_LINK, W_NONE, W_REC, WAKE_INBOX, f2i, i2f, node_of, prefetch_row, I_DMA, LF_BLOCKED, LF_BUSY, LF_FREE, PK_DMA, W_DMA_REC
+from gupsim.engines.fast.tables import C_ACTIVE, EV_WAKE, RK_ARMED, I_FIFO_GROUPS, I_NRANKS, I_POOL_REC, C_CHECKED, C_DELIVERED, C_MARK_INDEX, C_NEXT_MARK, C_PAUSE_AT, I_CHECK_EVERY, I_FIRST_CHECK, I_NMARKS, I_TOTAL, C_FREE_HEAD, C_HEAP_N, C_HOPS, C_INJECTED, C_NFREE, C_WIRE, EV_CPU, EV_FRONT, EV_GIVE, EV_HOP, EV_RESUME, EV_TAIL, F_CHUNK_S, F_CYCLE_S, F_RATE, F_ROUTER_S, I_ADAPTIVE, I_ORDERED, I_POOL_DYN, I_TIES, I_POOL_INJ, I_WRAPS, I_X, PF_ASKED, PF_START, PK_BUBBLE, PK_CHUNKS, PK_DIM, PK_DST, PK_HELD, PK_LINK, PK_NEXT, PK_NODE, PK_ONEXT, PK_SRC, PK_STATE, PK_WIRE, PQ_FREE, PQ_OHEAD, RK_IN_COUNT, RK_IN_HEAD, RK_IN_TAIL, RK_WAIT, W_FRONT, W_FRONT_TIME, W_LINK, W_NONE, W_REC, WAKE_INBOX, f2i, i2f, node_of, prefetch_row, I_DMA, LF_BLOCKED, LF_BUSY, LF_FREE, PK_DMA, W_DMA_REC
 
 
 #: C_NEXT_MARK past the last mark: no count of updates reaches it.
@@ -82,11 +81,11 @@ def cross_marks(ip, ctr, at, n, t):
 @njit(cache=True, inline="always", _nrt=False)
 def _prefetch_first(payload, pk, pf, pq, rk):
     """Prefetch the first row an event reads: its packet's, its pool's (a credit return) or its rank's."""
-    kind, a = payload & 7, payload >> 3
-    if kind == EV_CPU:
+    kind, a = event_kind(payload), event_arg(payload)
+    if kind == EV_CPU or kind == EV_WAKE:
         prefetch_row(rk, a)
     elif kind == EV_GIVE:
-        prefetch_row(pq, a >> 5)
+        prefetch_row(pq, give_pool(a))
     elif kind <= EV_TAIL or kind == EV_FRONT:  # a packet's event (a kernel's own kinds are left alone)
         prefetch_row(pk, a)
         prefetch_row(pf, a)
@@ -97,8 +96,8 @@ def next_cpu_rank(q, ctr):
     """The rank the next event resumes if it is a CPU's event, else -1 (for a kernel's own prefetches)."""
     if ctr[C_HEAP_N] == 0:
         return -1
-    payload = q[0][0, 1] & PAYLOAD_MASK
-    return payload >> 3 if payload & 7 == EV_CPU else -1
+    payload = q[0][0, 2]
+    return event_arg(payload) if event_kind(payload) == EV_CPU or event_kind(payload) == EV_WAKE else -1
 
 
 @njit(cache=True, inline="always", _nrt=False)
@@ -115,10 +114,10 @@ def prefetch_next(net):
     if n == 0:
         return
     hh = net.queue[0]
-    payload = hh[0, 1] & PAYLOAD_MASK
+    payload = hh[0, 2]
     _prefetch_first(payload, pk, pf, pq, rk)
-    if payload & 7 == EV_HOP or payload & 7 == EV_FRONT:  # a head about to go on (hop_on)
-        p = payload >> 3
+    if event_kind(payload) == EV_HOP or event_kind(payload) == EV_FRONT:  # a head about to go on (hop_on)
+        p = event_arg(payload)
         link, held = pk[p, PK_NODE] * 6, pk[p, PK_HELD]
         for k in range(6):
             prefetch_row(lf, link + k)
@@ -140,7 +139,7 @@ def prefetch_next(net):
         for k in range(2, min(5, n)):
             if hh[k, 0] < hh[best, 0] or (hh[k, 0] == hh[best, 0] and hh[k, 1] < hh[best, 1]):
                 best = k
-        _prefetch_first(hh[best, 1] & PAYLOAD_MASK, pk, pf, pq, rk)
+        _prefetch_first(hh[best, 2], pk, pf, pq, rk)
 
 
 @njit(cache=True, _nrt=False)
@@ -180,7 +179,7 @@ def flush_cpu(r, now, ci, cf, fp, hh, ctr, phase):
     cycles = cf[r, 0]
     cf[r, 0] = 0.0
     ci[r, 0] = phase
-    push(hh, ctr, now + cycles * fp[F_CYCLE_S], NORMAL, r << 3 | EV_CPU)
+    push(hh, ctr, now + cycles * fp[F_CYCLE_S], NORMAL, event(EV_CPU, r))
 
 
 # ================================================================== the router kernel
@@ -261,7 +260,7 @@ def launch(pk, pf, ip, hh, ctr, p, now):
     pk[p, PK_LINK] = -1
     pk[p, PK_DMA] = dma.DMA_NEW
     pf[p, PF_START] = now
-    push(hh, ctr, now, URGENT, p << 3 | EV_HOP)
+    push(hh, ctr, now, URGENT, event(EV_HOP, p))
 
 
 @njit(cache=True, _nrt=False)
@@ -285,7 +284,7 @@ def _go(t, p, link, pool, now):
     pk[p, PK_LINK] = link  # the last link, once it has arrived: its reception FIFO group
     pf[p, PF_START] = start
     head = min(serial, fp[F_CHUNK_S]) + fp[F_ROUTER_S]
-    push(hh, ctr, now + (start + head - now), NORMAL, p << 3 | EV_HOP)
+    push(hh, ctr, now + (start + head - now), NORMAL, event(EV_HOP, p))
 
 
 @njit(cache=True, _nrt=False)
@@ -297,7 +296,7 @@ def _arrive(t, p, now):
     serial = pk[p, PK_WIRE] / fp[F_RATE]
     tail = t.packet_times[p, PF_START] + serial + fp[F_ROUTER_S] - now
     if tail > 0:
-        push(t.queue, t.counters, now + tail, NORMAL, p << 3 | EV_TAIL)
+        push(t.queue, t.counters, now + tail, NORMAL, event(EV_TAIL, p))
     else:
         deliver(t, p, now)
 
@@ -327,7 +326,7 @@ def to_inbox(pk, rk, hh, ctr, p, now):
     rk[r, RK_IN_TAIL] = p
     rk[r, RK_IN_COUNT] += 1
     if rk[r, RK_WAIT] & WAKE_INBOX:
-        wake(rk, hh, ctr, r, now)
+        wake(rk, hh, ctr, r, now, WAKE_INBOX)
 
 
 @njit(cache=True, _nrt=False)
@@ -456,7 +455,7 @@ def leave(pk, pq, dq, hh, ctr, pool, at, now):
     pq[pool, PQ_OHEAD] = nxt
     dq[pool, dq.shape[1] - 1, 0] = f2i(at)
     if nxt >= 0 and pk[nxt, PK_STATE] == W_FRONT:
-        push(hh, ctr, now, NORMAL, nxt << 3 | EV_FRONT)
+        push(hh, ctr, now, NORMAL, event(EV_FRONT, nxt))
 
 
 @njit(cache=True, _nrt=False)
@@ -465,7 +464,7 @@ def _front_time(pk, dq, hh, ctr, p, now):
     wait = i2f(dq[pk[p, PK_HELD], dq.shape[1] - 1, 0]) - now
     if wait > 0:
         pk[p, PK_STATE] = W_FRONT_TIME
-        push(hh, ctr, now + wait, NORMAL, p << 3 | EV_FRONT)
+        push(hh, ctr, now + wait, NORMAL, event(EV_FRONT, p))
         return False
     pk[p, PK_STATE] = W_NONE
     return True
@@ -507,6 +506,50 @@ def resume(t, log, p, now):
         _arrive(t, p, now)
 
 
+@njit(cache=True, inline="always", _nrt=False)
+def pool_owner(ip, nbr, pool):
+    """The entity a credit return to ``pool`` runs as: a link's buffers belong to the router at its far end,
+    a rank's FIFOs to the rank (gupsim.engines.fast.events, "Event order")."""
+    if pool < ip[I_POOL_INJ]:
+        link = pool if pool < ip[I_POOL_DYN] else pool - ip[I_POOL_DYN]
+        return ip[I_NRANKS] + nbr[link]
+    base = ip[I_POOL_INJ] if pool < ip[I_POOL_REC] else ip[I_POOL_REC]
+    return (pool - base) // ip[I_FIFO_GROUPS]
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def enter(net, kind, a):
+    """Make the entity an event of ``kind`` about ``a`` runs as the active one (``C_ACTIVE``): a CPU's event runs
+    as its rank, a credit return as its pool's owner, a packet's event as the router its head is at."""
+    ip = net.int_params
+    if kind == EV_CPU or kind == EV_WAKE:
+        entity = a
+    elif kind == EV_GIVE:
+        entity = pool_owner(ip, net.neighbors, give_pool(a))
+    else:
+        entity = ip[I_NRANKS] + net.packets[a, PK_NODE]
+    net.counters[C_ACTIVE] = entity
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def woken(net, r):
+    """An :data:`EV_WAKE` of rank ``r`` pops: True if it is the first of its any_of's events to pop (the CPU
+    resumes, and no other wakes it: SimPy's condition removes its callbacks), False if stale."""
+    rk = net.ranks
+    if rk[r, RK_ARMED] == 0:
+        return False
+    rk[r, RK_ARMED] = 0
+    rk[r, RK_WAIT] = 0
+    return True
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def arm(rk, r, bits):
+    """Rank ``r``'s CPU waits on an any_of of the events ``bits`` (``WAKE_*``), none fired yet."""
+    rk[r, RK_WAIT] = bits
+    rk[r, RK_ARMED] = 1
+
+
 @njit(cache=True, _nrt=False)
 def network_event(kind, a, net, now):
     """Handle every event kind except :data:`EV_CPU` (``a``: the packet, or for a credit return its pool and
@@ -535,11 +578,11 @@ def routed_event(kind, a, net, now, log):
     elif kind == EV_FRONT:
         front_event(t, log, a, now)
     else:
-        give(t.packets, t.pools, t.ranks, t.int_params, t.queue, t.counters, a >> 5, (a & 31), now)
+        give(t.packets, t.pools, t.ranks, t.int_params, t.queue, t.counters, give_pool(a), give_chunks(a), now)
 
 
 @njit(cache=True, _nrt=False)
 def start_cpus(hh, ctr, nranks):
     """Every rank's process starts at t = 0, in rank order (SimPy's Initialize events)."""
     for r in range(nranks):
-        push(hh, ctr, 0.0, URGENT, r << 3 | EV_CPU)
+        push(hh, ctr, 0.0, URGENT, event(EV_CPU, r))

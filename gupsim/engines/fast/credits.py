@@ -15,7 +15,7 @@ return's only effect is ``free += chunks``, which commutes with everything
 except a read of that pool.  So :func:`give_later` keeps the return *beside
 the pool* (:data:`DEFER_SLOTS` slots per pool, in ``dq``) with the key the
 heap would have given it, and takes the same sequence number from the
-counter, so every later event keeps its key.  Whoever reads the pool (a
+entity's counter, so every later event keeps its key (``dq`` rows: time bits, key, chunks).  Whoever reads the pool (a
 request, the bubble check, adaptive routing's choice, a CPU checking its FIFO)
 first *settles* it (:func:`settle`): every kept return whose (time, key) is
 below the latest key popped so far is applied and counted as an event: exactly
@@ -27,9 +27,7 @@ watching it (:func:`watch_room`), a return must again be an event at its own
 place in the order (it grants the waiter), so the kept returns still due are
 pushed into the heap with their original keys (:func:`reschedule`).
 Invariant: a pool with waiters or a watcher keeps no returns.  The kernels
-renumber sequence numbers between batches of events, kept keys and heap keys
-together (:func:`renumber_all`), and apply the returns due at the end
-(:func:`settle_all`).  The order of events, and so every record (``events``
+apply the returns due at the end (:func:`settle_all`).  The order of events, and so every record (``events``
 included), is the same as with every return in the heap
 (``tests/engines/fast/test_fast_credit.py`` compares the two; ``DEFER_SLOTS = 0`` is the
 latter).
@@ -40,8 +38,8 @@ from __future__ import annotations
 from numba import njit
 
 from gupsim.engines import router_rules
-from gupsim.engines.fast.events import NORMAL, PAYLOAD_BITS, PRIO_BIT, gather, grow_queue, push, push_keyed, renumber, scatter
-from gupsim.engines.fast.tables import C_DEFER_FULL, C_DONE, C_ERROR, C_EVENTS, C_HEAP_N, C_LAZY, C_RENUMBER_AT, C_RENUMBER_KEPT, C_RENUMBERED, C_RESCHEDULED, C_SEEN_K, C_SEEN_T, C_SEQ, EV_CPU, EV_GIVE, EV_RESUME, I_FIFO_GROUPS, I_MAXCH, I_NRANKS, I_POOL_INJ, I_POOL_REC, I_X, PK_BUBBLE, PK_CHUNKS, PK_DST, PK_LINK, PK_NEXT, PK_SRC, PK_STATE, PQ_DEFERRED, PQ_FREE, RK_GRANTED, RK_WAIT, W_INJ, WAKE_GRANT, WAKE_ROOM, f2i, i2f, node_of
+from gupsim.engines.fast.events import NORMAL, event, give_event, grow_queue, key_for, push, push_keyed
+from gupsim.engines.fast.tables import C_DEFER_FULL, C_DONE, C_ERROR, C_EVENTS, C_HEAP_N, C_LAZY, C_RESCHEDULED, C_SEEN_K, C_SEEN_T, EV_RESUME, EV_WAKE, I_FIFO_GROUPS, I_MAXCH, I_NRANKS, I_POOL_INJ, I_POOL_REC, I_X, PK_BUBBLE, PK_CHUNKS, PK_DST, PK_LINK, PK_NEXT, PK_SRC, PK_STATE, PQ_DEFERRED, PQ_FREE, RK_GRANTED, RK_WAIT, W_INJ, WAKE_GRANT, WAKE_ROOM, f2i, i2f, node_of
 
 
 # The allocator's rules (router_rules): who may take room now, and whether the head waiter's room has come.
@@ -76,11 +74,11 @@ def settle(pq, dq, ctr, pool):
     while i < n:
         et, ek = dq[pool, i, 0], dq[pool, i, 1]
         if et < nt or (et == nt and ek < nk):
-            pq[pool, PQ_FREE] += (ek >> 3) & 31
+            pq[pool, PQ_FREE] += dq[pool, i, 2]
             ctr[C_EVENTS] += 1
             ctr[C_LAZY] += 1
             n -= 1  # the slots are unordered: move the last one into this one
-            dq[pool, i, 0], dq[pool, i, 1] = dq[pool, n, 0], dq[pool, n, 1]
+            dq[pool, i, 0], dq[pool, i, 1], dq[pool, i, 2] = dq[pool, n, 0], dq[pool, n, 1], dq[pool, n, 2]
         else:
             i += 1
     pq[pool, PQ_DEFERRED] = n
@@ -95,7 +93,7 @@ def reschedule(pq, dq, hh, ctr, pool):
     settle(pq, dq, ctr, pool)
     n = pq[pool, PQ_DEFERRED]
     for i in range(n):
-        push_keyed(hh, ctr, dq[pool, i, 0], dq[pool, i, 1])
+        push_keyed(hh, ctr, dq[pool, i, 0], dq[pool, i, 1], give_event(pool, dq[pool, i, 2]))
     ctr[C_RESCHEDULED] += n
     pq[pool, PQ_DEFERRED] = 0
 
@@ -145,9 +143,13 @@ def watch_room(pq, dq, rk, hh, ctr, ip, r, g):
 
 
 @njit(cache=True, _nrt=False)
-def wake(rk, hh, ctr, rank, now):
-    rk[rank, RK_WAIT] = 0
-    push(hh, ctr, now, NORMAL, rank << 3 | EV_CPU)
+def wake(rk, hh, ctr, rank, now, bit):
+    """The event ``bit`` of ``rank``'s any_of fires (once): an :data:`EV_WAKE`, keyed as whoever fires it.
+
+    Each event the any_of waits on is an event of its own in the order, as in SimPy: the first of them to
+    pop resumes the CPU (:func:`gupsim.engines.fast.core.woken`), the others then do nothing."""
+    rk[rank, RK_WAIT] &= ~bit
+    push(hh, ctr, now, NORMAL, event(EV_WAKE, rank))
 
 
 @njit(cache=True, _nrt=False)
@@ -170,12 +172,12 @@ def give(pk, pq, rk, ip, hh, ctr, pool, chunks, now):
                 src = pk[p, PK_SRC]
                 rk[src, RK_GRANTED] = 1
                 if rk[src, RK_WAIT] & WAKE_GRANT:
-                    wake(rk, hh, ctr, src, now)
+                    wake(rk, hh, ctr, src, now, WAKE_GRANT)
             else:
-                push(hh, ctr, now, NORMAL, p << 3 | EV_RESUME)
+                push(hh, ctr, now, NORMAL, event(EV_RESUME, p))
     r, bit = _room_watch(ip, pool)
     if r >= 0 and rk[r, RK_WAIT] & bit and pq[pool, PQ_FREE] >= ip[I_MAXCH]:
-        wake(rk, hh, ctr, r, now)
+        wake(rk, hh, ctr, r, now, bit)
 
 
 @njit(cache=True, inline="always", _nrt=False)
@@ -203,7 +205,7 @@ def give_later(pk, pq, dq, rk, ip, hh, ctr, pool, chunks, now, delay):
     if delay <= 0.0:
         give(pk, pq, rk, ip, hh, ctr, pool, chunks, now)
         return
-    payload = (pool << 8) | (chunks << 3) | EV_GIVE
+    payload = give_event(pool, chunks)
     if _watched(pq, rk, ip, pool):
         push(hh, ctr, now + delay, NORMAL, payload)
         return
@@ -215,42 +217,16 @@ def give_later(pk, pq, dq, rk, ip, hh, ctr, pool, chunks, now, delay):
             ctr[C_DEFER_FULL] += 1
             push(hh, ctr, now + delay, NORMAL, payload)
             return
-    # the key push would have given it, and the sequence number taken as push takes it
+    # the key push would have given it, the sequence number taken as push takes it, and the chunks
     dq[pool, n, 0] = f2i(now + delay)
-    dq[pool, n, 1] = (NORMAL << PRIO_BIT) | (ctr[C_SEQ] << PAYLOAD_BITS) | payload
-    ctr[C_SEQ] += 1
+    dq[pool, n, 1] = key_for(ctr, hh[3], NORMAL)
+    dq[pool, n, 2] = chunks
     pq[pool, PQ_DEFERRED] = n + 1
 
 
 @njit(cache=True)
-def renumber_all(hh, ctr, pq, dq):
-    """Renumber the sequence between batches of events: the queue's keys and the deferred ones together.
-
-    The deferred returns still due go back into the queue, and every event outside the heap into the heap
-    (grown for them), so one in-place renumbering (:func:`renumber`) ranks every pending key; then the
-    events after the current bucket leave the heap again, and deferring resumes."""
-    kept = 0
-    for pool in range(pq.shape[0]):
-        kept += pq[pool, PQ_DEFERRED]
-    hh = grow_queue(hh, ctr, kept)
-    for pool in range(pq.shape[0]):
-        if pq[pool, PQ_DEFERRED]:
-            reschedule(pq, dq, hh, ctr, pool)
-    gather(hh, ctr)
-    renumber(hh[0], ctr)
-    scatter(hh, ctr)
-    ctr[C_RENUMBER_KEPT] += kept
-    # the latest key popped was numbered the old way; every return deferred from now on is later anyway
-    ctr[C_SEEN_K] = -1
-    ctr[C_RENUMBERED] += 1
-    return hh
-
-
-@njit(cache=True)
 def between_batches(hh, ctr, pq, dq):
-    """The kernels' outer loop: renumber when due, and keep :data:`HEAP_MARGIN` free queue slots."""
-    if ctr[C_SEQ] >= ctr[C_RENUMBER_AT]:
-        hh = renumber_all(hh, ctr, pq, dq)
+    """The kernels' outer loop: keep :data:`HEAP_MARGIN` free queue slots."""
     return grow_queue(hh, ctr)
 
 

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from numba import njit
 
-from gupsim.engines.fast.events import NORMAL, push
+from gupsim.engines.fast.events import NORMAL, event, push
 from gupsim.engines.fast.tables import C_THROTTLE_POLLS, C_THROTTLE_QUEUED, C_THROTTLE_WAITS, C_THROTTLED_S, EV_HOP, EV_TAIL, F_BACKOFF_S, F_DMA_RATE, F_RATE, F_RX_OVERHEAD_S, I_DMA_ROW, I_THROTTLE_ROW, LF_FREE, LF_LOCAL_END, LF_RX_BUSY, LF_RX_FREE, LF_TX_BUSY, LF_TX_FREE, PF_ASKED, PK_DMA, PK_DST, PK_NEXT, PK_NODE, PK_SRC, PK_WIRE, TQ_HEAD, TQ_TAIL, f2i, i2f, node_of
 
 DMA_NEW, DMA_TX, DMA_THROTTLE, DMA_NET, DMA_RX = 0, 1, 2, 3, 4
@@ -52,7 +52,7 @@ def transmit(pk, lf, ip, fp, hh, ctr, p, now):
     lf[row, LF_TX_FREE] = start + service
     lf[row, LF_TX_BUSY] += service
     pk[p, PK_DMA] = DMA_TX
-    push(hh, ctr, now + (start + service - now), NORMAL, p << 3 | EV_HOP)
+    push(hh, ctr, now + (start + service - now), NORMAL, event(EV_HOP, p))
 
 
 @njit(cache=True, _nrt=False)
@@ -75,19 +75,19 @@ def throttled(pk, pf, lf, ip, fp, hh, ctr, p, link, now):
             else:
                 lf[q, TQ_HEAD] = p
                 ctr[C_THROTTLE_POLLS] += 1
-                push(hh, ctr, now + (free - now + fp[F_BACKOFF_S]), NORMAL, p << 3 | EV_HOP)
+                push(hh, ctr, now + (free - now + fp[F_BACKOFF_S]), NORMAL, event(EV_HOP, p))
             lf[q, TQ_TAIL] = p
             return True
     else:  # the head's back-off ended, or its turn came: look again
         if free > now:
             ctr[C_THROTTLE_POLLS] += 1
-            push(hh, ctr, now + (free - now + fp[F_BACKOFF_S]), NORMAL, p << 3 | EV_HOP)
+            push(hh, ctr, now + (free - now + fp[F_BACKOFF_S]), NORMAL, event(EV_HOP, p))
             return True
         ctr[C_THROTTLED_S] = f2i(i2f(ctr[C_THROTTLED_S]) + (now - pf[p, PF_ASKED]))
         nxt = pk[p, PK_NEXT]
         lf[q, TQ_HEAD] = nxt
         if nxt >= 0:  # the next held packet heads the queue and looks at the link at once
-            push(hh, ctr, now, NORMAL, nxt << 3 | EV_HOP)
+            push(hh, ctr, now, NORMAL, event(EV_HOP, nxt))
     lf[link, LF_LOCAL_END] = max(now, free) + pk[p, PK_WIRE] / fp[F_RATE]
     return False
 
@@ -104,4 +104,4 @@ def receive(pk, lf, ip, fp, hh, ctr, p, now):
     lf[row, LF_RX_FREE] = start + service
     lf[row, LF_RX_BUSY] += service
     pk[p, PK_DMA] = DMA_RX
-    push(hh, ctr, now + (start + service - now), NORMAL, p << 3 | EV_TAIL)
+    push(hh, ctr, now + (start + service - now), NORMAL, event(EV_TAIL, p))

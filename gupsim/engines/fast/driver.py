@@ -1,10 +1,9 @@
 """Run a compiled kernel batch by batch; keep a long run's state on disk and resume it.
 
 Every kernel of :data:`gupsim.engines.fast.engine.KERNELS` has a compiled loop (:attr:`Kernel.loop
-<gupsim.engines.fast.contract.Kernel>`) that processes events until its batch ends: a table must grow, the sequence
-numbers must be renumbered, or the event count reached the driver's pause
-point (``tables.C_PAUSE_AT``, every :data:`BATCH_EVENTS` events).  Between
-batches this driver, in Python, renumbers when due, grows the tables that are
+<gupsim.engines.fast.contract.Kernel>`) that processes events until its batch ends: a table must grow, or the event
+count reached the driver's pause point (``tables.C_PAUSE_AT``, every
+:data:`BATCH_EVENTS` events).  Between batches this driver, in Python, grows the tables that are
 short of room, and, once every ``Checkpoint.every_s`` seconds of wall time,
 writes the whole state of the run (its arrays and the simulated time) to one
 ``.npz`` file.  Started again with the same checkpoint, the run resumes from
@@ -12,8 +11,7 @@ that file instead of from the beginning, and the file is deleted when the run
 ends.
 
 Why it is safe: a batch ends between two events, and what happens between
-batches is what the kernel's own batch ends do (renumbering and growing are
-done only when due), so a run cut into any number of batches, or stopped and
+batches is what the kernel's own batch ends do (growing is done only when due), so a run cut into any number of batches, or stopped and
 resumed from a file, gives the uncut run's record bit for bit
 (``tests/engines/fast/test_fast_checkpoint.py``).  Why it is needed: seed 000 Table 4's
 65,536-node row is about an hour and a half of CPU on a shared box, and a run
@@ -135,7 +133,7 @@ def network_of(a: dict) -> Network:
 
 
 def _between_batches(kernel: Kernel, a: dict) -> None:
-    """Renumber when due, keep the queue's margin, and double the per-packet tables when short of rows."""
+    """Keep the queue's margin, and double the per-packet tables when short of rows."""
     ctr = a["counters"]
     a[QUEUE] = cr.between_batches(a[QUEUE], ctr, a["pools"], a["deferred"])
     if ctr[tb.C_NFREE] < tb.PACKET_MARGIN:

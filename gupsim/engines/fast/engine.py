@@ -53,10 +53,10 @@ for _kernel in (one_packet.KERNEL, routed.KERNEL, routed_split.KERNEL, baseline.
 
 #: Per process, on a machine with a DMA engine: every packet its injection FIFO holds can be past the injection DMA
 #: at once, held back at its first link (gupsim.engines.fast.dma), one chunk a packet at worst; each costs a packet
-#: row (64 B), its times (16 B) and an event (heap 16 B, far table 24 B; only a link queue's head has one pending,
+#: row (64 B), its times (16 B) and an event (heap 24 B, far table 32 B; only a link queue's head has one pending,
 #: but each is counted), doubled as tables grow.
 #: Measured: one-packet in VN mode on 8x8x4, 256 updates per process, 384 packet rows a process (35 KB of RSS).
-DMA_PACKET_BYTES = 240
+DMA_PACKET_BYTES = 272
 
 
 def per_rank_bytes(run: RunConfig) -> int:
@@ -199,7 +199,7 @@ class FastSimulation:
             fp[tb.F_DMA_RATE] = dma.engine_bytes_per_s
             fp[tb.F_RX_OVERHEAD_S] = dma.rx_packet_overhead_ns * 1e-9
             fp[tb.F_BACKOFF_S] = dma.throttle_backoff_ns * 1e-9
-        if (2 * nlinks + 2 * F) << 8 >= 1 << ev.PAYLOAD_BITS:  # a credit-return event names its pool
+        if 2 * nlinks + 2 * F > ev.MAX_POOLS or R + n > ev.MAX_ENTITIES:  # a credit return names its pool
             raise GupsimError(f"fast engine: {R:,} processes on {n:,} nodes is too large for its event keys")
         npools = 2 * nlinks + 2 * F
         pq = tb.line_aligned((npools, tb.PQ_COLS), np.int32, -1)  # no waiters; 32-byte rows, two to a line
@@ -208,7 +208,7 @@ class FastSimulation:
         pq[2 * nlinks:2 * nlinks + F, tb.PQ_FREE] = net.injection_fifo_chunks
         pq[2 * nlinks + F:, tb.PQ_FREE] = net.reception_fifo_chunks
         # DEFER_SLOTS kept credit returns per pool, then (the last slot) the pool's front time (buffer_order)
-        dq = np.empty((npools, cr.DEFER_SLOTS + 1, 2), dtype=np.int64)
+        dq = np.empty((npools, cr.DEFER_SLOTS + 1, 3), dtype=np.int64)  # (time bits, key, chunks)
         dq[:, -1, :] = 0  # float bits of 0.0: nothing has left yet
         rk = tb.line_aligned((R, tb.RK_NET_COLS), np.int32, 0)
         rk[:, tb.RK_IN_HEAD] = -1
@@ -216,14 +216,12 @@ class FastSimulation:
         pk = tb.line_aligned((packets, tb.PK_COLS), np.int32, 0)
         ctr = np.zeros(tb.N_COUNTERS, dtype=np.int64)
         ctr[tb.C_FREE_HEAD] = -1
-        ctr[tb.C_SEQ_LIMIT] = ev.SEQ_CAP  # the bare heap's limit (heap_push), unused by the kernels' queue:
-        ctr[tb.C_RENUMBER_AT] = min(ev.SEQ_LIMIT, ev.SEQ_CAP - ev.HEAP_MARGIN)  # they renumber between batches
         ctr[tb.C_PAUSE_AT] = np.iinfo(np.int64).max  # gupsim.engines.fast.driver sets it before every batch
         ctr[tb.C_NEXT_MARK] = marks[0] if marks else c.NO_MARK
         ctr[tb.C_STOP_T] = driver.NO_STOP
         c.link_free_list(pk, 0, packets, ctr)
         heap = 4 * R + 2 * ev.HEAP_MARGIN
-        hh = ev.new_queue(heap, ctr, ev.bucket_seconds(fp[tb.F_CHUNK_S] + fp[tb.F_ROUTER_S], R))
+        hh = ev.new_queue(heap, ctr, ev.bucket_seconds(fp[tb.F_CHUNK_S] + fp[tb.F_ROUTER_S], R), entities=R + n)
         c.start_cpus(hh, ctr, R)
         lay = self.layout
         arrays = {
@@ -351,7 +349,6 @@ def _queue_stats(ctr: np.ndarray) -> dict[str, int]:
     (pops per bucket: the heap's length)."""
     return {"events": int(ctr[tb.C_EVENTS]), "deferred_applied": int(ctr[tb.C_LAZY]),
             "deferred_rescheduled": int(ctr[tb.C_RESCHEDULED]), "deferred_full": int(ctr[tb.C_DEFER_FULL]),
-            "renumbered": int(ctr[tb.C_RENUMBERED]), "renumbered_deferred": int(ctr[tb.C_RENUMBER_KEPT]),
             "buckets_moved": int(ctr[tb.C_MOVED]), "overflow_refiled": int(ctr[tb.C_REFILED])}
 
 

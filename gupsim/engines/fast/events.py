@@ -1,8 +1,26 @@
-"""The fast engine's event queue: SimPy's order of events (time, priority, order of scheduling), compiled.
+"""The canonical event order, and the fast engine's event queue that keeps it.
 
-SimPy keeps its pending events in one heap ordered by (time, priority, event id); the fast kernels must pop
-events in exactly that order, or two events at the same instant could run the other way round and the records
-would no longer equal the reference's bit for bit (docs/performance.md, "Design").
+**Event order.**  Both engines process the events of a run in one order, defined here and nowhere else
+(docs/architecture.md, "Event order").  An event is keyed
+
+    (time, phase, entity, seq)
+
+* ``time``: when it happens.
+* ``phase``: :data:`URGENT` (0: a process starting, SimPy's Initialize), :data:`NORMAL` (1: everything else),
+  :data:`END_OF_INSTANT` (2: after every other event of its instant; the stopping rule's end of the run, and
+  where an allocator will decide once every arrival of the instant is in).
+* ``entity``: the part of the machine that scheduled it, i.e. whose code was running: rank ``r`` is entity
+  ``r``, the router of node ``n`` is entity ``ranks + n``.  A CPU's event runs as its rank; a packet's event
+  (its head reaching a router, a grant, its tail, its turn in a buffer) as the router its head is at; a credit
+  return as its pool's owner (a link's buffers: the router at the link's far end; a rank's FIFOs: the rank).
+* ``seq``: how many events that entity had scheduled before: a counter each entity keeps for itself.
+
+Events pop in increasing key.  Nothing in the key is global: not SimPy's event id, not a packet's row in a
+table allocated from a shared free list.  So whichever part of a partitioned machine owns an entity computes
+its keys alone, and the run stays a pure function of (config, seed) however the machine is split.  Ties in
+time and phase go to the lower entity; an entity's own events keep their order of scheduling.  The reference
+engine keeps it through its SimPy environment
+(:class:`gupsim.engines.reference.simulation.CountingEnvironment`), the fast engine through the keys below.
 
 **The event queue** is a 4-ary heap behind a calendar of time buckets (see
 "event queue" below): the heap holds only the events of the buckets up to the
@@ -13,11 +31,11 @@ event outside it, so the queue pops exactly the heap-only order
 through a heap as long as every pending event.  While an event runs, the rows
 the next one will read first are prefetched (:func:`gupsim.engines.fast.core.prefetch_next`).
 
-An event is a payload (its kind in the low three bits, :data:`gupsim.engines.fast.tables.EV_CPU` and the others, and
-an id above) with a key that packs priority and sequence number; :func:`push` gives the key, :func:`pop`
-returns (time, payload).  Sequence numbers are renumbered in order between batches of events before they can
-overflow their field (:func:`renumber`; :func:`gupsim.engines.fast.credits.renumber_all` for the kernels, whose
-deferred credit returns hold keys too).
+An event is a payload (its kind and its argument: see "payload" below, :func:`event`) with a key that packs
+phase, entity and sequence number (:func:`key_for`); :func:`push` keys it as the active entity
+(``C_ACTIVE``, which each kernel's loop sets from the event it pops: :func:`gupsim.engines.fast.core.enter`),
+:func:`pop` returns (time, payload).  Each entity's next sequence number is the queue's ``seqs`` array; 37
+bits of it last any run, so nothing is ever renumbered.
 
 Every array that grows with load (the queue's heap and far table, the packet
 table) is grown by the kernel's outer loop between batches of events, never
@@ -30,42 +48,102 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from gupsim.engines.fast.tables import C_CAL_N, C_CUR, C_EVENTS, C_FAR_FREE, C_FAR_N, C_FAR_TOP, C_HEAP_N, C_INV_W, C_MOVED, C_NFREE, C_OV_MIN, C_PAUSE_AT, C_REFILED, C_RENUMBER_AT, C_SEEN_K, C_SEEN_T, C_SEQ, C_SEQ_LIMIT, C_STOP_T, PACKET_MARGIN, f2i, grow, i2f
+from gupsim.engines.fast.tables import EV_GIVE, C_ACTIVE, C_CAL_N, C_CUR, C_EVENTS, C_FAR_FREE, C_FAR_N, C_FAR_TOP, C_HEAP_N, C_INV_W, C_MOVED, C_NFREE, C_OV_MIN, C_PAUSE_AT, C_REFILED, C_SEEN_K, C_SEEN_T, C_STOP_T, PACKET_MARGIN, f2i, grow, i2f
 
 
 URGENT, NORMAL = 0, 1  # SimPy's priorities: process initialisation before ordinary events
-# heap keys: priority in bit 62, the sequence number above the payload
-PAYLOAD_BITS = 32
-PRIO_BIT = 62
-#: Sequence numbers are renumbered (in order) before they reach this (they must stay below 2^30): the bare heap
-#: in :func:`heap_push` at ``C_SEQ_LIMIT``, the kernels' queue between batches (:func:`gupsim.engines.fast.credits.renumber_all`).
-#: The kernels renumber at ``min(SEQ_LIMIT, SEQ_CAP - HEAP_MARGIN)`` (tests lower it to force renumbering).
-SEQ_LIMIT = 1 << (PRIO_BIT - PAYLOAD_BITS)
-SEQ_CAP = SEQ_LIMIT
+#: The phase after every other of an instant (the stopping rule's; :data:`gupsim.engines.reference.simulation.END_OF_INSTANT`).
+END_OF_INSTANT = 2
+# A key is ``phase << PHASE_SHIFT | entity << SEQ_BITS | seq`` (see "Event order"): 24 bits of entity (16M ranks
+# and routers), 37 of the entity's own sequence (1.4e11 events scheduled by one entity; none ever renumbers).
+SEQ_BITS = 37
+ENTITY_BITS = 24
+PHASE_SHIFT = SEQ_BITS + ENTITY_BITS
+MAX_ENTITIES = 1 << ENTITY_BITS
+SEQ_MASK = (1 << SEQ_BITS) - 1
+#: A payload has a column of its own in the queue; below 2^PAYLOAD_BITS.
+PAYLOAD_BITS = 48
 PAYLOAD_MASK = (1 << PAYLOAD_BITS) - 1
-_SEQ_FIELD = ((1 << PRIO_BIT) - 1) ^ PAYLOAD_MASK
 
 #: Free queue slots the kernels' outer loop keeps (:func:`needs_room`), so no helper grows an array.
 HEAP_MARGIN = 1 << 16
 
 
+# ================================================================== payload
+#
+# A payload is ``arg << KIND_BITS | kind``: the kind (:data:`gupsim.engines.fast.tables.EV_CPU` and the others,
+# 8 codes taken) in the low bits, its argument (a rank, a packet, a message, or a credit return's pool and
+# chunks) above.  The widths are named here and nowhere else, and each leaves room: 16 kinds for what a
+# router and a partitioned engine will add, 63 chunks to a credit return (BG/L's packets have at most 8).
+# A credit return's argument is ``pool << CHUNK_BITS | chunks``; :data:`MAX_POOLS` is what fits in
+# :data:`PAYLOAD_BITS` (the engine refuses a machine with more pools in one line).
+
+KIND_BITS = 4
+KIND_MASK = (1 << KIND_BITS) - 1
+CHUNK_BITS = 6
+CHUNK_MASK = (1 << CHUNK_BITS) - 1
+MAX_POOLS = 1 << (PAYLOAD_BITS - KIND_BITS - CHUNK_BITS)
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def event(kind, arg):
+    """The payload of an event of ``kind`` about ``arg`` (a rank, a packet or a message)."""
+    return (arg << KIND_BITS) | kind
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def event_kind(payload):
+    return payload & KIND_MASK
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def event_arg(payload):
+    return payload >> KIND_BITS
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def give_event(pool, chunks):
+    """The payload of a credit return of ``chunks`` to ``pool``."""
+    return (((pool << CHUNK_BITS) | chunks) << KIND_BITS) | EV_GIVE
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def give_pool(arg):
+    """The pool of a credit return whose argument (:func:`event_arg`) is ``arg``."""
+    return arg >> CHUNK_BITS
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def give_chunks(arg):
+    return arg & CHUNK_MASK
+
+
 # ================================================================== heap
 #
-# An entry is 16 bytes: the time's IEEE-754 bits as an int64 (for times >= 0 the bits order as the
-# floats do, so no float compare or float<->int conversion is needed) and one int64 key
-# ``prio << 62 | seq << PAYLOAD_BITS | payload``.  Sequence numbers are unique, so comparing keys
-# compares (priority, order of scheduling) and the payload never decides.  Four children are 64 bytes,
-# a cache line, where float64 rows of (time, seq, payload) would take 96 (docs/performance-log.md).
+# An entry is 24 bytes: the time's IEEE-754 bits as an int64 (for times >= 0 the bits order as the
+# floats do, so no float compare or float<->int conversion is needed), the key (:func:`key_for`: phase,
+# entity, the entity's sequence number) and the payload.  Keys are unique, so comparing (time bits, key)
+# compares the canonical order and the payload never decides.
 
 
 def new_heap(n):
     """An empty event heap with room for ``n`` events."""
-    return np.empty((n, 2), dtype=np.int64)
+    return np.empty((n, 3), dtype=np.int64)
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def key_for(ctr, seqs, phase):
+    """The key of an event the active entity (``C_ACTIVE``) schedules now in ``phase``: its sequence number is
+    the entity's next (``seqs``)."""
+    entity = ctr[C_ACTIVE]
+    seq = seqs[entity]
+    seqs[entity] = seq + 1
+    return (phase << PHASE_SHIFT) | (entity << SEQ_BITS) | seq
 
 
 @njit(cache=True, _nrt=False)
-def _sift_down(hh, i, n, lt, lk):
-    """Put the entry (lt, lk) at hole ``i`` of the heap's first ``n`` rows, moving smaller children up."""
+def _sift_down(hh, i, n, lt, lk, lp):
+    """Put the entry (lt, lk, lp) at hole ``i`` of the heap's first ``n`` rows, moving smaller children up."""
     while True:
         first = 4 * i + 1
         if first >= n:
@@ -78,47 +156,21 @@ def _sift_down(hh, i, n, lt, lk):
                 best, bt, bk = k, kt, hh[k, 1]
         if lt < bt or (lt == bt and lk < bk):
             break
-        hh[i, 0], hh[i, 1] = bt, bk
+        hh[i, 0], hh[i, 1], hh[i, 2] = bt, bk, hh[best, 2]
         i = best
-    hh[i, 0], hh[i, 1] = lt, lk
+    hh[i, 0], hh[i, 1], hh[i, 2] = lt, lk, lp
 
 
 @njit(cache=True, _nrt=False)
-def renumber(hh, ctr):
-    """Give the pending events sequence numbers 0..n-1 in their order, in place (no allocation).
-
-    Heapsort leaves the rows in descending order; reversed, they are ascending, which is a valid heap.
-    Only the order of keys between events at equal times matters, and ranking keeps it; later events
-    get larger numbers, as they would have."""
-    n = ctr[C_HEAP_N]
-    for last in range(n - 1, 0, -1):
-        lt, lk = hh[last, 0], hh[last, 1]
-        hh[last, 0], hh[last, 1] = hh[0, 0], hh[0, 1]
-        _sift_down(hh, 0, last, lt, lk)
-    for i in range(n // 2):
-        j = n - 1 - i
-        hh[i, 0], hh[j, 0] = hh[j, 0], hh[i, 0]
-        hh[i, 1], hh[j, 1] = hh[j, 1], hh[i, 1]
-    for i in range(n):
-        k = hh[i, 1]
-        hh[i, 1] = (k & ~_SEQ_FIELD) | (i << PAYLOAD_BITS)
-    ctr[C_SEQ] = n
+def heap_push(hh, ctr, seqs, t, prio, payload):
+    """Schedule ``payload`` (>= 0, below 2^PAYLOAD_BITS) at time ``t`` (>= 0) in phase ``prio``, as the active
+    entity, in the bare heap ``hh``."""
+    heap_insert(hh, ctr, f2i(t), key_for(ctr, seqs, prio), payload)
 
 
 @njit(cache=True, _nrt=False)
-def heap_push(hh, ctr, t, prio, payload):
-    """Schedule ``payload`` (>= 0, below 2^PAYLOAD_BITS) at time ``t`` (>= 0) with SimPy priority ``prio``
-    in the bare heap ``hh`` (renumbering it in place when the sequence reaches ``C_SEQ_LIMIT``)."""
-    if ctr[C_SEQ] >= ctr[C_SEQ_LIMIT]:
-        renumber(hh, ctr)
-    key = (prio << PRIO_BIT) | (ctr[C_SEQ] << PAYLOAD_BITS) | payload
-    ctr[C_SEQ] += 1
-    heap_insert(hh, ctr, f2i(t), key)
-
-
-@njit(cache=True, _nrt=False)
-def heap_insert(hh, ctr, tb, key):
-    """Put the entry (time bits ``tb``, ``key``) into the heap; its key, sequence number included, is given."""
+def heap_insert(hh, ctr, tb, key, payload):
+    """Put the entry (time bits ``tb``, ``key``, ``payload``) into the heap; its key is given."""
     n = ctr[C_HEAP_N]
     i = n
     while i > 0:
@@ -126,9 +178,9 @@ def heap_insert(hh, ctr, tb, key):
         pt = hh[parent, 0]
         if pt < tb or (pt == tb and hh[parent, 1] < key):
             break
-        hh[i, 0], hh[i, 1] = pt, hh[parent, 1]
+        hh[i, 0], hh[i, 1], hh[i, 2] = pt, hh[parent, 1], hh[parent, 2]
         i = parent
-    hh[i, 0], hh[i, 1] = tb, key
+    hh[i, 0], hh[i, 1], hh[i, 2] = tb, key, payload
     ctr[C_HEAP_N] = n + 1
 
 
@@ -136,19 +188,18 @@ def heap_insert(hh, ctr, tb, key):
 def heap_pop(hh, ctr):
     """Remove the earliest event of the bare heap ``hh``; return (time, payload).  Keeps the latest key popped (``C_SEEN_*``).
 
-    Not simply the current one: an URGENT event scheduled for the current instant pops after NORMAL events
-    of that instant although its key is smaller, and those NORMAL ones are gone by then."""
+    Not simply the current one: an event scheduled for the current instant with a smaller key (an URGENT
+    one, or one of an entity numbered lower) pops after the events of that instant already gone."""
     n = ctr[C_HEAP_N] - 1
-    tb, key = hh[0, 0], hh[0, 1]
+    tb, key, payload = hh[0, 0], hh[0, 1], hh[0, 2]
     if tb > ctr[C_SEEN_T]:
         ctr[C_SEEN_T], ctr[C_SEEN_K] = tb, key
     elif key > ctr[C_SEEN_K]:
         ctr[C_SEEN_K] = key
-    t, payload = i2f(tb), key & PAYLOAD_MASK
     ctr[C_HEAP_N] = n
     if n > 0:
-        _sift_down(hh, 0, n, hh[n, 0], hh[n, 1])
-    return t, payload
+        _sift_down(hh, 0, n, hh[n, 0], hh[n, 1], hh[n, 2])
+    return i2f(tb), payload
 
 
 # ================================================================== event queue
@@ -163,11 +214,11 @@ def heap_pop(hh, ctr):
 # is earlier than every event outside it, so the heap's minimum is the queue's minimum, ties included: exactly the heap-only order.  When the heap
 # runs empty, the next non-empty bucket's events move into it.  The heap stays a bucket or so long.
 #
-# The queue is the tuple ``(heap, cal, far)``: ``far`` holds the entries outside the heap, rows
-# (time bits, key, next in its list).  Invariant: the heap is empty only when the whole queue is, so
-# ``ctr[C_HEAP_N] > 0`` still says "something is pending" and nothing else in the kernels changes.
-# The heap is kept long enough for every pending event (rows are only touched when used), so moving a
-# bucket in, or renumbering, never needs to grow it inside the loop.
+# The queue is the tuple ``(heap, cal, far, seqs)``: ``far`` holds the entries outside the heap, rows
+# (time bits, key, payload, next in its list); ``seqs`` each entity's next sequence number.  Invariant: the
+# heap is empty only when the whole queue is, so ``ctr[C_HEAP_N] > 0`` still says "something is pending" and
+# nothing else in the kernels changes.  The heap is kept long enough for every pending event (rows are only
+# touched when used), so moving a bucket in never needs to grow it inside the loop.
 
 #: Calendar slots (a power of two): buckets ahead of the current one kept in slots; later ones overflow.
 CAL_SLOTS = 1 << 15
@@ -189,15 +240,16 @@ def bucket_seconds(hop_s, ranks):
 _NO_BUCKET = (1 << 62) - 1
 
 
-def new_queue(n, ctr, bucket_s=1e-9, slots=CAL_SLOTS):
-    """An empty event queue with room for ``n`` events and buckets ``bucket_s`` seconds wide (counters in ``ctr``)."""
-    assert slots & (slots - 1) == 0 and bucket_s > 0
+def new_queue(n, ctr, bucket_s=1e-9, slots=CAL_SLOTS, entities=1):
+    """An empty event queue with room for ``n`` events, buckets ``bucket_s`` seconds wide and ``entities``
+    entities' sequence numbers (counters in ``ctr``)."""
+    assert slots & (slots - 1) == 0 and bucket_s > 0 and entities <= MAX_ENTITIES
     cal = np.full((slots + 1, CAL_LISTS), -1, dtype=np.int64)
-    far = np.empty((n, 3), dtype=np.int64)
+    far = np.empty((n, 4), dtype=np.int64)
     ctr[C_CUR], ctr[C_FAR_N], ctr[C_CAL_N], ctr[C_FAR_TOP], ctr[C_MOVED] = 0, 0, 0, 0, 0
     ctr[C_INV_W] = np.float64(1.0 / bucket_s).view(np.int64)
     ctr[C_OV_MIN], ctr[C_FAR_FREE] = _NO_BUCKET, -1
-    return new_heap(n), cal, far
+    return new_heap(n), cal, far, np.zeros(entities, dtype=np.int64)
 
 
 @njit(cache=True, inline="always", _nrt=False)
@@ -217,49 +269,46 @@ def _file(q, ctr, e, b):
         s = slots
         if b < ctr[C_OV_MIN]:
             ctr[C_OV_MIN] = b
-    k = (far[e, 1] >> PAYLOAD_BITS) & (CAL_LISTS - 1)
-    far[e, 2] = cal[s, k]
+    k = far[e, 1] & (CAL_LISTS - 1)  # the low bits of the entity's sequence number
+    far[e, 3] = cal[s, k]
     cal[s, k] = e
 
 
 @njit(cache=True, _nrt=False)
-def push_keyed(q, ctr, tb, key):
-    """Queue the entry (time bits ``tb``, ``key``); its key, sequence number included, is given."""
+def push_keyed(q, ctr, tb, key, payload):
+    """Queue the entry (time bits ``tb``, ``key``, ``payload``); its key is given."""
     hh, far = q[0], q[2]
     b = _bucket(ctr, tb)
     if ctr[C_HEAP_N] == 0:  # nothing pending: this event's bucket becomes the current one
         if b > ctr[C_CUR]:
             ctr[C_CUR] = b
-        heap_insert(hh, ctr, tb, key)
+        heap_insert(hh, ctr, tb, key, payload)
         return
     if b <= ctr[C_CUR]:
-        heap_insert(hh, ctr, tb, key)
+        heap_insert(hh, ctr, tb, key, payload)
         return
     e = ctr[C_FAR_FREE]
     if e >= 0:
-        ctr[C_FAR_FREE] = far[e, 2]
+        ctr[C_FAR_FREE] = far[e, 3]
     else:
         e = ctr[C_FAR_TOP]
         ctr[C_FAR_TOP] = e + 1
-    far[e, 0], far[e, 1] = tb, key
+    far[e, 0], far[e, 1], far[e, 2] = tb, key, payload
     ctr[C_FAR_N] += 1
     _file(q, ctr, e, b)
 
 
 @njit(cache=True, _nrt=False)
 def push(q, ctr, t, prio, payload):
-    """Schedule ``payload`` (>= 0, below 2^PAYLOAD_BITS) at time ``t`` (>= 0) with SimPy priority ``prio``.
-
-    The kernels renumber the sequence between batches (:func:`renumber_all`) before it can overflow."""
-    key = (prio << PRIO_BIT) | (ctr[C_SEQ] << PAYLOAD_BITS) | payload
-    ctr[C_SEQ] += 1
-    push_keyed(q, ctr, f2i(t), key)
+    """Schedule ``payload`` (>= 0, below 2^PAYLOAD_BITS) at time ``t`` (>= 0) in phase ``prio``, as the active
+    entity (``C_ACTIVE``)."""
+    push_keyed(q, ctr, f2i(t), key_for(ctr, q[3], prio), payload)
 
 
 @njit(cache=True, _nrt=False)
 def _advance(q, ctr):
     """The heap ran empty with events still outside it: move the next non-empty bucket's events in."""
-    hh, cal, far = q
+    hh, cal, far = q[0], q[1], q[2]
     slots = cal.shape[0] - 1
     cur = ctr[C_CUR]
     while True:
@@ -280,7 +329,7 @@ def _advance(q, ctr):
                 e = cal[slots, k]
                 cal[slots, k] = -1
                 while e >= 0:
-                    nxt = far[e, 2]
+                    nxt = far[e, 3]
                     _file(q, ctr, e, _bucket(ctr, far[e, 0]))
                     ctr[C_REFILED] += 1
                     e = nxt
@@ -305,9 +354,9 @@ def _advance(q, ctr):
 @njit(cache=True, inline="always", _nrt=False)
 def _move_in(hh, ctr, far, e):
     """Far entry ``e`` into the heap, its row onto the free list; the next entry of its list."""
-    nxt = far[e, 2]
-    heap_insert(hh, ctr, far[e, 0], far[e, 1])
-    far[e, 2] = ctr[C_FAR_FREE]
+    nxt = far[e, 3]
+    heap_insert(hh, ctr, far[e, 0], far[e, 1], far[e, 2])
+    far[e, 3] = ctr[C_FAR_FREE]
     ctr[C_FAR_FREE] = e
     ctr[C_FAR_N] -= 1
     ctr[C_CAL_N] -= 1
@@ -323,42 +372,11 @@ def pop(q, ctr):
     return out
 
 
-@njit(cache=True, _nrt=False)
-def gather(q, ctr):
-    """Move every entry outside the heap into it (the heap has room: see :func:`needs_room`)."""
-    hh, cal, far = q
-    for s in range(cal.shape[0]):
-        for k in range(CAL_LISTS):
-            e = cal[s, k]
-            cal[s, k] = -1
-            while e >= 0:
-                heap_insert(hh, ctr, far[e, 0], far[e, 1])
-                e = far[e, 2]
-    ctr[C_FAR_N], ctr[C_CAL_N], ctr[C_FAR_TOP], ctr[C_FAR_FREE], ctr[C_OV_MIN] = 0, 0, 0, -1, _NO_BUCKET
-
-
-@njit(cache=True, _nrt=False)
-def scatter(q, ctr):
-    """After renumbering (the heap sorted ascending): the events after the current bucket leave the heap again.
-
-    They are a suffix of the sorted rows, and a sorted prefix is a valid heap."""
-    hh = q[0]
-    n = ctr[C_HEAP_N]
-    keep = 0
-    while keep < n and _bucket(ctr, hh[keep, 0]) <= ctr[C_CUR]:
-        keep += 1
-    if keep == 0:
-        return
-    ctr[C_HEAP_N] = keep
-    for i in range(keep, n):
-        push_keyed(q, ctr, hh[i, 0], hh[i, 1])
-
-
 @njit(cache=True, inline="always", _nrt=False)
 def needs_room(q, ctr):
     """True when the queue or the packet table is short of its margin: the kernel's loop must return to grow them.
 
-    The heap must have room for every pending event (a bucket moving in, renumbering), the far table for
+    The heap must have room for every pending event (a bucket moving in), the far table for
     every one outside the heap."""
     pending = ctr[C_HEAP_N] + ctr[C_FAR_N] + HEAP_MARGIN
     return pending > q[0].shape[0] or pending > q[2].shape[0] or ctr[C_NFREE] < PACKET_MARGIN
@@ -374,22 +392,20 @@ def past_stop(q, ctr):
 
 @njit(cache=True, inline="always", _nrt=False)
 def batch_over(ctr):
-    """True when the batch of events ends: the sequence number reached the kernels' renumbering point, or
-    the event count the driver's pause point (checked after each event).
-
-    Checked after an event, not before, so that a loop always makes progress even when a test's limit is
-    below the number of pending events."""
-    return ctr[C_SEQ] >= ctr[C_RENUMBER_AT] or ctr[C_EVENTS] >= ctr[C_PAUSE_AT]
+    """True when the batch of events ends: the event count reached the driver's pause point (checked after
+    each event, so that a loop always makes progress even when a test's limit is below the number of
+    pending events)."""
+    return ctr[C_EVENTS] >= ctr[C_PAUSE_AT]
 
 
 @njit(cache=True)
 def grow_queue(q, ctr, extra=0):
     """The queue, its heap and far table grown (doubled, or more) to hold every pending event, ``extra`` more,
     and :data:`HEAP_MARGIN` free slots."""
-    hh, cal, far = q
+    hh, cal, far, seqs = q
     need = ctr[C_HEAP_N] + ctr[C_FAR_N] + extra + HEAP_MARGIN
     if need > hh.shape[0]:
         hh = grow(hh, max(2 * hh.shape[0], need))
     if need > far.shape[0]:
         far = grow(far, max(2 * far.shape[0], need))
-    return hh, cal, far
+    return hh, cal, far, seqs

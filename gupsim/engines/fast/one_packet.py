@@ -138,15 +138,15 @@ def _cpu(r, now, s, net):
                 continue
             ci[r, CI_PHASE] = PH_BLK_COND
             if rk[r, tb.RK_IN_HEAD] >= 0:
-                ev.push(hh, ctr, now, ev.NORMAL, r << 3 | tb.EV_CPU)
+                ev.push(hh, ctr, now, ev.NORMAL, ev.event(tb.EV_CPU, r))
             else:
-                rk[r, tb.RK_WAIT] = tb.WAKE_INBOX | tb.WAKE_GRANT
+                c.arm(rk, r, tb.WAKE_INBOX | tb.WAKE_GRANT)
             return
         elif phase == PH_BLK_COND:
             # SimPy's any_of([room, inbox]): the event that woke the CPU, then the condition's own event,
             # which resumes it; events scheduled for this instant in between run before it does
             ci[r, CI_PHASE] = PH_BLK_WOKE
-            ev.push(hh, ctr, now, ev.NORMAL, r << 3 | tb.EV_CPU)
+            ev.push(hh, ctr, now, ev.NORMAL, ev.event(tb.EV_CPU, r))
             return
         elif phase == PH_BLK_WOKE:
             _receive(r, now, ci, cf, cost, pk, pq, dq, rk, ip, fp, hh, ctr, wt, at)
@@ -155,9 +155,9 @@ def _cpu(r, now, s, net):
         elif phase == PH_DRAIN:
             ci[r, CI_PHASE] = PH_DRAIN_RECV
             if rk[r, tb.RK_IN_HEAD] >= 0:
-                ev.push(hh, ctr, now, ev.NORMAL, r << 3 | tb.EV_CPU)
+                ev.push(hh, ctr, now, ev.NORMAL, ev.event(tb.EV_CPU, r))
             else:
-                rk[r, tb.RK_WAIT] = tb.WAKE_INBOX
+                c.arm(rk, r, tb.WAKE_INBOX)
             return
         else:  # PH_DRAIN_RECV
             _receive(r, now, ci, cf, cost, pk, pq, dq, rk, ip, fp, hh, ctr, wt, at)
@@ -167,8 +167,7 @@ def _cpu(r, now, s, net):
 
 @njit(cache=True, nogil=True, _nrt=False)
 def _loop(s, net, now):
-    """Process events until done (True), or until the batch ends (a table must grow, the sequence be
-    renumbered, or the driver pauses: False)."""
+    """Process events until done (True), or until the batch ends (a table must grow, or the driver pauses: False)."""
     hh, ctr = net.queue, net.counters
     while ctr[tb.C_HEAP_N] > 0 and ctr[tb.C_DONE] == 0:
         if ev.needs_room(hh, ctr):
@@ -178,10 +177,13 @@ def _loop(s, net, now):
         now, payload = ev.pop(hh, ctr)
         c.prefetch_next(net)
         ctr[tb.C_EVENTS] += 1
-        kind = payload & 7
-        a = payload >> 3
-        if kind == tb.EV_CPU:
+        kind = ev.event_kind(payload)
+        a = ev.event_arg(payload)
+        c.enter(net, kind, a)
+        if kind == tb.EV_CPU or (kind == tb.EV_WAKE and c.woken(net, a)):
             _cpu(a, now, s, net)
+        elif kind == tb.EV_WAKE:
+            pass  # stale: the any_of it belonged to has fired
         else:
             c.network_event(kind, a, net, now)
         if ev.batch_over(ctr):

@@ -321,9 +321,9 @@ def _wait(r, now, s, net):
             if cr.room(pq, dq, ctr, ip[tb.I_POOL_INJ] + r * groups + cr.dim_group(ip, d)) >= ip[tb.I_MAXCH]:
                 room = True
     if rk[r, tb.RK_IN_HEAD] >= 0 or room:
-        ev.push(hh, ctr, now, ev.NORMAL, r << 3 | tb.EV_CPU)
+        ev.push(hh, ctr, now, ev.NORMAL, ev.event(tb.EV_CPU, r))
     else:
-        rk[r, tb.RK_WAIT] = tb.WAKE_INBOX
+        c.arm(rk, r, tb.WAKE_INBOX)
         # the FIFOs' returns must now wake this CPU: they become events again
         for d in range(nd):
             if rd[r, d, RD_FULL] >= 0:
@@ -341,7 +341,7 @@ def run_cpu(r, now, s, net, route_one, own_work, count_polls):
         # SimPy's any_of([inbox, room...]): the event that woke the CPU, then the condition's own event, which
         # resumes it; events scheduled for this instant in between run before it does
         ci[r, CI_PHASE] = PH_POLLED
-        ev.push(hh, ctr, now, ev.NORMAL, r << 3 | tb.EV_CPU)
+        ev.push(hh, ctr, now, ev.NORMAL, ev.event(tb.EV_CPU, r))
         return
     if ci[r, CI_PHASE] == PH_POLLED:
         # Resumed: count the passes a real loop spun meanwhile, as the reference does after its yield, so
@@ -369,7 +369,7 @@ def run_cpu(r, now, s, net, route_one, own_work, count_polls):
                 cf[r] = 0.0
                 ci[r, CI_PHASE] = PH_AFTER_FLUSH
                 ci[r, CI_PROGRESSED] = 1 if progressed else 0
-                ev.push(hh, ctr, now + cycles * net.float_params[tb.F_CYCLE_S], ev.NORMAL, r << 3 | tb.EV_CPU)
+                ev.push(hh, ctr, now + cycles * net.float_params[tb.F_CYCLE_S], ev.NORMAL, ev.event(tb.EV_CPU, r))
                 return
         if not progressed:
             _wait(r, now, s, net)
@@ -448,7 +448,7 @@ def _prefetch_cpu(q, ctr, ci, cf, rd, ran, ws):
 @njit(cache=True, nogil=True, inline="always", _nrt=False)
 def event_loop(s, net, now, cpu):
     """Process events, a CPU's by ``cpu(rank, now, s, net)``, until done (True), or until the batch ends (a
-    table must grow, the sequence be renumbered, or the driver pauses: False)."""
+    table must grow, or the driver pauses: False)."""
     hh, ctr = net.queue, net.counters
     while ctr[tb.C_HEAP_N] > 0 and ctr[tb.C_DONE] == 0 and ctr[tb.C_ERROR] == 0:
         if ev.needs_room(hh, ctr):
@@ -459,10 +459,13 @@ def event_loop(s, net, now, cpu):
         c.prefetch_next(net)
         _prefetch_cpu(hh, ctr, s.rank_ints, s.rank_debt, s.dims, net.streams, s.wait_start)
         ctr[tb.C_EVENTS] += 1
-        kind = payload & 7
-        a = payload >> 3
-        if kind == tb.EV_CPU:
+        kind = ev.event_kind(payload)
+        a = ev.event_arg(payload)
+        c.enter(net, kind, a)
+        if kind == tb.EV_CPU or (kind == tb.EV_WAKE and c.woken(net, a)):
             cpu(a, now, s, net)
+        elif kind == tb.EV_WAKE:
+            pass  # stale: the any_of it belonged to has fired
         else:
             c.network_event(kind, a, net, now)
         if ev.batch_over(ctr):

@@ -30,7 +30,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from gupsim.engines.fast import credits as cr, events as ev, routed as rt, stream, tables as tb
+from gupsim.engines.fast import core as c, credits as cr, events as ev, routed as rt, stream, tables as tb
 from gupsim.engines.fast.contract import Kernel
 
 # per rank
@@ -54,8 +54,8 @@ State = NamedTuple("State", [(name, np.ndarray) for name in rt.State._fields] + 
 @njit(cache=True, inline="always", _nrt=False)
 def _poke(x, now, net):
     """The reference's ``_poke``: wake rank ``x`` if it waits (a worker's sleep, a router's any_of)."""
-    if net.ranks[x, tb.RK_WAIT] != 0:
-        cr.wake(net.ranks, net.queue, net.counters, x, now)
+    if net.ranks[x, tb.RK_WAIT] != 0:  # the sleep's event (modelled as every event of the any_of at once)
+        cr.wake(net.ranks, net.queue, net.counters, x, now, net.ranks[x, tb.RK_WAIT])
 
 
 @njit(cache=True, inline="always", _nrt=False)
@@ -173,7 +173,7 @@ def _worker_cpu(w, now, s, net):
                 cf[w] = 0.0
                 ci[w, rt.CI_PHASE] = rt.PH_AFTER_FLUSH
                 ci[w, rt.CI_PROGRESSED] = 1 if progressed else 0
-                ev.push(net.queue, net.counters, now + cycles * net.float_params[tb.F_CYCLE_S], ev.NORMAL, w << 3 | tb.EV_CPU)
+                ev.push(net.queue, net.counters, now + cycles * net.float_params[tb.F_CYCLE_S], ev.NORMAL, ev.event(tb.EV_CPU, w))
                 return
         if not progressed:
             ppn = net.int_params[tb.I_PPN]
@@ -182,7 +182,7 @@ def _worker_cpu(w, now, s, net):
                 # the router may now flush its partial buckets
                 _poke(node * ppn + s.params[A_WORKERS] + (w % ppn) % s.params[A_ROUTER_CORES], now, net)
             # asleep until poked (nothing arrives in a worker's inbox: the inbox bit marks the sleep)
-            net.ranks[w, tb.RK_WAIT] = tb.WAKE_INBOX
+            c.arm(net.ranks, w, tb.WAKE_INBOX)
             return
 
 

@@ -3,9 +3,8 @@ low-level helpers every kernel module uses.
 
 Instead of SimPy processes, a packet is a row of an integer array (``PK_*``
 columns) plus a float row (``PF_*``), and every timeout or wake-up is an
-entry of one event queue ordered by (time, priority, sequence number).  The
-sequence number is the order of scheduling, as SimPy's event id, so a run is
-deterministic.
+entry of one event queue in the canonical order (time, phase, entity, the entity's
+sequence number: :mod:`gupsim.engines.fast.events`), so a run is deterministic.
 
 The tables the kernels read on every event are laid out on cache lines (:func:`line_aligned`): a packet row
 is one 64-byte line, a pool row or a rank's network row 32 bytes (docs/performance-log.md).  The
@@ -24,14 +23,16 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 
-# ------------------------------------------------------------------ event kinds (low 3 bits of a payload)
+# ------------------------------------------------------------------ event kinds (a payload's low bits: gupsim.engines.fast.events.event)
 EV_CPU = 0      # a = rank: the CPU resumes
 EV_HOP = 1      # a = packet: its head reached the next router (or it was just launched)
 EV_RESUME = 2   # a = packet: it was granted the room it waited for
 EV_TAIL = 3     # a = packet: its tail reached the destination
-EV_GIVE = 4     # a = pool, chunks in bits 3..7: credits return to a pool
-# 5 and 6 are the baseline kernel's own kinds
+EV_GIVE = 4     # a = pool and chunks (gupsim.engines.fast.events.give_event): credits return to a pool
+# 5 and 6 are the baseline kernel's own kinds; 9..15 are free (events.KIND_BITS)
 EV_FRONT = 7    # a = packet: buffer_order fifo, it may head its buffer now (its state says which wait ended)
+# a = rank: one of the events a waiting CPU's any_of waits on fired (credits.wake); the first to pop resumes it
+EV_WAKE = 8
 
 # ------------------------------------------------------------------ packet table columns
 PK_SRC, PK_DST, PK_CHUNKS, PK_WIRE, PK_PAYLOAD, PK_MSG, PK_N, PK_NODE = 0, 1, 2, 3, 4, 5, 6, 7
@@ -64,22 +65,21 @@ W_DMA_REC = 6
 
 # ------------------------------------------------------------------ rank table columns (network side)
 RK_IN_HEAD, RK_IN_TAIL, RK_IN_COUNT, RK_WAIT, RK_GRANTED = 0, 1, 2, 3, 4
-RK_NET_COLS = 8  # 5 used; 32-byte rows, on cache lines (line_aligned)
+# 1 while a CPU waits on an any_of that has not fired yet (an EV_WAKE popping after it fired is stale)
+RK_ARMED = 5
+RK_NET_COLS = 8  # 6 used; 32-byte rows, on cache lines (line_aligned)
 # RK_WAIT bits: what wakes a CPU that waits without a pending event
 # WAKE_ROOM << g: room in the injection FIFO of group g (see fifo_group)
 WAKE_INBOX, WAKE_GRANT, WAKE_ROOM = 1, 4, 8
 
 # ------------------------------------------------------------------ counters
-C_HEAP_N, C_SEQ, C_FREE_HEAD, C_NFREE, C_INJECTED, C_WIRE, C_DELIVERED, C_EVENTS = 0, 1, 2, 3, 4, 5, 6, 7
-C_APPLIED, C_DONE, C_ERROR, C_HOPS, C_SEQ_LIMIT = 8, 9, 10, 11, 12
+C_HEAP_N, C_FREE_HEAD, C_NFREE, C_INJECTED, C_WIRE, C_DELIVERED, C_EVENTS = 0, 2, 3, 4, 5, 6, 7
+C_APPLIED, C_DONE, C_ERROR, C_HOPS = 8, 9, 10, 11
 # the latest (time bits, key) popped so far: a deferred return below it would already have been popped
 C_SEEN_T, C_SEEN_K = 13, 14
-# the kernels renumber (heap and deferred returns together) between batches once C_SEQ reaches this
-C_RENUMBER_AT = 15
 # statistics of the deferred credit returns: applied beside their pool, pushed into the heap late
-# (someone started waiting), pushed at once because the pool's slots were full; renumberings, and the
-# deferred returns they found pending
-C_LAZY, C_RESCHEDULED, C_DEFER_FULL, C_RENUMBERED, C_RENUMBER_KEPT = 16, 17, 18, 19, 20
+# (someone started waiting), pushed at once because the pool's slots were full
+C_LAZY, C_RESCHEDULED, C_DEFER_FULL = 16, 17, 18
 # the event queue's calendar (see "event queue"): the current bucket, 1 / bucket width (float bits), entries
 # outside the heap, of them those in the calendar's slots (the rest overflow), the overflow's smallest bucket,
 # the far table's free list and high-water mark; statistics: buckets moved into the heap
@@ -93,6 +93,8 @@ C_NEXT_MARK, C_MARK_INDEX = 31, 32
 # the stopping rule (--precision): the time after which no event is processed (float bits; int64 max while the
 # rule has not held), and the marks crossed when the driver last evaluated it (gupsim.engines.fast.driver)
 C_STOP_T, C_CHECKED = 33, 34
+# the entity whose event runs (gupsim.engines.fast.events, "Event order"): what it schedules is keyed by it
+C_ACTIVE = 35
 # BG/P's DMA (gupsim.engines.fast.dma): sends that found their first link held by other traffic, and the
 # seconds they backed off (float bits)
 C_THROTTLE_WAITS, C_THROTTLED_S = 40, 41

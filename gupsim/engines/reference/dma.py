@@ -116,7 +116,7 @@ class DmaNetwork(Network):
 
     def launch(self, pkt: Packet) -> None:
         self._launched(pkt)
-        self.env.process(self._dma_transit(pkt))
+        self.env.process(self._dma_transit(pkt)).entity = self.router_entity(self.node_of(pkt.src))
 
     def _dma_transit(self, pkt: Packet):
         env = self.env

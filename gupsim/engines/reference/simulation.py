@@ -39,6 +39,7 @@ after checking that it reached the rank that owns it.
 from __future__ import annotations
 
 import math
+from heapq import heappop, heappush
 from pathlib import Path
 from typing import Any, Callable
 
@@ -70,11 +71,74 @@ PROGRESS_EVERY_EVENTS = 1 << 16
 
 
 class CountingEnvironment(simpy.Environment):
-    """A SimPy environment that reports how many events it has scheduled (the speed metric).
+    """A SimPy environment in the canonical event order (:mod:`gupsim.engines.fast.events`, "Event order"),
+    which reports how many events it has scheduled (the speed metric).
 
-    SimPy numbers every scheduled event from one counter; reading it costs
-    nothing per event, unlike overriding ``step``.
+    SimPy's own ``schedule`` keys an event by (time, priority, event id), one counter for the whole run.
+    Here the id is replaced by (entity, that entity's own sequence number): the entity is the one whose code
+    schedules the event: the process running (``process.entity``: a rank's, or a packet's at the router its
+    head is at), or else the entity the event being processed runs as (``event.entity``: the one that made
+    it, which waits on it, unless it was handed on, as a credit return is to its pool's owner), else the one
+    that scheduled it.  The id counter still
+    counts every event, but no longer orders any.
     """
+
+    def __init__(self, initial_time: float = 0) -> None:
+        super().__init__(initial_time)
+        self._entity = 0  # the entity whose code runs when no process does (setting up: the first rank)
+        self._seqs: dict[int, int] = {}
+
+    @property
+    def active_entity(self) -> int:
+        proc = self._active_proc
+        return proc.entity if proc is not None else self._entity
+
+    def schedule(self, event: simpy.Event, priority: int = 1, delay: float = 0) -> None:
+        entity = self.active_entity
+        seq = self._seqs.get(entity, 0)
+        self._seqs[entity] = seq + 1
+        next(self._eid)
+        heappush(self._queue, (self._now + delay, priority, entity, seq, event))
+
+    def step(self) -> None:
+        try:
+            self._now, _, entity, _, event = heappop(self._queue)
+        except IndexError:
+            raise EmptySchedule from None
+        handed = getattr(event, "entity", None)
+        self._entity = entity if handed is None else handed
+        callbacks, event.callbacks = event.callbacks, None
+        try:
+            for callback in callbacks:
+                callback(event)
+        except StopSimulation:
+            event.callbacks = callbacks[callbacks.index(callback) + 1:]
+            self.schedule(event, -1)
+            raise
+        if not event._ok and not hasattr(event, "_defused"):
+            exc = type(event._value)(*event._value.args)
+            exc.__cause__ = event._value
+            raise exc
+
+    def event(self) -> simpy.Event:
+        """An event, run (once it fires) as the entity that made it: the one that waits on it."""
+        event = simpy.Event(self)
+        event.entity = self.active_entity
+        return event
+
+    def timeout(self, delay: float = 0, value: Any = None) -> simpy.Timeout:
+        """A timeout, run as the entity that made it (unless handed on: ``timeout.entity``)."""
+        entity = self.active_entity
+        timeout = simpy.Timeout(self, delay, value)
+        timeout.entity = entity
+        return timeout
+
+    def process(self, generator: Any) -> simpy.Process:
+        """A process, run by the entity that starts it until it says otherwise (``process.entity``)."""
+        entity = self.active_entity
+        proc = simpy.Process(self, generator)
+        proc.entity = entity
+        return proc
 
     @property
     def events_scheduled(self) -> int:
@@ -148,6 +212,8 @@ class Simulation:
         messages, until every process has returned); a queue that empties first is a deadlock, reported in
         one line.  ``progress(applied, total)``, if given, hears how far the run has got."""
         procs = [self.env.process(self.algorithm.process(r)) for r in range(self.num_ranks)]
+        for r, proc in enumerate(procs):
+            proc.entity = r
         runs_to_completion = getattr(self.algorithm.options, "termination", "counter") == "messages"
         finish = self.env.all_of(procs) if runs_to_completion else self.all_applied
         try:

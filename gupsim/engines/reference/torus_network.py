@@ -138,10 +138,12 @@ class Credits:
     never stuck behind one that is waiting to get on.
     """
 
-    __slots__ = ("env", "capacity", "free", "_cont", "_enter", "_watchers", "order", "head_free_at")
+    __slots__ = ("env", "capacity", "free", "_cont", "_enter", "_watchers", "order", "head_free_at", "owner")
 
-    def __init__(self, env: simpy.Environment, capacity: int):
+    def __init__(self, env: simpy.Environment, capacity: int, owner: int | None = None):
         self.env, self.capacity, self.free = env, capacity, capacity
+        # the entity whose code a credit return to this pool runs as (gupsim.engines.fast.events, "Event order")
+        self.owner = owner
         # buffer_order fifo: the packets holding room here, oldest first, and when the oldest may leave
         self.order: deque = deque()
         self.head_free_at = 0.0
@@ -292,8 +294,9 @@ class Network(FifoInjection):
         # node coordinates, for choosing a packet's injection FIFO (only needed per dimension)
         self._coords = [tuple(int(v) for v in c) for c in topology.coords_array()] if self.fifo_groups > 1 else []
         fifos = self.num_ranks * self.fifo_groups
-        self.injection = [Credits(env, net.injection_fifo_chunks) for _ in range(fifos)]
-        self.reception = [Credits(env, net.reception_fifo_chunks) for _ in range(fifos)]
+        # a rank's FIFOs belong to the rank (entity r), a link's buffers to the router at its far end
+        self.injection = [Credits(env, net.injection_fifo_chunks, i // self.fifo_groups) for i in range(fifos)]
+        self.reception = [Credits(env, net.reception_fifo_chunks, i // self.fifo_groups) for i in range(fifos)]
         self.inbox = [Mailbox(env) for _ in range(self.num_ranks)]
         self.packets_injected = 0
         self.wire_bytes_injected = 0
@@ -320,6 +323,10 @@ class Network(FifoInjection):
     def node_of(self, rank: int) -> int:
         return rank // self.ppn
 
+    def router_entity(self, node: int) -> int:
+        """The entity of ``node``'s router in the event order: after every rank's."""
+        return self.num_ranks + node
+
     def route(self, src_node: int, dst_node: int) -> list[int]:
         key = (src_node, dst_node)
         route = self._routes.get(key)
@@ -341,7 +348,7 @@ class Network(FifoInjection):
     def _buffer(self, link: int) -> Credits:
         buf = self._buffers[link]
         if buf is None:
-            buf = self._buffers[link] = Credits(self.env, self.cfg.link_buffer_chunks)
+            buf = self._buffers[link] = Credits(self.env, self.cfg.link_buffer_chunks, self.router_entity(self._link_dst[link]))
         return buf
 
     # ------------------------------------------------------------------ injection
@@ -349,7 +356,7 @@ class Network(FifoInjection):
     def launch(self, pkt: Packet) -> None:
         """Send ``pkt``, which already holds its room in the injection FIFO."""
         self._launched(pkt)
-        self.env.process(self._transit(pkt))
+        self.env.process(self._transit(pkt)).entity = self.router_entity(self.node_of(pkt.src))
 
     def release_later(self, delay: float, credits: Credits, chunks: int) -> None:
         """Give ``chunks`` back to ``credits`` after ``delay`` seconds."""
@@ -357,6 +364,7 @@ class Network(FifoInjection):
             credits.give(chunks)
             return
         ev = self.env.timeout(delay)
+        ev.entity = credits.owner
         ev.callbacks.append(lambda _e: credits.give(chunks))
 
     def _transit(self, pkt: Packet):
@@ -399,7 +407,9 @@ class Network(FifoInjection):
                 self._leave(held, start)
                 buf.order.append(pkt)
             held = buf
-            yield env.timeout(start + head_s - env.now)
+            arrival = env.timeout(start + head_s - env.now)
+            env.active_process.entity = self.router_entity(node)  # from now on its code runs at that router
+            yield arrival
         # Destination: wait for room in the reception FIFO, then for the tail.
         rec = self.reception[pkt.dst * self.fifo_groups + arrived_on] if self.fifo_groups > 1 \
             else self.reception[pkt.dst]
@@ -442,7 +452,8 @@ class Network(FifoInjection):
         """The dynamic virtual channel of ``link`` (adaptive routing), made on first use."""
         vc = self._dynamic[link]
         if vc is None:
-            vc = self._dynamic[link] = Credits(self.env, self.cfg.link_buffer_chunks)
+            vc = self._dynamic[link] = Credits(self.env, self.cfg.link_buffer_chunks,
+                                                   self.router_entity(self._link_dst[link]))
         return vc
 
     def consumed(self, pkt: Packet) -> None:

@@ -42,13 +42,11 @@ CONTENDED = [
 IDS = [f"{a}-{s}-{'-'.join(k.split('.')[-1] for k in m)}" for a, s, _, m, _ in CONTENDED]
 
 
-def _run(monkeypatch, case, slots=None, seq_limit=None):
+def _run(monkeypatch, case, slots=None):
     algorithm, shape, updates, sets, options = case
     with monkeypatch.context() as m:
         if slots is not None:
             m.setattr(cr, "DEFER_SLOTS", slots)
-        if seq_limit is not None:
-            m.setattr(ev, "SEQ_LIMIT", seq_limit)
         return simulate(make_run_config(machine=load_machine("bgl", sets), shape=shape, algorithm=algorithm,
                                         updates_per_process=updates, algorithm_options=options, engine="fast"))
 
@@ -79,15 +77,6 @@ def test_full_slots_send_returns_to_the_heap_and_change_nothing(case, monkeypatc
     _assert_same(_run(monkeypatch, case, slots=0), one_slot)
 
 
-@pytest.mark.parametrize("case", [CONTENDED[0], CONTENDED[3], CONTENDED[4]], ids=[IDS[0], IDS[3], IDS[4]])
-def test_renumbering_with_deferred_returns_pending_changes_nothing(case, monkeypatch):
-    plain = _run(monkeypatch, case, slots=0)
-    renumbered = _run(monkeypatch, case, seq_limit=2000)
-    q = renumbered[0].queue_stats
-    assert q["renumbered"] > 5 and q["renumbered_deferred"] > 0
-    _assert_same(plain, renumbered)
-
-
 def test_contended_adaptive_virtual_node_run_is_simpys_bit_for_bit():
     """The deferred path under contention against the reference itself (not only against heap-only)."""
     algorithm, shape, updates, sets, options = CONTENDED[0]
@@ -101,28 +90,28 @@ def test_contended_adaptive_virtual_node_run_is_simpys_bit_for_bit():
 
 def test_settling_orders_returns_by_the_latest_key_popped():
     """An URGENT event scheduled for the current instant pops after NORMAL events of that instant: a return
-    kept with a key between the two was popped already, although its key is above the current event's."""
+    kept with a key between the two was popped already, although its key is above the current event's.
+    (Every event here is scheduled by entity 0, so keys order as the sequence numbers.)"""
     npools = 1
     ctr = np.zeros(tb.N_COUNTERS, dtype=np.int64)
     hh = ev.new_queue(64, ctr)
-    ctr[tb.C_SEQ_LIMIT] = ev.SEQ_LIMIT
     pq = np.full((npools, tb.PQ_COLS), -1, dtype=np.int32)
     pq[:, tb.PQ_DEFERRED] = pq[:, tb.PQ_FREE] = 0
-    dq = np.empty((npools, 2, 2), dtype=np.int64)
+    dq = np.empty((npools, 2, 3), dtype=np.int64)
     rk = np.zeros((1, tb.RK_NET_COLS), dtype=np.int32)
     ip = np.zeros(tb.N_IPARAMS, dtype=np.int64)
     ip[tb.I_POOL_INJ], ip[tb.I_NRANKS] = 10, 1  # pool 0 is not an injection FIFO
     pk = np.zeros((1, tb.PK_COLS), dtype=np.int32)
-    ev.push(hh, ctr, 1.0, ev.NORMAL, 0 << 3 | tb.EV_CPU)  # seq 0: a NORMAL event at t=1
+    ev.push(hh, ctr, 1.0, ev.NORMAL, ev.event(tb.EV_CPU, 0))  # seq 0: a NORMAL event at t=1
     cr.give_later(pk, pq, dq, rk, ip, hh, ctr, 0, 3, 0.0, 1.0)  # seq 1: 3 chunks return at t=1
-    ev.push(hh, ctr, 1.0, ev.NORMAL, 1 << 3 | tb.EV_CPU)  # seq 2: another NORMAL event at t=1
+    ev.push(hh, ctr, 1.0, ev.NORMAL, ev.event(tb.EV_CPU, 1))  # seq 2: another NORMAL event at t=1
     assert pq[0, tb.PQ_DEFERRED] == 1 and ctr[tb.C_HEAP_N] == 2
     ev.pop(hh, ctr)  # seq 0
     cr.settle(pq, dq, ctr, 0)
     assert pq[0, tb.PQ_FREE] == 0  # the return (seq 1) is still due
     ev.pop(hh, ctr)  # seq 2: the return was popped before it in the heap-only order
-    ev.push(hh, ctr, 1.0, ev.URGENT, 2 << 3 | tb.EV_CPU)  # seq 3, URGENT at t=1: its key is below the return's
+    ev.push(hh, ctr, 1.0, ev.URGENT, ev.event(tb.EV_CPU, 2))  # seq 3, URGENT at t=1: its key is below the return's
     t, payload = ev.pop(hh, ctr)
-    assert (t, payload >> 3) == (1.0, 2)
+    assert (t, ev.event_arg(payload)) == (1.0, 2)
     cr.settle(pq, dq, ctr, 0)
     assert pq[0, tb.PQ_FREE] == 3 and pq[0, tb.PQ_DEFERRED] == 0  # applied: it was popped before seq 2 and seq 3

@@ -10,7 +10,7 @@ from gupsim.base.errors import GupsimError, SimulationError
 from gupsim.app.reporting import MEASURED_KEYS, model_fields
 from gupsim.engines.run import MIN_STEADY_UPDATES, make_run_config, simulate
 from gupsim.model.run_config import SLICE_START_FRACTION
-from gupsim.engines.reference.simulation import Simulation
+from gupsim.engines.reference.simulation import CountingEnvironment, Simulation
 
 ALGORITHMS = ["baseline", "one-packet"]
 
@@ -240,3 +240,40 @@ def test_memory_estimate_refuses_when_little_is_available(bgl, monkeypatch):
         _run(bgl, "baseline", shape="4x4x4", updates=10)
     monkeypatch.setattr(memory, "available_bytes", lambda: 64 * 2**30)
     assert _run(bgl, "baseline", shape="4x4x4", updates=10)[0].memory_estimate_bytes < 64 * 2**30
+
+
+def test_events_of_one_instant_pop_by_entity_then_in_the_entitys_own_order():
+    """The canonical order (gupsim.engines.fast.events, "Event order"): at equal times and phases the lower
+    entity first, and an entity's own events in the order it scheduled them, whatever order the entities
+    scheduled theirs in.  (SimPy's own order would give e5-first, e2, e5-second.)"""
+    env = CountingEnvironment()
+    popped = []
+
+    def proc(name):
+        yield env.timeout(1.0)
+        popped.append(name)
+
+    for entity, name in [(5, "e5-first"), (2, "e2"), (5, "e5-second")]:
+        env.process(proc(name)).entity = entity
+    env.run()
+    assert popped == ["e2", "e5-first", "e5-second"]
+    assert env.events_scheduled == 9  # three starts, three timeouts, three process ends
+
+
+def test_a_timeout_handed_on_runs_as_the_entity_it_was_handed_to():
+    """A credit return's timeout is scheduled by one entity and runs as its pool's owner: what it schedules
+    is keyed by the owner."""
+    env = CountingEnvironment()
+    order = []
+    done = env.timeout(1.0)  # made by entity 0 (setting up)
+    done.entity = 7
+    done.callbacks.append(lambda _e: env.timeout(0.0).callbacks.append(lambda _e: order.append(env.active_entity)))
+
+    def other():
+        yield env.timeout(1.0)
+        yield env.timeout(0.0)
+        order.append("entity 3")
+
+    env.process(other()).entity = 3
+    env.run()
+    assert order == ["entity 3", 7]
