@@ -63,7 +63,7 @@ def reference_trace(machine, shape, script):
     for i, (src, dst, chunks, at) in enumerate(script):
         pkt = net.make_packet(src, dst, chunks * machine.network.chunk_bytes)
         index[id(pkt)] = i
-        env.process(inject(pkt, at))
+        env.process(inject(pkt, at)).entity = src  # its sender's CPU launches it (the event order's entity)
     env.run()
     return trace
 
@@ -77,11 +77,14 @@ def _run_script(net, log, src, dst, chunks, wire, times):
         p = c.alloc_packet(pk, ctr)
         pk[p, tb.PK_SRC], pk[p, tb.PK_DST], pk[p, tb.PK_CHUNKS], pk[p, tb.PK_WIRE] = src[i], dst[i], chunks[i], wire[i]
         cr.take(net.pools, net.deferred, ctr, cr.inj_pool(ip, src[i], dst[i]), chunks[i], 0)
+        ctr[tb.C_ACTIVE] = src[i]  # launched by its sender's CPU, as the reference's script process is
         c.launch(pk, pf, ip, hh, ctr, p, times[i])
     while ctr[tb.C_HEAP_N] > 0:
         now, payload = ev.pop(hh, ctr)
-        if payload & 7 != tb.EV_CPU:
-            c.routed_event(payload & 7, payload >> 3, net, now, log)
+        kind, a = ev.event_kind(payload), ev.event_arg(payload)
+        if kind != tb.EV_CPU:
+            c.enter(net, kind, a)
+            c.routed_event(kind, a, net, now, log)
 
 
 def fast_trace(machine, shape, script):
