@@ -110,17 +110,26 @@ def test_one_packet_on_bgp_refuses_a_payload_that_leaves_no_room_for_the_dma_hea
                                  engine="simpy", algorithm_options={"payload_bytes": room + 1}))
 
 
+#: How far above a bound a window of the run may go (see the test below); the whole run may not go above at all.
+WINDOW_EXCESS = 0.01
+
+
 @pytest.mark.parametrize("alg, mode", [(alg, mode) for alg in ("baseline", "routed", "one-packet") for mode in ("SMP", "VN")]
                          + [("routed-split", "dual"), ("routed-split", "VN")])
 def test_fast_engine_rows_stay_at_or_under_both_bounds_by_either_rate(alg, mode):
-    """The rows the full table runs on the fast engine, at its run length, on a small partition: neither the
-    windowed rate (``sim_gups``) nor the whole run's exceeds either bound."""
+    """The rows the full table runs on the fast engine, at its run length, on a small partition: the whole run's
+    rate (``sim_gups_run``) never exceeds either bound, and the windowed rate (``sim_gups``) exceeds them by at
+    most :data:`WINDOW_EXCESS`.
+
+    The bounds hold for a long run's throughput.  A window of the run may apply updates whose generating CPU
+    work fell before it opened, so a window can run a little above a CPU bound (one-packet SMP on 4x4x4: 0.14%
+    above under the canonical event order)."""
     shape = "4x4x4"
     bound = gups.row_bounds(shape, mode, alg)
     sim = gups.simulate_row(shape, mode, alg, gups.simulated_updates(512, mode, alg))  # the table's own length
     assert sim["sim_engine"] == "fast"
-    for rate in ("sim_gups", "sim_gups_run"):
-        assert 0 < sim[rate] <= bound["bound_gups"], (rate, sim[rate], bound)
+    assert 0 < sim["sim_gups_run"] <= bound["bound_gups"], (sim["sim_gups_run"], bound)
+    assert 0 < sim["sim_gups"] <= bound["bound_gups"] * (1 + WINDOW_EXCESS), (sim["sim_gups"], bound)
 
 
 def test_full_table_simulates_every_algorithm_on_the_fast_engine_to_1024_nodes():
