@@ -40,6 +40,7 @@ from numba import njit
 from gupsim.base.errors import UnknownNameError
 
 from gupsim.engines.fast.credits import enqueue, give, give_later, inj_pool, list_append, rec_pool, room, take, wake
+from gupsim.engines.order import router_entity
 from gupsim.engines.fast.events import NORMAL, URGENT, event, event_arg, event_kind, give_chunks, give_pool, push
 from gupsim.engines.fast import dma
 from gupsim.engines.fast.router import RouterKernel, dimension_order_port, escape_bubble, less_busy, minimal_ports, ring_offset, trace, transit_of
@@ -512,7 +513,7 @@ def pool_owner(ip, nbr, pool):
     a rank's FIFOs to the rank (gupsim.engines.fast.events, "Event order")."""
     if pool < ip[I_POOL_INJ]:
         link = pool if pool < ip[I_POOL_DYN] else pool - ip[I_POOL_DYN]
-        return ip[I_NRANKS] + nbr[link]
+        return router_entity(ip[I_NRANKS], nbr[link])
     base = ip[I_POOL_INJ] if pool < ip[I_POOL_REC] else ip[I_POOL_REC]
     return (pool - base) // ip[I_FIFO_GROUPS]
 
@@ -527,7 +528,7 @@ def enter(net, kind, a):
     elif kind == EV_GIVE:
         entity = pool_owner(ip, net.neighbors, give_pool(a))
     else:
-        entity = ip[I_NRANKS] + net.packets[a, PK_NODE]
+        entity = router_entity(ip[I_NRANKS], net.packets[a, PK_NODE])
     net.counters[C_ACTIVE] = entity
 
 

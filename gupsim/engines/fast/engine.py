@@ -19,6 +19,7 @@ from gupsim.algorithms.base import algorithm_class, validate_options
 from gupsim.base.errors import DeadlockError, GupsimError, SimulationError
 from gupsim.base.memory import FAST_BASE_BYTES, FAST_MARGIN_BYTES, FAST_NODE_BYTES, check_fits
 from gupsim.engines.links import link_stats
+from gupsim.engines.order import MAX_ENTITIES, entities
 from gupsim.engines.outcome import RunOutcome
 from gupsim.model.costs import CostModel
 from gupsim.model.output_analysis import CHECK_EVERY, applied_marks, first_check, precise
@@ -199,7 +200,7 @@ class FastSimulation:
             fp[tb.F_DMA_RATE] = dma.engine_bytes_per_s
             fp[tb.F_RX_OVERHEAD_S] = dma.rx_packet_overhead_ns * 1e-9
             fp[tb.F_BACKOFF_S] = dma.throttle_backoff_ns * 1e-9
-        if 2 * nlinks + 2 * F > ev.MAX_POOLS or R + n > ev.MAX_ENTITIES:  # a credit return names its pool
+        if 2 * nlinks + 2 * F > ev.MAX_POOLS or entities(R, n) > MAX_ENTITIES:  # a credit return names its pool
             raise GupsimError(f"fast engine: {R:,} processes on {n:,} nodes is too large for its event keys")
         npools = 2 * nlinks + 2 * F
         pq = tb.line_aligned((npools, tb.PQ_COLS), np.int32, -1)  # no waiters; 32-byte rows, two to a line
@@ -221,7 +222,7 @@ class FastSimulation:
         ctr[tb.C_STOP_T] = driver.NO_STOP
         c.link_free_list(pk, 0, packets, ctr)
         heap = 4 * R + 2 * ev.HEAP_MARGIN
-        hh = ev.new_queue(heap, ctr, ev.bucket_seconds(fp[tb.F_CHUNK_S] + fp[tb.F_ROUTER_S], R), entities=R + n)
+        hh = ev.new_queue(heap, ctr, ev.bucket_seconds(fp[tb.F_CHUNK_S] + fp[tb.F_ROUTER_S], R), entities=entities(R, n))
         c.start_cpus(hh, ctr, R)
         lay = self.layout
         arrays = {

@@ -1,26 +1,4 @@
-"""The canonical event order, and the fast engine's event queue that keeps it.
-
-**Event order.**  Both engines process the events of a run in one order, defined here and nowhere else
-(docs/architecture.md, "Event order").  An event is keyed
-
-    (time, phase, entity, seq)
-
-* ``time``: when it happens.
-* ``phase``: :data:`URGENT` (0: a process starting, SimPy's Initialize), :data:`NORMAL` (1: everything else),
-  :data:`END_OF_INSTANT` (2: after every other event of its instant; the stopping rule's end of the run, and
-  where an allocator will decide once every arrival of the instant is in).
-* ``entity``: the part of the machine that scheduled it, i.e. whose code was running: rank ``r`` is entity
-  ``r``, the router of node ``n`` is entity ``ranks + n``.  A CPU's event runs as its rank; a packet's event
-  (its head reaching a router, a grant, its tail, its turn in a buffer) as the router its head is at; a credit
-  return as its pool's owner (a link's buffers: the router at the link's far end; a rank's FIFOs: the rank).
-* ``seq``: how many events that entity had scheduled before: a counter each entity keeps for itself.
-
-Events pop in increasing key.  Nothing in the key is global: not SimPy's event id, not a packet's row in a
-table allocated from a shared free list.  So whichever part of a partitioned machine owns an entity computes
-its keys alone, and the run stays a pure function of (config, seed) however the machine is split.  Ties in
-time and phase go to the lower entity; an entity's own events keep their order of scheduling.  The reference
-engine keeps it through its SimPy environment
-(:class:`gupsim.engines.reference.simulation.CountingEnvironment`), the fast engine through the keys below.
+"""The fast engine's event queue, which keeps the canonical event order (:mod:`gupsim.engines.order`).
 
 **The event queue** is a 4-ary heap behind a calendar of time buckets (see
 "event queue" below): the heap holds only the events of the buckets up to the
@@ -48,19 +26,11 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+# The phases are part of push's signature, so the kernels take them from here with it.
+from gupsim.engines.order import MAX_ENTITIES, NORMAL, URGENT, order_key  # noqa: F401
 from gupsim.engines.fast.tables import EV_GIVE, C_ACTIVE, C_CAL_N, C_CUR, C_EVENTS, C_FAR_FREE, C_FAR_N, C_FAR_TOP, C_HEAP_N, C_INV_W, C_MOVED, C_NFREE, C_OV_MIN, C_PAUSE_AT, C_REFILED, C_SEEN_K, C_SEEN_T, C_STOP_T, PACKET_MARGIN, f2i, grow, i2f
 
 
-URGENT, NORMAL = 0, 1  # SimPy's priorities: process initialisation before ordinary events
-#: The phase after every other of an instant (the stopping rule's; :data:`gupsim.engines.reference.simulation.END_OF_INSTANT`).
-END_OF_INSTANT = 2
-# A key is ``phase << PHASE_SHIFT | entity << SEQ_BITS | seq`` (see "Event order"): 24 bits of entity (16M ranks
-# and routers), 37 of the entity's own sequence (1.4e11 events scheduled by one entity; none ever renumbers).
-SEQ_BITS = 37
-ENTITY_BITS = 24
-PHASE_SHIFT = SEQ_BITS + ENTITY_BITS
-MAX_ENTITIES = 1 << ENTITY_BITS
-SEQ_MASK = (1 << SEQ_BITS) - 1
 #: A payload has a column of its own in the queue; below 2^PAYLOAD_BITS.
 PAYLOAD_BITS = 48
 PAYLOAD_MASK = (1 << PAYLOAD_BITS) - 1
@@ -138,7 +108,7 @@ def key_for(ctr, seqs, phase):
     entity = ctr[C_ACTIVE]
     seq = seqs[entity]
     seqs[entity] = seq + 1
-    return (phase << PHASE_SHIFT) | (entity << SEQ_BITS) | seq
+    return order_key(phase, entity, seq)
 
 
 @njit(cache=True, _nrt=False)

@@ -55,6 +55,7 @@ from gupsim.model.costs import CostModel
 from gupsim.model.output_analysis import applied_marks, check_points, first_check, precise
 from gupsim.engines.checks import check_network
 from gupsim.engines.contract import Engine, Progress, SavedProgress, Simulated
+from gupsim.engines.order import END_OF_INSTANT
 from gupsim.engines.outcome import RunOutcome
 from gupsim.engines.reference.cpu import Cpu
 from gupsim.engines.reference.networks import make_network
@@ -62,16 +63,13 @@ from gupsim.model.run_config import (MAX_PENDING_UPDATES, VERIFY_BYTES_PER_WORD,
                                      log2_table_size, stream_layout, stream_start)
 from gupsim.topology.base import make_topology, parse_shape
 
-#: SimPy orders the events of one instant by priority (URGENT 0, NORMAL 1, then by scheduling order): an event
-#: of priority 2 comes after every other event of its instant, those scheduled later included.
-END_OF_INSTANT = 2
 
 #: SimPy events between two progress reports (a fraction of a second of the reference engine).
 PROGRESS_EVERY_EVENTS = 1 << 16
 
 
 class CountingEnvironment(simpy.Environment):
-    """A SimPy environment in the canonical event order (:mod:`gupsim.engines.fast.events`, "Event order"),
+    """A SimPy environment in the canonical event order (:mod:`gupsim.engines.order`),
     which reports how many events it has scheduled (the speed metric).
 
     SimPy's own ``schedule`` keys an event by (time, priority, event id), one counter for the whole run.

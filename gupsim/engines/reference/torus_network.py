@@ -74,6 +74,7 @@ from typing import TYPE_CHECKING, Any
 
 import simpy
 from gupsim.engines.links import link_stats
+from gupsim.engines.order import router_entity
 from gupsim.engines.reference.router import make_router
 from gupsim.engines.router_rules import admits, grants
 from gupsim.topology.grid import HALF_RING_TIES
@@ -325,7 +326,7 @@ class Network(FifoInjection):
 
     def router_entity(self, node: int) -> int:
         """The entity of ``node``'s router in the event order: after every rank's."""
-        return self.num_ranks + node
+        return router_entity(self.num_ranks, node)
 
     def route(self, src_node: int, dst_node: int) -> list[int]:
         key = (src_node, dst_node)
