@@ -44,6 +44,7 @@ from numba import njit, types
 from numba.extending import overload
 
 from gupsim.engines import router_rules as rules
+from gupsim.engines.fast.contract import Network
 from gupsim.engines.fast.tables import I_BUBBLE, I_TIES, I_WRAPS, I_X
 
 _compile = njit(cache=True, inline="always", _nrt=False)
@@ -55,37 +56,13 @@ less_busy = _compile(rules.less_busy)
 entry_bubble = _compile(rules.entry_bubble)
 
 
-class Transit(NamedTuple):
-    """The tables a packet's transit reads, by component (columns: :mod:`gupsim.engines.fast.tables`).  The
-    fields are :class:`gupsim.engines.fast.contract.Network`'s of the same names; the compiled code names them
-    by the short aliases in brackets where one line reads many."""
-
-    #: [pk] packet rows: source, destination, size, where the head is, what it waits for.
-    packets: np.ndarray
-    #: [pf] packet rows: when it started on its link, when it asked for room.
-    packet_times: np.ndarray
-    #: [pq] credit pools (link buffers, dynamic channels, FIFOs): free chunks, waiter queues, buffer order.
-    pools: np.ndarray
-    #: [dq] credit returns kept beside each pool.
-    deferred: np.ndarray
-    #: [rk] ranks: inbox, what wakes the CPU.
-    ranks: np.ndarray
-    #: [lf] links: free-at time, busy and blocked seconds (and the DMA rows below them).
-    link_times: np.ndarray
-    #: [lb] links: bytes carried.
-    link_bytes: np.ndarray
-    #: [ip] integer parameters (``I_*``).
-    int_params: np.ndarray
-    #: [fp] float parameters (``F_*``).
-    float_params: np.ndarray
-    #: [nbr] links: the node at the far end.
-    neighbors: np.ndarray
-    #: nodes: coordinates.
-    coords: np.ndarray
-    #: [hh] the event queue.
-    queue: tuple
-    #: [ctr] counters.
-    counters: np.ndarray
+#: The :class:`gupsim.engines.fast.contract.Network` fields a packet's transit reads, in :class:`Transit`'s order.
+TRANSIT_FIELDS = ("packets", "packet_times", "pools", "deferred", "ranks", "link_times", "link_bytes",
+                  "int_params", "float_params", "neighbors", "coords", "queue", "counters")
+# Typed as Network's fields are, and documented there: a router kernel specialises on these tables only.
+Transit = NamedTuple("Transit", [(name, Network.__annotations__[name]) for name in TRANSIT_FIELDS])
+Transit.__doc__ = """The tables a packet's transit reads: :data:`TRANSIT_FIELDS` of
+:class:`gupsim.engines.fast.contract.Network` (whose comments say what each holds)."""
 
 
 @njit(cache=True, inline="always", _nrt=False)
