@@ -64,8 +64,10 @@ def test_no_cache_section_means_no_cycles():
 
 
 def test_the_option_reaches_the_hop_cost_of_a_run():
+    # A 4 KB L1, so the round-robin misses (about 27 cycles a hop) cost more than one run's jitter between two
+    # machines (3.5 cycles per update rms: tests/algorithms/test_routed.py); with the 32 KB L1 they cost ~4.
     def miss(model):
-        machine = load_machine("bgl", {"cache.routed_working_set": model})
+        machine = load_machine("bgl", {"cache.routed_working_set": model, "cache.l1_bytes": 4096})
         rec = simulate(make_run_config(machine=machine, shape="4x4x2", algorithm="routed", updates_per_process=4096,
                                        engine="fast"))[1]
         return rec["alg_lookup_miss_cycles_per_hop"], rec["cycles_per_update"]
