@@ -4,6 +4,9 @@ saved (as a killed process would be)."""
 
 from __future__ import annotations
 
+import os
+import time
+
 import pandas as pd
 import pytest
 from hypothesis import settings
@@ -11,7 +14,8 @@ from hypothesis import settings
 from gupsim.app.cli import main
 from gupsim.config import load_machine
 from gupsim.engines.fast import driver
-from gupsim.engines.run import compile_all
+from gupsim.engines.fast.engine import KERNELS, simulate_fast
+from gupsim.engines.run import compile_all, make_run_config
 from gupsim.studies.validation import reference_table
 
 # No wall-clock deadline on any property test: speed lives in benchmarks/, and on a loaded 2-core box a
@@ -25,27 +29,45 @@ COMPILE_SECONDS = pytest.StashKey[float]()
 
 @pytest.fixture(scope="session", autouse=True)
 def compiled_kernels(request):
-    """Compile every fast-engine kernel once, before the first test: a cold compile takes a minute or more on
-    a 2-core box, and would otherwise be charged to whichever test first runs the fast engine.  The seconds
-    are reported at the end of the session; with Numba's cache warm they are about one."""
-    request.config.stash[COMPILE_SECONDS] = compile_all() + _compile_with_precision()
+    """Compile every fast-engine kernel once, before the first test: a cold compile takes minutes on a 2-core
+    box, and would otherwise be charged to whichever test first runs the fast engine.  The seconds are
+    reported at the end of the session; with Numba's cache warm they are a few.
 
-
-def _compile_with_precision() -> float:
-    """The kernels again with a precision target: ``gupsim run`` stops at 2% by default, and Numba compiles
-    a run with a float precision apart from one with None (another argument type); compiled here, no test's
-    stderr gets the compile notice."""
-    import time
-
-    from gupsim.engines.fast.engine import KERNELS, simulate_fast
-    from gupsim.engines.run import make_run_config
-
+    Under pytest-xdist each worker is a process of its own and needs every kernel, but Numba's cache is on
+    disk: worker ``i`` of ``n`` starts at the ``i``-th ``n``-th of the list, so the workers compile different
+    kernels at once and then load the others' from the cache instead of compiling them again."""
     t0 = time.perf_counter()
-    machine = load_machine("bgl", {"cpu.processes_per_node": 2})
-    for name in KERNELS:
-        simulate_fast(make_run_config(machine=machine, shape="2x2x1", algorithm=name, updates_per_process=64,
-                                      precision=0.02))
-    return time.perf_counter() - t0
+    jobs = _kernel_runs()
+    start = len(jobs) * _worker_index() // _worker_count()
+    for algorithm, precision in jobs[start:] + jobs[:start]:
+        simulate_fast(make_run_config(machine=load_machine("bgl", {"cpu.processes_per_node": 2}), shape="2x2x1",
+                                      algorithm=algorithm, updates_per_process=64, precision=precision))
+    compile_all()  # every registered engine's own compile step: the fast kernels are in this process by now
+    request.config.stash[COMPILE_SECONDS] = time.perf_counter() - t0
+    if hasattr(request.config, "workeroutput"):  # an xdist worker: the controller prints the slowest's
+        request.config.workeroutput["compile_s"] = request.config.stash[COMPILE_SECONDS]
+
+
+def _kernel_runs() -> list:
+    """(algorithm, precision) of a small run per compiled variant: ``gupsim run`` stops at 2% by default, and
+    Numba compiles a run with a float precision apart from one with None (another argument type); compiled
+    here, no test's stderr gets the compile notice."""
+    return [(name, precision) for name in KERNELS for precision in (None, 0.02)]
+
+
+def _worker_index() -> int:
+    return int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw"))
+
+
+def _worker_count() -> int:
+    return int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+
+
+def pytest_testnodedown(node, error):
+    """An xdist worker's compile seconds, kept by the controller (the longest worker's is the session's)."""
+    seconds = getattr(node, "workeroutput", {}).get("compile_s")
+    if seconds is not None:
+        node.config.stash[COMPILE_SECONDS] = max(seconds, node.config.stash.get(COMPILE_SECONDS, 0.0))
 
 
 def pytest_terminal_summary(terminalreporter, config):
