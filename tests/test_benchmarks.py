@@ -114,3 +114,10 @@ def test_bench_fast_redraws_a_slope_figure_only_from_every_case(monkeypatch, cap
     assert "slope: figure not redrawn, its CSV lacks 8x8x8 one-packet" in capsys.readouterr().err
     assert bench.slope_plots(rows(bench.SLOPE_SHAPES)) == {"slope": {"fit": 1.0}}
     assert drawn == ["slope"]
+
+
+def test_side_by_side_refuses_a_folder_that_is_no_checkout(tmp_path):
+    out = subprocess.run([sys.executable, str(BENCH_FAST.parent / "side_by_side.py"), "--base", str(tmp_path)],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2
+    assert f"--base {tmp_path} is not a gupsim checkout" in out.stderr
