@@ -131,13 +131,14 @@ def run_case(booksim: str, case: Case, workdir: str) -> tuple[Case, float | None
 
 
 def gupsim_saturation(k: int, routing: str, vcs_per_class: int, router: str, vc_buf_size: int,
-                      link_bytes_per_s: float, updates: int, seed: int) -> dict:
+                      link_bytes_per_s: float | None, clock_hz: float | None, updates: int, seed: int) -> dict:
     """One configuration's accepted load past saturation, from one ``one-packet`` run (the docstring says
     how it stands in for BookSim's)."""
     from gupsim.config import load_machine
     from gupsim.engines.run import make_run_config, simulate
 
-    sets = {"network.topology": "torus", "network.link_bytes_per_s": link_bytes_per_s,
+    sets = {"network.topology": "torus", **({"cpu.clock_hz": clock_hz} if clock_hz else {}),
+            **({"network.link_bytes_per_s": link_bytes_per_s} if link_bytes_per_s else {}),
             "network.max_chunks_per_packet": 1, "network.link_buffer_chunks": vc_buf_size,
             "network.routing": "adaptive" if routing == "adaptive" else "deterministic",
             "network.router.name": router}
@@ -150,7 +151,8 @@ def gupsim_saturation(k: int, routing: str, vcs_per_class: int, router: str, vc_
     return {"k": k, "routing": routing, "vcs_per_class": vcs_per_class, "router": router,
             "saturation": rec["network_bound_fraction"], "send_blocking_factor": rec["send_blocking_factor"],
             "link_utilisation_max": rec["link_utilisation_max"], "steady_state": rec["steady_state"],
-            "updates_per_process": updates, "engine": rec.get("engine")}
+            "updates_per_process": updates, "link_bytes_per_s": machine.network.link_bytes_per_s,
+            "clock_hz": machine.cpu.clock_hz, "engine": rec.get("engine")}
 
 
 def gupsim_only(args: argparse.Namespace) -> int:
@@ -160,7 +162,7 @@ def gupsim_only(args: argparse.Namespace) -> int:
             for router in args.routers:
                 for v in (args.vcs_per_class if router == "bgl-vc" else [1]):
                     row = gupsim_saturation(k, routing, v, router, args.vc_buf_size, args.link_bytes_per_s,
-                                            args.updates, args.seed)
+                                            args.clock_hz, args.updates, args.seed)
                     rows.append(row)
                     print(json.dumps(row), file=sys.stderr, flush=True)
     if args.json:
@@ -187,7 +189,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true", help="with --gupsim-only: print a JSON list")
     ap.add_argument("--routing", nargs="+", choices=["dor", "adaptive"], default=["dor", "adaptive"])
     ap.add_argument("--routers", nargs="+", default=["bgl-vc", "bluegene-l"], help="gupsim routers to run")
-    ap.add_argument("--link-bytes-per-s", type=float, default=20e6, help="gupsim: slowed links (network-bound)")
+    ap.add_argument("--link-bytes-per-s", type=float, default=20e6,
+                    help="gupsim: slowed links, so the CPUs offer more than the torus takes (0: bgl.yaml's)")
+    ap.add_argument("--clock-hz", type=float, default=0.0,
+                    help="gupsim: a faster CPU instead (e.g. 7e9 with --link-bytes-per-s 0), keeping the ratio of "
+                    "router delay to packet time bgl.yaml's (0: bgl.yaml's clock)")
     ap.add_argument("--updates", type=int, default=512, help="gupsim: updates per process")
     args = ap.parse_args(argv)
     if args.gupsim_only:

@@ -290,3 +290,19 @@ def test_vc_depth_must_hold_the_bubble():
     with pytest.raises(GupsimError, match="vc_depth_chunks=8 is too small"):
         _machine({"network.router.name": "bgl-vc", "network.router.vc_depth_chunks": 8})
     assert _machine({"network.router.vc_depth_chunks": 8}).network.router.name == "bluegene-l"  # unread
+
+
+@pytest.mark.parametrize("free,best,have,ok", [(5, 0, False, True), (5, 4, True, True), (4, 4, True, False),
+                                               (3, 4, True, False)])
+def test_more_tokens_rule(free, best, have, ok):
+    """The dynamic VC with strictly more free tokens wins; a tie keeps the earlier one."""
+    assert rules.more_tokens(free, best, have) is ok
+
+
+@pytest.mark.parametrize("waiting,free,bw,bf,have,ok", [
+    (3, 0, 0, 0, False, True), (0, 1, 1, 16, True, True), (1, 16, 0, 1, True, False), (0, 9, 0, 8, True, True),
+    (0, 8, 0, 8, True, False),
+])
+def test_fewer_waiters_rule(waiting, free, bw, bf, have, ok):
+    """Among a link's escape VCs: fewer waiters first, then more free tokens; a tie keeps the earlier VC."""
+    assert rules.fewer_waiters(waiting, free, bw, bf, have) is ok
