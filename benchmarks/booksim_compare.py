@@ -131,7 +131,8 @@ def run_case(booksim: str, case: Case, workdir: str) -> tuple[Case, float | None
 
 
 def gupsim_saturation(k: int, routing: str, vcs_per_class: int, router: str, vc_buf_size: int,
-                      link_bytes_per_s: float | None, clock_hz: float | None, updates: int, seed: int) -> dict:
+                      link_bytes_per_s: float | None, clock_hz: float | None, updates: int, seed: int,
+                      token_return_ns: float = 0.0) -> dict:
     """One configuration's accepted load past saturation, from one ``one-packet`` run (the docstring says
     how it stands in for BookSim's)."""
     from gupsim.config import load_machine
@@ -143,7 +144,8 @@ def gupsim_saturation(k: int, routing: str, vcs_per_class: int, router: str, vc_
             "network.routing": "adaptive" if routing == "adaptive" else "deterministic",
             "network.router.name": router}
     if router == "bgl-vc":
-        sets |= {"network.router.escape_vcs": vcs_per_class, "network.router.vc_depth_chunks": vc_buf_size}
+        sets |= {"network.router.escape_vcs": vcs_per_class, "network.router.vc_depth_chunks": vc_buf_size,
+                 "network.router.token_return_ns": token_return_ns}
     machine = load_machine("bgl", sets)
     run = make_run_config(machine=machine, shape=f"{k}x{k}x{k}", algorithm="one-packet",
                           updates_per_process=updates, seed=seed)
@@ -152,7 +154,8 @@ def gupsim_saturation(k: int, routing: str, vcs_per_class: int, router: str, vc_
             "saturation": rec["network_bound_fraction"], "send_blocking_factor": rec["send_blocking_factor"],
             "link_utilisation_max": rec["link_utilisation_max"], "steady_state": rec["steady_state"],
             "updates_per_process": updates, "link_bytes_per_s": machine.network.link_bytes_per_s,
-            "clock_hz": machine.cpu.clock_hz, "engine": rec.get("engine")}
+            "clock_hz": machine.cpu.clock_hz, "vc_depth_chunks": vc_buf_size, "token_return_ns": token_return_ns,
+            "engine": rec.get("engine")}
 
 
 def gupsim_only(args: argparse.Namespace) -> int:
@@ -162,7 +165,7 @@ def gupsim_only(args: argparse.Namespace) -> int:
             for router in args.routers:
                 for v in (args.vcs_per_class if router == "bgl-vc" else [1]):
                     row = gupsim_saturation(k, routing, v, router, args.vc_buf_size, args.link_bytes_per_s,
-                                            args.clock_hz, args.updates, args.seed)
+                                            args.clock_hz, args.updates, args.seed, args.token_return_ns)
                     rows.append(row)
                     print(json.dumps(row), file=sys.stderr, flush=True)
     if args.json:
@@ -191,6 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--routers", nargs="+", default=["bgl-vc", "bluegene-l"], help="gupsim routers to run")
     ap.add_argument("--link-bytes-per-s", type=float, default=20e6,
                     help="gupsim: slowed links, so the CPUs offer more than the torus takes (0: bgl.yaml's)")
+    ap.add_argument("--token-return-ns", type=float, default=0.0, help="gupsim bgl-vc: router.token_return_ns")
     ap.add_argument("--clock-hz", type=float, default=0.0,
                     help="gupsim: a faster CPU instead (e.g. 7e9 with --link-bytes-per-s 0), keeping the ratio of "
                     "router delay to packet time bgl.yaml's (0: bgl.yaml's clock)")
