@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 #: The routers a machine file may name (the engines register them under these names).
 ROUTER_NAMES = ("bluegene-l", "bgl-vc")
@@ -58,3 +58,13 @@ class RouterConfig(BaseModel):
         default="arrival",
         description="who gets a VC's returned tokens among waiting packets: arrival order, continuing packets "
         "before entering ones. BG/L's fullest-FIFO / random mix (157:53, facts row 7, inferred) is not built")
+
+    @model_validator(mode="after")
+    def _read_by_the_router_named(self) -> "RouterConfig":
+        """bluegene-l reads none of bgl-vc's parameters: one set away from its default would be ignored."""
+        if self.name == "bluegene-l":
+            unread = [f for f in type(self).model_fields if f != "name"
+                      and getattr(self, f) != type(self).model_fields[f].default]
+            if unread:
+                raise ValueError(f"router.{unread[0]} is read by router bgl-vc only (router.name is bluegene-l)")
+        return self

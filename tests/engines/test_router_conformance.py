@@ -256,7 +256,7 @@ def test_adaptive_vc_router_takes_the_hint_direction_with_most_tokens():
     trace = reference_trace(_machine(sets), "4x4x2", script)
     first = [r[4] for r in trace if r[1] == 0 and r[3] == rules.DECISION_DYNAMIC]
     assert set(first) <= {0, 2} and first[:4] == [0, 0, 2, 2]
-    old = reference_trace(_machine({**sets, "network.router.name": "bluegene-l"}), "4x4x2", script)
+    old = reference_trace(_machine({**TIGHT, "network.routing": "adaptive"}), "4x4x2", script)
     assert {r[4] for r in old if r[1] == 0 and r[3] == rules.DECISION_DYNAMIC} - {0, 2}  # it also took a - way
 
 
@@ -289,7 +289,8 @@ def test_vc_depth_must_hold_the_bubble():
     from gupsim.base.errors import GupsimError
     with pytest.raises(GupsimError, match="vc_depth_chunks=8 is too small"):
         _machine({"network.router.name": "bgl-vc", "network.router.vc_depth_chunks": 8})
-    assert _machine({"network.router.vc_depth_chunks": 8}).network.router.name == "bluegene-l"  # unread
+    with pytest.raises(GupsimError, match="router.escape_vcs is read by router bgl-vc only"):
+        _machine({"network.router.escape_vcs": 4})  # bluegene-l would ignore it
 
 
 @pytest.mark.parametrize("free,best,have,ok", [(5, 0, False, True), (5, 4, True, True), (4, 4, True, False),
