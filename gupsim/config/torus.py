@@ -38,6 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from gupsim.data import MACHINES_DIR, PACKAGE_SCHEME, read_table, resource
 from gupsim.config.field_errors import FieldProblem
 from gupsim.config.plausible import plausible_field
+from gupsim.config.router import RouterConfig
 from gupsim.base.files import read_bytes
 
 _STRICT = ConfigDict(frozen=True, extra="forbid", strict=True, allow_inf_nan=False)
@@ -96,6 +97,9 @@ class NetworkConfig(BaseModel):
     cut_through_bytes: int | None = Field(
         default=None, ge=1, le=MAX_COUNT,
         description="bytes a router must have before it forwards a packet's head (default: one chunk)")
+    router: RouterConfig = Field(
+        default_factory=RouterConfig,
+        description="the torus router and its virtual channels (gupsim.config.router; default: bluegene-l)")
 
     @model_validator(mode="after")
     def _buffers_hold_a_packet(self) -> "NetworkConfig":
@@ -111,6 +115,11 @@ class NetworkConfig(BaseModel):
                 f"link_buffer_chunks={self.link_buffer_chunks} is too small for a torus: bubble flow "
                 f"control needs room for two full packets ({2 * largest} chunks)"
             )
+        vc = self.router
+        if vc.name == "bgl-vc" and self.flow_control == "bubble" and vc.vc_depth_chunks < 2 * largest:
+            raise ValueError(
+                f"router.vc_depth_chunks={vc.vc_depth_chunks} is too small: the bubble rule on an escape VC "
+                f"needs room for two full packets ({2 * largest} chunks)")
         return self
 
     def topology_kind(self, num_nodes: int) -> str:

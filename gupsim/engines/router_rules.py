@@ -14,6 +14,8 @@ for the room it leaves behind.  Each is a plain function of integers and floats 
   stands in for the T3E's);
 * **the adaptive choice** (:func:`minimal_ports`, :func:`less_busy`): among the minimal directions whose
   dynamic channel has room, the link that frees soonest, the first such in port order on a tie;
+* **BG/L's VC router** (:func:`more_tokens`, :func:`fewer_waiters`): the dynamic VC with the most free
+  downstream tokens in the hint-bit directions, and which of a link's escape VCs a packet asks for;
 * **allocation between inputs competing for one output** (:func:`admits`, :func:`grants`): a buffer serves
   its waiters first come first served in two classes, continuing packets before entering ones (SST merlin
   keeps the same split between its crossbar arbiter and the port's space check; here the space check is
@@ -69,6 +71,20 @@ def less_busy(free_at: float, best_free_at: float, have_best: bool) -> bool:
     """The adaptive choice's order: a candidate link beats the best so far if it frees sooner (ties keep the
     earlier port)."""
     return not have_best or free_at < best_free_at
+
+
+def more_tokens(free: int, best_free: int, have_best: bool) -> bool:
+    """BG/L's adaptive choice (issue 44; docs/research/bgl-router-facts.md rows 5, 12): a dynamic VC beats the
+    best so far if its sender holds more of its tokens (ties keep the earlier port, then the earlier VC)."""
+    return not have_best or free > best_free
+
+
+def fewer_waiters(waiting: int, free: int, best_waiting: int, best_free: int, have_best: bool) -> bool:
+    """The escape VC a packet queues for among a link's several: the one with fewer packets waiting for it,
+    then the one with more free tokens (ties keep the earlier VC)."""
+    if not have_best or waiting < best_waiting:
+        return True
+    return waiting == best_waiting and free > best_free
 
 
 def entry_bubble(link_dim: int, ring_dim: int, bubble: int) -> int:

@@ -194,7 +194,7 @@ def test_unknown_router_lists_the_known_ones():
     for lookup in (router_class, router_kernel):
         with pytest.raises(UnknownNameError, match="bluegene-l"):
             lookup("booksim-iq")
-    assert set(ROUTERS) == {"bluegene-l"}
+    assert set(ROUTERS) == {"bluegene-l", "bgl-vc"}
 
 
 @pytest.mark.parametrize("free,chunks,bubble,cont,enter,ok", [
@@ -204,3 +204,121 @@ def test_unknown_router_lists_the_known_ones():
 def test_admission_rule(free, chunks, bubble, cont, enter, ok):
     """A continuing packet waits only behind continuing ones; an entering one behind all, with its bubble."""
     assert rules.admits(free, chunks, bubble, cont, enter) is ok
+
+
+# ------------------------------------------------------------------ bgl-vc: Blue Gene/L's VC router (issue 44)
+# The fast engine has no kernel for it yet and refuses it (FastEngine.unsupported); these scripts run the
+# reference engine alone, and compare it with bluegene-l where the two must agree.
+
+VC = {**TIGHT, "network.router.name": "bgl-vc", "network.router.vc_depth_chunks": 16}
+
+
+def test_vc_router_with_one_escape_vc_decides_as_bluegene_l():
+    """One escape VC of the same depth as bluegene-l's buffer is bluegene-l's deterministic router: the same
+    decisions, one by one, on a random script (so what bgl-vc adds is only its extra VCs and tokens)."""
+    rng = np.random.default_rng(44)
+    script = [(*(int(v) for v in rng.choice(32, 2, replace=False)), int(rng.integers(1, 9)), k * 3.7e-7)
+              for k in range(20)]
+    old = reference_trace(_machine({**TIGHT, "network.buffer_order": "fifo"}), "4x4x2", script)
+    new = reference_trace(_machine({**VC, "network.buffer_order": "fifo"}), "4x4x2", script)
+    assert new == old and rules.DECISION_WAIT in _kinds(old)
+
+
+def test_second_escape_vc_admits_the_packet_the_bubble_refused():
+    """The bubble test's script: with one escape VC packet 1 must wait to enter node 1's x+ link; with two,
+    it takes the empty second VC at once."""
+    full = _full_chunks(_machine(TIGHT))
+    script = [(0, 2, full, 0.0), (1, 3, full, 0.6 * (full * 32 + 12) / 1e7)]
+    one = reference_trace(_machine(VC), "4x2x2", script)
+    two = reference_trace(_machine({**VC, "network.router.escape_vcs": 2}), "4x2x2", script)
+    assert (1, 1, rules.DECISION_WAIT) in [(r[1], r[2], r[3]) for r in one]
+    assert rules.DECISION_WAIT not in _kinds(two)
+    assert (1, 1, rules.DECISION_ESCAPE, 0, full) in [(r[1], r[2], r[3], r[4], r[5]) for r in two]
+
+
+def test_token_return_delay_delays_the_grant_by_exactly_it():
+    """The waiting packet is granted when the tokens of the one ahead come back: ``token_return_ns`` later."""
+    full = _full_chunks(_machine(TIGHT))
+    script = [(0, 2, full, 0.0), (1, 3, full, 0.6 * (full * 32 + 12) / 1e7)]
+    grant = {}
+    for ns in (0.0, 250.0):
+        trace = reference_trace(_machine({**VC, "network.router.token_return_ns": ns}), "4x2x2", script)
+        grant[ns] = next(r[0] for r in trace if r[3] == rules.DECISION_GRANT)
+    assert grant[250.0] - grant[0.0] == pytest.approx(250e-9, rel=1e-9)
+
+
+def test_adaptive_vc_router_takes_the_hint_direction_with_most_tokens():
+    """Node 0 to node 10 of a 4x4x2 torus (half-way round in x and y): the hint bits allow x+ and y+ only (ties
+    go + with network.half_ring_ties plus), never x- or y-, and the dynamic VC with more free tokens wins: x+'s
+    two VCs first (a tie keeps the earlier port), then y+'s two once x+'s hold a packet each."""
+    sets = {**VC, "network.routing": "adaptive", "network.router.dynamic_vcs": 2}
+    script = [(0, 10, 8, k * 1e-7) for k in range(6)]
+    trace = reference_trace(_machine(sets), "4x4x2", script)
+    first = [r[4] for r in trace if r[1] == 0 and r[3] == rules.DECISION_DYNAMIC]
+    assert set(first) <= {0, 2} and first[:4] == [0, 0, 2, 2]
+    old = reference_trace(_machine({**TIGHT, "network.routing": "adaptive"}), "4x4x2", script)
+    assert {r[4] for r in old if r[1] == 0 and r[3] == rules.DECISION_DYNAMIC} - {0, 2}  # it also took a - way
+
+
+def test_vc_router_returns_every_token():
+    """After a random script every VC of bgl-vc (escape and dynamic) holds all its tokens again."""
+    machine = _machine({**VC, "network.routing": "adaptive", "network.router.escape_vcs": 3,
+                        "network.router.token_return_ns": 80.0})
+    env = CountingEnvironment()
+    topo = make_topology("torus", "4x4x2", machine.network)
+    net = Network(env, topo, machine.network)
+    rng = np.random.default_rng(7)
+    for k in range(40):
+        src, dst = (int(v) for v in rng.choice(32, 2, replace=False))
+        env.process(net.inject(net.make_packet(src, dst, 32 * int(rng.integers(1, 9))))).entity = src
+    env.run()
+    assert net.packets_delivered == 40
+    pools = net.router.pools()
+    assert len(pools) > 32 and all(p.free == p.capacity and not p.waiting for p in pools)
+
+
+def test_fast_engine_refuses_the_vc_router_in_one_line():
+    from gupsim.engines.fast.engine import FastEngine
+    run = make_run_config(machine=_machine({"network.router.name": "bgl-vc"}), shape="2x2x2",
+                          algorithm="one-packet", updates_per_process=8, engine="simpy")
+    reason = FastEngine().unsupported(run)
+    assert reason is not None and "bgl-vc" in reason and "\n" not in reason
+
+
+def test_vc_depth_must_hold_the_bubble():
+    from gupsim.base.errors import GupsimError
+    with pytest.raises(GupsimError, match="vc_depth_chunks=8 is too small"):
+        _machine({"network.router.name": "bgl-vc", "network.router.vc_depth_chunks": 8})
+    with pytest.raises(GupsimError, match="router.escape_vcs is read by router bgl-vc only"):
+        _machine({"network.router.escape_vcs": 4})  # bluegene-l would ignore it
+
+
+@pytest.mark.parametrize("free,best,have,ok", [(5, 0, False, True), (5, 4, True, True), (4, 4, True, False),
+                                               (3, 4, True, False)])
+def test_more_tokens_rule(free, best, have, ok):
+    """The dynamic VC with strictly more free tokens wins; a tie keeps the earlier one."""
+    assert rules.more_tokens(free, best, have) is ok
+
+
+@pytest.mark.parametrize("waiting,free,bw,bf,have,ok", [
+    (3, 0, 0, 0, False, True), (0, 1, 1, 16, True, True), (1, 16, 0, 1, True, False), (0, 9, 0, 8, True, True),
+    (0, 8, 0, 8, True, False),
+])
+def test_fewer_waiters_rule(waiting, free, bw, bf, have, ok):
+    """Among a link's escape VCs: fewer waiters first, then more free tokens; a tie keeps the earlier VC."""
+    assert rules.fewer_waiters(waiting, free, bw, bf, have) is ok
+
+
+@pytest.mark.parametrize("algorithm", ["one-packet", "routed"])
+def test_vc_router_at_bgl_parameters_keeps_the_records(algorithm):
+    """bgl.yaml's own parameters (deterministic, one escape VC as deep as the link buffer, tokens back at once)
+    under bgl-vc give bluegene-l's record, number for number: the router changes runs only through what it
+    adds.  Slow links make the torus the bottleneck, so a difference in the network would show."""
+    from gupsim.engines.run import simulate
+    sets = {"network.topology": "torus", "network.link_bytes_per_s": 5e6}
+    recs = [simulate(make_run_config(machine=_machine({**sets, "network.router.name": name}), shape="4x2x2",
+                                     algorithm=algorithm, updates_per_process=128, engine="simpy"))[1]
+            for name in ("bluegene-l", "bgl-vc")]
+    same = ("gups", "sim_time_s", "events", "send_blocking_factor", "link_utilisation_max", "bytes_per_update")
+    assert [recs[0][k] for k in same] == [recs[1][k] for k in same]
+    assert recs[0]["link_utilisation_max"] > 0.6  # the torus was busy: a difference there would show

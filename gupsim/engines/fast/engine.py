@@ -391,6 +391,10 @@ class FastEngine:
         # The kernels compile the torus link model (torus_network.py, with dma.py's DMA engine) and nothing else.
         if not isinstance(run.machine, MachineConfig):
             return f"machine {run.machine.name} is not a torus machine (the kernels model network.py only)"
+        router = run.machine.network.router.name
+        if router not in c.ROUTER_KERNELS:
+            return (f"network.router.name={router!r} has no fast router kernel (fast routers: "
+                    f"{', '.join(sorted(c.ROUTER_KERNELS))})")
         if run.machine.network.max_chunks_per_packet > MAX_FAST_CHUNKS:
             return f"max_chunks_per_packet above {MAX_FAST_CHUNKS}"
         # The kernels count updates in int64; only a table near 2^63 words leaves room in its slices for more.

@@ -7,7 +7,8 @@ subclass and a routing function chosen by name, the allocator and arbiters apart
 topology's ``route`` sets port and VC; the space check on the output port and the crossbar arbiter are separate
 interfaces).  The decisions are the pure functions of :mod:`gupsim.engines.router_rules`, which the fast
 engine compiles into its router kernel (:mod:`gupsim.engines.fast.router`), so both engines decide with one
-source.  Routers are registered by name (:data:`ROUTERS`); today's is ``bluegene-l``.
+source.  Routers are registered by name (:data:`ROUTERS`): ``bluegene-l`` (seed 000 §5.1), and ``bgl-vc``,
+Blue Gene/L's virtual channels and tokens (issue 44; the fast engine refuses it so far).
 """
 
 from __future__ import annotations
@@ -37,18 +38,23 @@ class Router:
     * :meth:`virtual_channel` ``(link, ring_dim) -> (dim, bubble)``: the escape channel's rule for ``link``
       given the ring the packet is on (-1: none): the ring it will be on, and the chunks it must leave free
       behind it (the bubble, when it enters a ring).
+    * :meth:`escape_channel` ``(link, bubble) -> buffer``: which of ``link``'s escape VCs the packet asks for
+      (the network's one input buffer of ``link`` unless a router has several).
     * :meth:`admit` ``(pkt, node, link, buffer, bubble) -> bool``: allocation for a packet arriving now:
       room taken at once, or False and the packet waits in ``buffer``'s queue (``buffer.wait``), where the
       buffer grants waiters continuing packets first, then entering ones, each in arrival order
       (:meth:`gupsim.engines.reference.torus_network.Credits.give`); ``link`` -1 is the reception FIFO.
     * :meth:`granted` ``(pkt, node, link, bubble)``: a waiting packet was granted its room.
-    * the token return is the network's: ``chunks`` come back ``start + serialisation`` after the packet
-      starts on its next link (:meth:`gupsim.engines.reference.torus_network.Network.release_later`).
+    * the token return is the network's: ``chunks`` come back ``start + serialisation`` (plus
+      :attr:`token_return_s` for a link's VC) after the packet starts on its next link
+      (:meth:`gupsim.engines.reference.torus_network.Network.release_later`).
 
     :attr:`trace`, if set, hears every decision (:data:`TraceHook`); None costs one attribute test.
     """
 
     name: ClassVar[str] = "abstract"
+    #: Seconds from a packet's tail leaving a link's VC to its tokens being back at the sender.
+    token_return_s: float = 0.0
 
     def __init__(self, network: Network) -> None:
         self.network = network
@@ -62,6 +68,9 @@ class Router:
 
     def virtual_channel(self, link: int, ring_dim: int) -> tuple[int, int]:
         raise NotImplementedError
+
+    def escape_channel(self, link: int, bubble: int) -> Credits:
+        return self.network.escape_buffer(link)
 
     def admit(self, pkt: Packet, node: int, link: int, buffer: Credits, bubble: int) -> bool:
         raise NotImplementedError
@@ -136,8 +145,79 @@ class BlueGeneLRouter(Router):
                        link % self._ports if link >= 0 else -1, bubble)
 
 
-#: The routers by name (``Network(router=...)``).
-ROUTERS: dict[str, type[Router]] = {BlueGeneLRouter.name: BlueGeneLRouter}
+class BglVcRouter(BlueGeneLRouter):
+    """Blue Gene/L's torus router as built (issue 44; docs/research/bgl-router-facts.md rows 2-7, 12).
+
+    * **Virtual channels.**  Each input link has ``router.escape_vcs`` bubble escape VCs (BG/L: one, BN) and,
+      with ``routing: adaptive``, ``router.dynamic_vcs`` dynamic VCs (BG/L: D0, D1), each its own pool of
+      ``router.vc_depth_chunks`` tokens, each a FIFO of its own with ``buffer_order: fifo`` (head-of-line
+      blocking per VC, not per link).
+    * **Token flow control.**  The sender holds a VC's tokens (its :class:`Credits`); they come back
+      ``router.token_return_ns`` after the packet's tail has left the VC.
+    * **Bubble escape.**  Deterministic packets, and dynamic ones that find no dynamic VC, take an escape VC
+      with the bubble rule (entering or turning leaves a full packet free; assumed, facts row 6).  Among a
+      link's escape VCs a packet asks for the one with fewest waiters, then most tokens
+      (:func:`rules.fewer_waiters`).
+    * **Adaptivity.**  A dynamic packet may move only in the direction its hint bits allow in each
+      dimension (facts row 12: one per dimension, half-ring ties as ``network.half_ring_ties`` says), and
+      takes the dynamic VC with the most free tokens (:func:`rules.more_tokens`).
+    * **Arbitration** between packets waiting for one VC: arrival order, continuing before entering
+      (``router.arbitration: arrival``).
+    """
+
+    name = "bgl-vc"
+
+    def __init__(self, network: Network) -> None:
+        super().__init__(network)
+        vc = network.cfg.router
+        self.escape_vcs, self.dynamic_vcs, self.depth = vc.escape_vcs, vc.dynamic_vcs, vc.vc_depth_chunks
+        self.token_return_s = vc.token_return_ns * 1e-9
+        slots = self.network.topology.num_nodes * self._ports
+        #: Link ``l``'s escape VC ``v`` is ``escape[l * escape_vcs + v]``, its dynamic VC ``v`` likewise.
+        self.escape: list[Credits | None] = [None] * (slots * self.escape_vcs)
+        self.dynamic: list[Credits | None] = [None] * (slots * self.dynamic_vcs)
+
+    def _vc(self, pools: list, link: int, per_link: int, v: int) -> Credits:
+        i = link * per_link + v
+        pool = pools[i]
+        if pool is None:
+            net = self.network
+            pool = pools[i] = net.credits(self.depth, net.router_entity(net.link_dst(link)))
+        return pool
+
+    def escape_channel(self, link: int, bubble: int) -> Credits:
+        best, best_wait, best_free = 0, 0, 0
+        for v in range(self.escape_vcs):
+            vc = self._vc(self.escape, link, self.escape_vcs, v)
+            if rules.fewer_waiters(vc.waiting, vc.free, best_wait, best_free, v > 0):
+                best, best_wait, best_free = v, vc.waiting, vc.free
+        return self._vc(self.escape, link, self.escape_vcs, best)
+
+    def adaptive(self, pkt: Packet, node: int, dst: int) -> tuple[int, Credits]:
+        best, best_link, best_free = None, -1, 0
+        for d, off in enumerate(self._offsets(node, dst)):
+            if not off:
+                continue
+            link = node * self._ports + rules.output_port(d, off)  # the hint bit of dimension d
+            for v in range(self.dynamic_vcs):
+                vc = self._vc(self.dynamic, link, self.dynamic_vcs, v)
+                if vc.free >= pkt.chunks and not vc.waiting and \
+                        rules.more_tokens(vc.free, best_free, best is not None):
+                    best, best_link, best_free = vc, link, vc.free
+        if best is None:
+            return -1, None
+        best.take(pkt.chunks)
+        if self.trace is not None:
+            self.trace(self.network.env.now, node, pkt, rules.DECISION_DYNAMIC, best_link % self._ports, 0)
+        return best_link, best
+
+    def pools(self) -> list[Credits]:
+        """Every VC made so far (for checks that all tokens came back)."""
+        return [p for p in self.escape + self.dynamic if p is not None]
+
+
+#: The routers by name (``Network(router=...)``, ``network.router.name``).
+ROUTERS: dict[str, type[Router]] = {r.name: r for r in (BlueGeneLRouter, BglVcRouter)}
 
 
 def router_class(name: str) -> type[Router]:

@@ -269,7 +269,7 @@ class Network(FifoInjection):
     """Directed links, buffers and FIFOs of a machine, with per-link counters."""
 
     def __init__(self, env: simpy.Environment, topology: "Topology", net: "NetworkConfig",
-                 processes_per_node: int = 1, router: str = "bluegene-l"):
+                 processes_per_node: int = 1, router: str | None = None):
         self.env, self.topology, self.cfg = env, topology, net
         self.ppn = processes_per_node
         self.num_ranks = topology.num_nodes * processes_per_node
@@ -304,7 +304,7 @@ class Network(FifoInjection):
         self.packets_delivered = 0
         self._routes: dict[tuple[int, int], list[int]] = {}
         #: Where each packet's head goes and whether it may go now (gupsim.engines.reference.router).
-        self.router = make_router(router, self)
+        self.router = make_router(router or net.router.name, self)
 
     # ------------------------------------------------------------------ packets
 
@@ -346,7 +346,16 @@ class Network(FifoInjection):
         first = next((d for d in range(g - 1) if a[d] != b[d]), g - 1)
         return self.injection[pkt.src * g + first]
 
-    def _buffer(self, link: int) -> Credits:
+    def credits(self, chunks: int, owner: int) -> Credits:
+        """A new pool of ``chunks`` tokens whose returns run as entity ``owner`` (a router's VCs)."""
+        return Credits(self.env, chunks, owner)
+
+    def link_dst(self, link: int) -> int:
+        """The node at the far end of ``link``."""
+        return self._link_dst[link]
+
+    def escape_buffer(self, link: int) -> Credits:
+        """The escape channel of ``link`` (its input buffer), made on first use."""
         buf = self._buffers[link]
         if buf is None:
             buf = self._buffers[link] = Credits(self.env, self.cfg.link_buffer_chunks, self.router_entity(self._link_dst[link]))
@@ -380,6 +389,7 @@ class Network(FifoInjection):
         node, dst = self.node_of(pkt.src), self.node_of(pkt.dst)
         dim = -1  # the escape ring the packet is in, -1 for none
         arrived_on = self.fifo_groups - 1  # the reception FIFO group: node-local unless a link is used
+        token_s = 0.0  # the injection FIFO's room returns with the tail
         if self._ordered:
             held.order.append(pkt)
         while node != dst:
@@ -391,8 +401,8 @@ class Network(FifoInjection):
                 dim = -1  # on a dynamic channel: re-entering the escape ring needs the bubble again
             else:
                 link = router.route(node, dst)
-                buf = self._buffer(link)
                 dim, bubble = router.virtual_channel(link, dim)
+                buf = router.escape_channel(link, bubble)
                 if not router.admit(pkt, node, link, buf, bubble):
                     yield buf.wait(pkt.chunks, bubble)
                     router.granted(pkt, node, link, bubble)
@@ -403,7 +413,8 @@ class Network(FifoInjection):
             self.link_free_at[link] = start + serial
             self.link_busy_s[link] += serial
             self.link_bytes[link] += pkt.wire_bytes
-            self.release_later(start + serial - env.now, held, pkt.chunks)
+            self.release_later(start + serial + token_s - env.now, held, pkt.chunks)
+            token_s = router.token_return_s  # from now on ``held`` is a link's VC, whose tokens return late
             if self._ordered:
                 self._leave(held, start)
                 buf.order.append(pkt)
@@ -425,7 +436,7 @@ class Network(FifoInjection):
         tail = start + serial + self._router_s - env.now
         if tail > 0:
             yield env.timeout(tail)
-        held.give(pkt.chunks)
+        self.release_later(token_s, held, pkt.chunks)
         self.packets_delivered += 1
         self.inbox[pkt.dst].put(pkt)
 

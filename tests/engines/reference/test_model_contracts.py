@@ -88,7 +88,7 @@ def test_adaptive_packet_reentering_the_escape_ring_from_a_dynamic_channel_needs
     for link in (plus[0], plus[2]):
         full = net._dynamic[link] = Credits(env, cfg.link_buffer_chunks)
         full.free = 0
-    escape = net._buffer(plus[2])
+    escape = net.escape_buffer(plus[2])
     assert escape.take(cfg.link_buffer_chunks - 1)  # one chunk left free
     pkt = net.make_packet(0, 3, 8)
     assert pkt.chunks == 1 and net.router.bubble == cfg.max_chunks_per_packet
