@@ -197,6 +197,14 @@ def test_unknown_router_lists_the_known_ones():
     assert set(ROUTERS) == {"bluegene-l", "bgl-vc"}
 
 
+def test_a_machine_file_may_name_exactly_the_routers_the_reference_engine_registers():
+    """The config layer cannot import the engines, so it lists the names; this keeps the list and the registry one."""
+    from gupsim.config.router import ROUTER_NAMES, RouterConfig
+
+    assert set(ROUTER_NAMES) == set(ROUTERS)
+    assert set(RouterConfig.model_fields["name"].annotation.__args__) == set(ROUTERS)
+
+
 @pytest.mark.parametrize("free,chunks,bubble,cont,enter,ok", [
     (16, 8, 8, False, False, True), (15, 8, 8, False, False, False), (8, 8, 0, False, True, True),
     (16, 8, 8, False, True, False), (16, 8, 0, True, False, False),
