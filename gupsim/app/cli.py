@@ -6,6 +6,14 @@ user types produces a traceback.
 
 from __future__ import annotations
 
+if __name__ == "__main__":
+    # ``python -m gupsim.app.cli`` runs this file before any of its imports below: hand over to the script's
+    # entry point, which imports this module under its guard (a memory limit, NUMBA_DISABLE_JIT, a signal while
+    # the libraries load: one line, never a traceback); the exit keeps the rest of this file from running again
+    # as ``__main__``.
+    from gupsim.app.entry import main as _guarded_main
+    raise SystemExit(_guarded_main())
+
 import errno
 import math
 import os
@@ -584,6 +592,3 @@ def main(argv: list[str] | None = None) -> None:
     """The ``gupsim`` script: :class:`GupsimGroup` turns every user mistake into one line and exit 2."""
     cli.main(args=argv, prog_name="gupsim")
 
-
-if __name__ == "__main__":
-    main()
