@@ -35,16 +35,16 @@ from gupsim.base.errors import ResourceFault
 from gupsim.studies.runpool import code_digest, run_key
 from gupsim.engines.contract import titles
 from gupsim.studies.runpool import log_to_stderr
-from gupsim.model.bounds import bounds as compute
+from gupsim.model.bounds import algorithm_bounds, bounds as compute
 from gupsim.app.reporting import format_bounds
 from gupsim.data import source_checkout
 from gupsim.studies.validation import REPRODUCE_PRECISION, available_experiments, run_experiments, write_markdown
 from gupsim.config import MACHINES_DIR
 from gupsim.app.reporting import refresh_parameter_tables
 from gupsim.studies.runpool import kept_rows, kept_runs, unfinished_runs
-from gupsim.algorithms.base import algorithm_class, available_algorithms
+from gupsim.algorithms.base import algorithm_class, available_algorithms, validate_options
 from gupsim.config.loading import available_machines
-from gupsim.topology.base import TOPOLOGIES
+from gupsim.topology.base import TOPOLOGIES, parse_shape
 from gupsim.studies.store import ResultsStore
 from gupsim.studies.cluster import interruptible
 from gupsim.studies.sweep import expand, load_sweep, run_sweep
@@ -342,14 +342,34 @@ def _checkpoint(cfg: Any, path: str | None, every_s: float | None, telemetry: bo
 @click.option("--shape", required=True, help="partition shape XxYxZ, e.g. 64x32x32")
 @click.option("--bytes-per-update", type=FiniteFloatRange(min=0, min_open=True), default=None,
               help="b for eq. (2) instead of the machine's wire bytes")
+@click.option("--algorithm", default=None,
+              help="also this algorithm's own bounds: its cycles and wire bytes per update, and which binds")
+@click.option("--option", "options", multiple=True, metavar="KEY=VALUE",
+              help="an option of --algorithm (repeatable; gupsim list shows them)")
 @click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help="override a machine field (repeatable)")
 @click.option("--json", "as_json", is_flag=True, help="print one JSON object")
-def bounds(machine, shape, bytes_per_update, sets, as_json) -> None:
-    """CPU bound (eq. 1) and network bound (eq. 2) of seed 000."""
-    b = compute(_load_machine(machine, sets), shape, bytes_per_update).as_dict()
+def bounds(machine, shape, bytes_per_update, algorithm, options, sets, as_json) -> None:
+    """CPU bound (eq. 1) and network bound (eq. 2) of seed 000; with --algorithm, that algorithm's own."""
+    loaded = _load_machine(machine, sets)
+    b = compute(loaded, shape, bytes_per_update).as_dict()
     if sets:
         b["what_if"] = what_if(parse_set_options(sets), {})
+    if algorithm is not None:
+        b["algorithm"] = _stated_bounds(loaded, b["shape"], algorithm, _key_values(options, "--option"))
+    elif options:
+        raise GupsimError("--option sets an option of --algorithm; give --algorithm NAME too")
     _print(to_json(b) if as_json else format_bounds(b))
+
+
+def _stated_bounds(machine: Any, shape: str, name: str, options: dict[str, Any]) -> dict[str, Any]:
+    """Eq. (1) and (2) with algorithm ``name``'s stated costs (:meth:`Algorithm.stated_costs`)."""
+    cls = algorithm_class(name)  # an unknown name lists the valid ones
+    if not cls.states_costs:
+        stating = [a for a in available_algorithms() if algorithm_class(a).states_costs]
+        raise GupsimError(f"bounds --algorithm {name}: {name} states no costs for eq. (1) and (2) yet "
+                          f"(those that do: {', '.join(stating)})")
+    costs = cls.stated_costs(machine, parse_shape(shape), validate_options(name, options))
+    return algorithm_bounds(machine, shape, costs)
 
 
 @cli.command()
