@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-WAYS = [["-m", "gupsim.app.cli"], ["-m", "gupsim"], ["-m", "gupsim.app.entry"]]
+WAYS = [["-m", "gupsim.app.cli"], ["-m", "gupsim.app.entry"]]
 
 
 def _start(way: list[str], *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
