@@ -87,6 +87,16 @@ class Algorithm:
         """The SimPy process of one rank."""
         raise NotImplementedError
 
+    #: True if :meth:`stated_costs` states this algorithm's costs for ``gupsim bounds --algorithm``.
+    states_costs: ClassVar[bool] = False
+
+    @classmethod
+    def stated_costs(cls, machine: Any, dims: tuple[int, ...], options: BaseModel) -> Any:
+        """This algorithm's own cycles and wire bytes per update on ``machine`` partitioned as ``dims``
+        (:class:`gupsim.model.bounds.StatedCosts`), for ``gupsim bounds --algorithm``; only where
+        :attr:`states_costs`."""
+        raise NotImplementedError
+
     def warm_state(self, registers: Any) -> Any:
         """The state a warm-started run begins in, from every stream's register before its first update
         (only where :attr:`warm_start`)."""

@@ -26,10 +26,14 @@ the UPC runtime's own per-update costs are ``local_overhead_cycles`` and
 
 from __future__ import annotations
 
+import math
+
 from pydantic import BaseModel, Field, ValidationInfo, field_validator
 
 from gupsim.algorithms.base import OPTIONS_CONFIG, Algorithm, register_algorithm
 from gupsim.base.errors import GupsimError
+from gupsim.model.bounds import StatedCosts, wire_bytes
+from gupsim.model.packet_format import data_header_bytes
 
 
 @register_algorithm("one-packet")
@@ -68,6 +72,20 @@ class OnePacket(Algorithm):
         #: The packet's bytes inside its chunks: a DMA engine's header (BG/P) rides with the update, as in
         #: routed's packets, and the raw send and receive are charged for the bytes the packet carries.
         self.packet_payload_bytes = options.payload_bytes + sim.net.data_header_bytes
+
+    states_costs = True
+
+    @classmethod
+    def stated_costs(cls, machine, dims, options) -> StatedCosts:
+        """Eq. (1) and (2) as seed 000 §3 writes them, with this algorithm's payload and overheads."""
+        cpu, costs = machine.cpu, machine.costs
+        processes = math.prod(dims) * cpu.processes_per_node
+        payload = options.payload_bytes + data_header_bytes(machine)
+        wire = options.wire_bytes if options.wire_bytes is not None else wire_bytes(machine, [payload])
+        return StatedCosts("one-packet", cpu.generate_cycles + cpu.update_cycles
+                           + options.local_overhead_cycles / processes,
+                           costs.send(payload) + costs.recv(payload) + options.remote_overhead_cycles, 1.0, wire,
+                           "t_g + t_u, and a remote update's raw send and receive of its own packet")
 
     def _receive(self, rank: int, cpu) -> None:
         sim, net, cost = self.sim, self.sim.net, self.sim.cost

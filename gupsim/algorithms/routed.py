@@ -79,6 +79,8 @@ from pydantic import BaseModel, Field
 from gupsim.algorithms.base import OPTIONS_CONFIG, Algorithm, register_algorithm, window_counts
 from gupsim.algorithms.routed_warm import WarmState, warm_fill
 from gupsim.model import hpcc
+from gupsim.model.bounds import StatedCosts, wire_bytes
+from gupsim.model.packet_format import data_header_bytes
 from gupsim.model.routed_cache import ROUTED_CACHE_MODELS
 from gupsim.model.run_config import stream_layout
 from gupsim.base.errors import GupsimError
@@ -153,6 +155,30 @@ class Routed(Algorithm):
         self.hops = 0
         self._warm: WarmState | None = None
 
+
+    states_costs = True
+
+    @classmethod
+    def stated_costs(cls, machine, dims, options) -> StatedCosts:
+        """Per software hop (one per dimension whose coordinate differs, and the core in virtual-node mode):
+        ``route_hop_cycles`` and the raw send and receive of the bucket's packets shared by its updates."""
+        ppn = machine.cpu.processes_per_node
+        lengths = list(dims) + ([ppn] if ppn > 1 else [])
+        ranks = math.prod(lengths)
+        header = data_header_bytes(machine) + options.software_header_bytes
+        per_packet = (machine.network.max_payload_bytes - header) // UPDATE_BYTES
+        capacity = options.bucket_capacity or 1024 // sum(lengths)
+        if per_packet < 1 or capacity < 1:
+            raise GupsimError("routed: no update fits a packet or a bucket on this machine and shape")
+        full, rest = divmod(capacity, per_packet)
+        payloads = [header + UPDATE_BYTES * n for n in [per_packet] * full + ([rest] if rest else [])]
+        packet_cycles = sum(machine.costs.send(p) + machine.costs.recv(p) for p in payloads) / capacity
+        hops = sum(1 - 1 / k for k in lengths)  # an update's software hops, a local one's none
+        remote = hops / (1 - 1 / ranks) * (machine.cpu.route_hop_cycles + packet_cycles) if ranks > 1 else 0.0
+        return StatedCosts("routed", machine.cpu.generate_cycles + machine.cpu.update_cycles, remote,
+                           capacity / len(payloads), wire_bytes(machine, payloads) / capacity,
+                           f"t_g + t_u, and at each of {hops:.3g} software hops route_hop_cycles and its packet's "
+                           "raw send and receive, L1 misses left out")
 
     # ------------------------------------------------------------------ geometry
 

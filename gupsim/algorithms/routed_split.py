@@ -69,6 +69,10 @@ class RoutedSplit(Routed):
         handoff_cycles: float = Field(default=10.0, ge=0,
                                       description="write or read of one update in a shared-memory queue (assumed)")
 
+    #: its routing runs on other cores than its updates, which eq. (1)'s one CPU a process does not describe
+    #: (``routed``'s stated costs are not this algorithm's)
+    states_costs = False
+
     def __init__(self, sim, options):
         ppn = sim.ppn
         if options.router_cores >= ppn:

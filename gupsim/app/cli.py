@@ -6,6 +6,16 @@ user types produces a traceback.
 
 from __future__ import annotations
 
+if __name__ == "__main__":
+    # ``python -m gupsim.app.cli`` runs this file before any of its imports below: hand over to the script's
+    # entry point, which imports this module under its guard (a memory limit, NUMBA_DISABLE_JIT, a signal while
+    # the libraries load: one line, never a traceback); the exit keeps the rest of this file from running again
+    # as ``__main__``.  Imported by name: this ``__main__`` is not the module ``gupsim.app.cli`` that the entry
+    # point imports, so there is no cycle, but a static import here would read as one (tests/test_architecture.py).
+    import importlib
+
+    raise SystemExit(importlib.import_module("gupsim.app.entry").main())
+
 import errno
 import math
 import os
@@ -27,16 +37,16 @@ from gupsim.base.errors import ResourceFault
 from gupsim.studies.runpool import code_digest, run_key
 from gupsim.engines.contract import titles
 from gupsim.studies.runpool import log_to_stderr
-from gupsim.model.bounds import bounds as compute
+from gupsim.model.bounds import algorithm_bounds, bounds as compute
 from gupsim.app.reporting import format_bounds
 from gupsim.data import source_checkout
 from gupsim.studies.validation import REPRODUCE_PRECISION, available_experiments, run_experiments, write_markdown
 from gupsim.config import MACHINES_DIR
 from gupsim.app.reporting import refresh_parameter_tables
 from gupsim.studies.runpool import kept_rows, kept_runs, unfinished_runs
-from gupsim.algorithms.base import algorithm_class, available_algorithms
+from gupsim.algorithms.base import algorithm_class, available_algorithms, validate_options
 from gupsim.config.loading import available_machines
-from gupsim.topology.base import TOPOLOGIES
+from gupsim.topology.base import TOPOLOGIES, parse_shape
 from gupsim.studies.store import ResultsStore
 from gupsim.studies.cluster import interruptible
 from gupsim.studies.sweep import expand, load_sweep, run_sweep
@@ -334,14 +344,34 @@ def _checkpoint(cfg: Any, path: str | None, every_s: float | None, telemetry: bo
 @click.option("--shape", required=True, help="partition shape XxYxZ, e.g. 64x32x32")
 @click.option("--bytes-per-update", type=FiniteFloatRange(min=0, min_open=True), default=None,
               help="b for eq. (2) instead of the machine's wire bytes")
+@click.option("--algorithm", default=None,
+              help="also this algorithm's own bounds: its cycles and wire bytes per update, and which binds")
+@click.option("--option", "options", multiple=True, metavar="KEY=VALUE",
+              help="an option of --algorithm (repeatable; gupsim list shows them)")
 @click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help="override a machine field (repeatable)")
 @click.option("--json", "as_json", is_flag=True, help="print one JSON object")
-def bounds(machine, shape, bytes_per_update, sets, as_json) -> None:
-    """CPU bound (eq. 1) and network bound (eq. 2) of seed 000."""
-    b = compute(_load_machine(machine, sets), shape, bytes_per_update).as_dict()
+def bounds(machine, shape, bytes_per_update, algorithm, options, sets, as_json) -> None:
+    """CPU bound (eq. 1) and network bound (eq. 2) of seed 000; with --algorithm, that algorithm's own."""
+    loaded = _load_machine(machine, sets)
+    b = compute(loaded, shape, bytes_per_update).as_dict()
     if sets:
         b["what_if"] = what_if(parse_set_options(sets), {})
+    if algorithm is not None:
+        b["algorithm"] = _stated_bounds(loaded, b["shape"], algorithm, _key_values(options, "--option"))
+    elif options:
+        raise GupsimError("--option sets an option of --algorithm; give --algorithm NAME too")
     _print(to_json(b) if as_json else format_bounds(b))
+
+
+def _stated_bounds(machine: Any, shape: str, name: str, options: dict[str, Any]) -> dict[str, Any]:
+    """Eq. (1) and (2) with algorithm ``name``'s stated costs (:meth:`Algorithm.stated_costs`)."""
+    cls = algorithm_class(name)  # an unknown name lists the valid ones
+    if not cls.states_costs:
+        stating = [a for a in available_algorithms() if algorithm_class(a).states_costs]
+        raise GupsimError(f"bounds --algorithm {name}: {name} states no costs for eq. (1) and (2) yet "
+                          f"(those that do: {', '.join(stating)})")
+    costs = cls.stated_costs(machine, parse_shape(shape), validate_options(name, options))
+    return algorithm_bounds(machine, shape, costs)
 
 
 @cli.command()
@@ -584,6 +614,3 @@ def main(argv: list[str] | None = None) -> None:
     """The ``gupsim`` script: :class:`GupsimGroup` turns every user mistake into one line and exit 2."""
     cli.main(args=argv, prog_name="gupsim")
 
-
-if __name__ == "__main__":
-    main()

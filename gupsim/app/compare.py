@@ -15,6 +15,7 @@ import click
 from gupsim.base.errors import GupsimError
 from gupsim.studies.compare import Comparison, Side, grouped, what_changed
 from gupsim.studies.headline import headline_record, headline_table
+from gupsim.studies.record_check import check_rows
 from gupsim.studies.store import load_record, store_table
 
 
@@ -22,7 +23,9 @@ def rows_of(source: str) -> list[dict[str, Any]]:
     """The ok runs of a store folder, or the one run of a JSON record (``gupsim run --json``), as headline rows."""
     path = Path(source)
     if path.is_dir():
-        table = headline_table(store_table(path))
+        table = store_table(path)
+        check_rows(table, path)
+        table = headline_table(table)
         ok = table[table["status"].eq("ok")] if "status" in table else table
         if ok.empty:
             raise GupsimError(f"{source}: no finished (ok) runs to compare")
@@ -43,7 +46,9 @@ def compare(sources: tuple[str, ...], field: str | None) -> None:
     if field is not None:
         if len(sources) != 1:
             raise GupsimError(f"--by {field}: give one results store, not {len(sources)} sources")
-        table = headline_table(store_table(sources[0]))
+        table = store_table(sources[0])
+        check_rows(table, sources[0])
+        table = headline_table(table)
         ok = table[table["status"].eq("ok")] if "status" in table else table
         try:
             comparisons = grouped(ok, field)

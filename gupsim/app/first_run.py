@@ -52,7 +52,7 @@ def estimate_line(cfg: Any) -> str | None:
     capped = " at most (at its cap of updates; --precision may stop it sooner)" if cfg.precision is not None else ""
     compiling = f", of which about {compile_s:.0f} s compiling the fast engine's kernels" if compile_s else ""
     return (f"gupsim: this run is expected to take about {_duration(run_s + compile_s)}{capped}{compiling} "
-            f"(a rough model, within about 3x either way){_faster(cfg, run_s)}")
+            f"(on an idle box, by a cost model within about 2x either way: benchmarks/estimate_error.py){_faster(cfg, run_s)}")
 
 
 def _faster(cfg: Any, run_s: float) -> str:

@@ -33,6 +33,7 @@ from gupsim.studies.figures import UNITS, pyplot, readable, save_figure
 from gupsim.app.rate_quality import axis_label, face_colour, is_steady, transient_legend
 from gupsim.studies.store import load_record, store_table
 from gupsim.studies.headline import headline_table
+from gupsim.studies.record_check import check_rows
 from gupsim.model.bounds import bounds
 from gupsim.config.kinds import validate_machine
 from gupsim.base.errors import UnknownNameError
@@ -378,7 +379,9 @@ def plot_timeseries(record: dict[str, Any], out_dir: Path, stem: str = "throttli
 
 def _store_rows(source: str | Path, key: str | None) -> pd.DataFrame:
     """The store's rows; with ``key``, those whose key starts with it (never the whole store silently)."""
-    table = headline_table(store_table(source))
+    table = store_table(source)
+    check_rows(table, source)
+    table = headline_table(table)
     if key:
         table = table[table["key"].astype(str).str.startswith(key)]
         if not table["status"].eq("ok").any():

@@ -153,8 +153,20 @@ def format_bounds(b: dict[str, Any]) -> str:
         f"(b = {b['bytes_per_update_paper']:g}: one chunk + the paper's per-packet overhead, "
         f"the convention of seed 000 Table 2)",
         f"  bisection               {b['bisection_links']} links each way",
-        f"  bottleneck              {b['bottleneck']}",
+        f"  bottleneck              {b['bottleneck']} (one update a packet, as eq. (1) and (2) assume)",
+        *_algorithm_lines(b.get("algorithm")),
     ])
+
+
+def _algorithm_lines(a: dict[str, Any] | None) -> list[str]:
+    """``bounds --algorithm``: the algorithm's own bounds and which binds, with the reason."""
+    if not a:
+        return []
+    return [f"{a['algorithm']}'s own bounds (its cycles and wire bytes per update)",
+            f"  CPU bound               {a['cpu_bound_gups']:.4g} GUPS  ({a['cycles_per_update']:,.1f} cycles/update)",
+            f"  network bound           {a['network_bound_gups']:.4g} GUPS  ({a['bytes_per_update']:.4g} B/update on "
+            f"the wire, updates a packet {a['updates_per_packet']:.3g})",
+            f"  binds                   {a['binding']}: {a['reason']}"]
 
 
 def machine_parameter_table(yaml_path) -> str:

@@ -146,3 +146,58 @@ def fit_packet_overhead(machine: MachineConfig, rows: list[tuple[int, float]]) -
         xs.append((n - 1) / n)
         ys.append(cycles - t_local - xs[-1] * t_sr)
     return sum(x * y for x, y in zip(xs, ys)) / sum(x * x for x in xs)
+
+
+# --------------------------------------------------------------------------- an algorithm's own bounds
+
+
+@dataclass(frozen=True)
+class StatedCosts:
+    """What an algorithm states of its own work per update (``Algorithm.stated_costs``), for eq. (1) and (2).
+
+    Eq. (1) and (2) as seed 000 writes them assume one update per packet and the raw device's send and receive
+    for each; an algorithm that buckets or routes updates spends other cycles and puts other bytes on the wire.
+    ``local_cycles`` is what every update costs, ``remote_cycles`` what a remote one costs beside it (the
+    ``(N-1)/N`` share); ``wire_bytes_per_update`` is bytes on the wire over updates carried, with its
+    ``updates_per_packet``.  Costs the algorithm's model spends but cannot state before a run (waiting, L1
+    misses the machine's cache model adds) are left out, so that the bounds stay upper bounds; ``basis`` says
+    what was counted."""
+
+    algorithm: str
+    local_cycles: float
+    remote_cycles: float
+    updates_per_packet: float
+    wire_bytes_per_update: float
+    basis: str
+
+
+def algorithm_bounds(machine: MachineConfig, shape: str, costs: StatedCosts) -> dict:
+    """Eq. (1) with the algorithm's cycles and eq. (2) with its wire bytes per update, and which binds and why."""
+    b = bounds(machine, shape, costs.wire_bytes_per_update)
+    cpu_gups, cycles = cpu_bound_gups(b.processes, b.clock_hz, costs.local_cycles, costs.remote_cycles, 0.0)
+    binding = "network" if b.network_bound_gups < cpu_gups else "cpu"
+    lower, higher = sorted((cpu_gups, b.network_bound_gups))
+    why = (f"{costs.algorithm} needs {cycles:,.1f} cycles an update ({costs.basis}), so its "
+           f"{b.processes:,} processes at {b.clock_hz / 1e6:g} MHz can make {cpu_gups:.4g} GUPS; it puts "
+           f"{costs.wire_bytes_per_update:.4g} bytes an update on the wire (updates a packet "
+           f"{costs.updates_per_packet:.3g}), so the bisection carries {b.network_bound_gups:.4g} GUPS; the {binding} bound is the "
+           f"lower, by {higher / lower:.2f}x")
+    return _finite_dict({"algorithm": costs.algorithm, "shape": b.shape, "topology": b.topology, "nodes": b.nodes,
+                         "processes": b.processes, "cycles_per_update": cycles, "cpu_bound_gups": cpu_gups,
+                         "updates_per_packet": costs.updates_per_packet,
+                         "bytes_per_update": costs.wire_bytes_per_update,
+                         "network_bound_gups": b.network_bound_gups, "binding": binding, "reason": why})
+
+
+def _finite_dict(d: dict) -> dict:
+    for name, value in d.items():
+        if isinstance(value, float) and not math.isfinite(value):
+            raise GupsimError(f"bounds: {name} comes out as {value} (the inputs are too extreme); no finite bound")
+    return d
+
+
+def wire_bytes(machine: MachineConfig, payloads: list[float]) -> float:
+    """Bytes on the wire of packets carrying ``payloads`` bytes each in their chunks: whole chunks, and each
+    packet's header and trailer (seed 000 §5.1)."""
+    net = machine.network
+    return sum(math.ceil(p / net.chunk_bytes) * net.chunk_bytes + net.wire_overhead_bytes for p in payloads)

@@ -17,14 +17,28 @@ comes, in order of preference, from
   ``results/runs``): the median of measured over modelled time;
 * the cost model alone.
 
-The cost model is updates x mean hops (a packet's route length, the shape's
-dimensions over four) x seconds per update-hop, a constant per engine and
-algorithm from docs/performance.md (:data:`US_PER_UPDATE_HOP`).  It is rough:
-a run's events per update also depend on run length (``baseline``
-aggregates more updates per packet in long runs) and the cost of an event on
-the machine's size (cache misses), by a factor of up to about 3 either way.
-The first run of a fast-engine kernel in an empty Numba cache also compiles
-it, about 30 s, which no estimate includes.
+The cost model is a run's events times the seconds an event costs.
+
+* **Events per update** of an algorithm, ``base + per_message_hop * hops / updates_per_message
+  + warmup * hops**warmup_power / updates_per_process`` (:class:`EventsPerUpdate`): every update is generated
+  and applied (``base``); a message's packets take events at each hop and carry ``updates_per_message``
+  updates (the baseline's bucket, about ``1 + 2 * 1024 / N`` on N processes, within 15% of
+  :func:`gupsim.model.bucketing.mean_bucket_size` from 128 to 65,536 processes; one for ``one-packet`` and
+  ``routed``); a run's start and drain add a share that shrinks with its length.  Events are counted by the
+  run (``events`` of its record) and are the same on every box, so they are fitted alone, by least squares on
+  relative error.  (SimPy counts other events: its cost per event below is per the fast engine's events.)
+* **Seconds per event** of an engine, ``s0 * N**size_exponent`` (:data:`SECONDS_PER_EVENT`): a larger machine's
+  state misses the caches more often (0.32 us an event at 512 nodes, 0.56-0.67 us at 4,096-65,536).
+
+The fit (2026-11-28, ``benchmarks/estimate_fit.py`` on ``benchmarks/estimate_fit_runs.jsonl``) used 36 fast-engine runs of 2x2x2 to 16x16x8 at 256-4,096 updates a
+process measured on the shared 2-core box, and three large ones of docs/performance.md (the whole machine's
+``routed`` at 1,024 and 4,096 updates a process, Table 3's 16x16x16 ``baseline``).  It left out the cases
+``benchmarks/estimate_error.py`` judges it on (the README's ``gupsim run`` lines and shapes 4x4x4 and 8x8x8),
+so that benchmark is a test of the model, not of the fit.  On its own points the model is within 0.8-1.6x of
+the CPU seconds of every run of 0.1 s or more.  An algorithm with no fitted events (``alltoall``, ``dv``,
+``upc``, ``routed-split``) is costed as ``one-packet``: one packet per update, the most events per update.
+The first run of a fast-engine kernel in an empty Numba cache also compiles it; :mod:`gupsim.app.first_run`
+adds the engine's own ``compile_estimate_s``.
 """
 
 from __future__ import annotations
@@ -35,6 +49,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable
 
 from gupsim.base.errors import GupsimError
+from gupsim.model.bucketing import MAX_PENDING
 from gupsim.topology.base import parse_shape
 from gupsim.engines.run import memory_estimate
 
@@ -46,13 +61,40 @@ OVERHEAD_S = 0.8
 #: Seconds before the first point starts: validating the points, starting a local cluster and its workers'
 #: imports (the same measurement: 53 s in all, 18 s before the first point finished).
 STARTUP_S = 15.0
-#: Wall seconds per update-hop (an update carried one hop), by engine and algorithm, measured
-#: (docs/performance.md): fast ``one-packet`` 1.3-1.9 us per packet-hop with one update a packet; fast ``routed``
-#: the whole machine at 128 updates per process, 865 s; fast ``baseline`` seed 000 Table 3's rows (4.7 s at 512
-#: nodes to 322 s at 4,096); SimPy 17-105 us per update-hop (the SimPy table: 64.2 s for 8x8x8 ``one-packet``
-#: x256, 82.6 s for 16x16x16 x16).
-US_PER_UPDATE_HOP = {("fast", "baseline"): 1.4, ("fast", "one-packet"): 1.8, ("fast", "routed"): 3.2,
-                     ("fast", None): 3.2, ("simpy", None): 80.0}
+
+
+@dataclass(frozen=True)
+class EventsPerUpdate:
+    """An algorithm's events per update (the module's docstring): fitted coefficients, no unit but events."""
+
+    base: float
+    per_message_hop: float
+    warmup: float = 0.0
+    warmup_power: float = 1.0
+    #: True where a message carries a bucket of updates whose mean size falls with the process count (baseline)
+    bucketed: bool = False
+
+    def at(self, processes: int, hops: float, updates_per_process: float) -> float:
+        per_message = 1 + 2 * MAX_PENDING / processes if self.bucketed else 1.0
+        return (self.base + self.per_message_hop * hops / per_message
+                + self.warmup * hops ** self.warmup_power / max(1.0, updates_per_process))
+
+
+#: The fitted events per update (``benchmarks/estimate_fit.py`` refits them from its runs and prints these).
+EVENTS_PER_UPDATE = {
+    "baseline": EventsPerUpdate(1.079, 3.551, 117.8, 1.5, bucketed=True),
+    "routed": EventsPerUpdate(0.991, 0.220, 10.48, 2.0),
+    "one-packet": EventsPerUpdate(2.248, 3.940),
+}
+#: Seconds per event by engine: (seconds at one process, exponent of the process count).  Fast: fitted with the
+#: events above on the runs of 0.5 CPU s or more.  SimPy: the geometric mean over the five SimPy timings of
+#: docs/performance.md (its engine table's four rows, 8x8x8 and 16x16x16, and the 8x8x8 ``baseline`` run timed
+#: beside the fast engine) of their CPU seconds per modelled event, with the fast engine's exponent (they range
+#: 0.87-1.25 of it).
+SECONDS_PER_EVENT = {"fast": (0.328e-6, 0.0703), "simpy": (11.2e-6, 0.0703)}
+#: CPU seconds of a run beside its events (building the tables and the network); the median of the runs of less
+#: than 0.5 s in the fit.
+RUN_SETUP_S = 0.01
 
 
 @dataclass(frozen=True)
@@ -64,15 +106,26 @@ class PointEstimate:
     basis: str  # "kept": its own kept timing; "calibrated": model x kept timings; "model": the cost model alone
 
 
-def update_hops(shape: str, processes: int, updates_per_process: int) -> float:
-    """Updates x mean hops (at least one) of a run: the cost model's measure of its work."""
-    return processes * updates_per_process * max(1.0, sum(parse_shape(shape)) / 4)
+def mean_hops(shape: str) -> float:
+    """A packet's mean route length (at least one): the shape's dimensions over four, a torus's mean distance."""
+    return max(1.0, sum(parse_shape(shape)) / 4)
 
 
-def model_run_s(engine: str, algorithm: str, shape: str, processes: int, updates_per_process: int) -> float:
-    """The cost model's run time, in wall seconds."""
-    us = US_PER_UPDATE_HOP.get((engine, algorithm), US_PER_UPDATE_HOP.get((engine, None), US_PER_UPDATE_HOP[("simpy", None)]))
-    return update_hops(shape, processes, updates_per_process) * us * 1e-6
+def model_events(algorithm: str, shape: str, processes: int, updates_per_process: float) -> float:
+    """The events the cost model expects of a run (an unfitted algorithm's as ``one-packet``'s), at most those of
+    sending every update as its own packet: the warm-up term, fitted on runs of 256 updates a process or more,
+    would otherwise grow without bound in a run of a few (16x16x16 ``baseline`` x16 counted 33 events an update)."""
+    hops = mean_hops(shape)
+    alone = EVENTS_PER_UPDATE["one-packet"].at(processes, hops, updates_per_process)
+    per_update = EVENTS_PER_UPDATE.get(algorithm, EVENTS_PER_UPDATE["one-packet"])
+    return processes * updates_per_process * min(alone, per_update.at(processes, hops, updates_per_process))
+
+
+def model_run_s(engine: str, algorithm: str, shape: str, processes: int, updates_per_process: float) -> float:
+    """The cost model's run time, in CPU seconds (an idle box's wall seconds); an engine it has no figure for is
+    costed as SimPy, the slower."""
+    s0, exponent = SECONDS_PER_EVENT.get(engine, SECONDS_PER_EVENT["simpy"])
+    return RUN_SETUP_S + model_events(algorithm, shape, processes, updates_per_process) * s0 * processes ** exponent
 
 
 @dataclass
@@ -161,7 +214,7 @@ def describe(estimates: list[PointEstimate], workers: int) -> str:
             f"{_duration(min(walls))}-{_duration(max(walls))} per point, {_duration(sum(walls))} of work, "
             f"about {_duration(total_wall_s(estimates, workers))} on {workers} worker{'s' * (workers != 1)}; "
             f"peak memory {_mb(min(mems))}-{_mb(max(mems))} per point, {_mb(peak_bytes(estimates, workers))} "
-            f"at once (first runs of a fast kernel also compile it, about 30 s)")
+            f"at once (the first run of each fast kernel on a cold cache also compiles it: 11-82 s)")
 
 
 def _duration(seconds: float) -> str:

@@ -43,6 +43,7 @@ from gupsim.base.errors import GupsimError, ResourceFault, probe_write
 from gupsim.engines.run import resolved_config
 from gupsim.base.files import read_text
 from gupsim.studies.headline import headline_record
+from gupsim.studies.record_check import check_record
 
 #: A temporary part older than this was left by a write that stopped; a younger one may be in flight.
 STALE_TMP_S = 600.0
@@ -259,6 +260,7 @@ def load_record(source: str | Path, key: str | None = None) -> dict[str, Any]:
             text = row.pop(f"{name}_json", None)
             if isinstance(text, str):
                 row[name] = json.loads(text)
+        check_record(row, f"{path} (key {row.get('key', key)})")
         return headline_record(row)
     if not path.exists():
         raise GupsimError(f"record not found: {path} (a JSON record from 'gupsim run --json' or a results store)")
@@ -270,4 +272,5 @@ def load_record(source: str | Path, key: str | None = None) -> dict[str, Any]:
         raise GupsimError(f"{path}: cannot read ({exc.strerror or exc})") from None
     if not isinstance(record, dict) or "gups" not in record:
         raise GupsimError(f"{path}: not a gupsim run record (no 'gups' field)")
+    check_record(record, str(path))
     return headline_record(record)
