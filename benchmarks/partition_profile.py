@@ -163,6 +163,8 @@ def analyse(rec: np.ndarray, sim: FastSimulation, a: dict, end_s: float) -> dict
     out = {
         "shape": sim.run.shape, "ranks": ranks, "events": int(len(rec)), "sim_time_s": end_s,
         "chunk_ns": chunk_s * 1e9, "router_ns": router_s * 1e9, "hop_lookahead_ns": (chunk_s + router_s) * 1e9,
+        # a credit return comes back one serialisation after its packet starts on the next link, at the least
+        "min_serial_ns": float(a["packet_costs"][1:, 1].min() / fp[tb.F_RATE] * 1e9),
         "cross_node_edges": int(cross_node.sum()), "cross_node_by_kind": by_kind,
         "min_positive_cross_node_delay_ns": lookahead_s * 1e9,
         "events_per_sim_s": len(rec) / end_s, "partitions": {},
