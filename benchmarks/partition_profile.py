@@ -20,6 +20,10 @@ script measures them from an ordinary serial run of ``routed``, without touching
    (a barrier of P tasks on ``concurrent.futures`` threads, and a Numba ``prange`` over P parts), and feeds
    all of it to the speedup model of docs/design/partitioned-engine.md.
 
+Memory: every popped event is kept (48 bytes, and the record doubles as it grows), so a run of 10^8 events
+needs more than 10 GB; BG/P 16x16x32 in virtual-node mode at 64 updates per process passed 13.7 GB and was
+stopped.
+
 Credit returns kept beside their pool (:mod:`gupsim.engines.fast.credits`, "Deferred credit returns") are
 settled without being popped, so they are not among the recorded events; their delay is at least one
 serialisation (``start + serial - now``), which the report states from the run's parameters.
