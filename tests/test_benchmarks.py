@@ -121,3 +121,30 @@ def test_side_by_side_refuses_a_folder_that_is_no_checkout(tmp_path):
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 2
     assert f"--base {tmp_path} is not a gupsim checkout" in out.stderr
+
+
+# ---------------------------------------------------------------- partition_profile.py: finding each event's cause
+
+def test_partition_profile_finds_the_event_that_handed_out_each_key():
+    """An event's cause is the event during which its key's entity handed out its sequence number; an event
+    keyed before any recorded event ran (the processes' start) has none."""
+    import importlib.util
+
+    import numpy as np
+
+    from gupsim.engines.order import NORMAL, order_key
+
+    spec = importlib.util.spec_from_file_location("partition_profile", BENCH_FAST.parent / "partition_profile.py")
+    pp = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(pp)
+    def key(entity, seq):
+        return order_key(NORMAL, entity, seq)
+
+    rec = np.zeros((5, 6), dtype=np.int64)
+    # columns: time bits, key, kind, entity run as, first and one-past-last sequence number handed out
+    rec[0, 1:] = key(7, 0), 0, 5, 0, 3   # entity 5 hands out 0, 1, 2
+    rec[1, 1:] = key(5, 1), 0, 9, 0, 1   # keyed (5, 1): caused by row 0; entity 9 hands out 0
+    rec[2, 1:] = key(5, 2), 0, 5, 3, 4   # keyed (5, 2): row 0; entity 5 hands out 3
+    rec[3, 1:] = key(9, 0), 0, 5, 4, 4   # keyed (9, 0): row 1; hands out nothing
+    rec[4, 1:] = key(5, 3), 0, 9, 1, 1   # keyed (5, 3): row 2
+    assert pp.causes(rec).tolist() == [-1, 0, 0, 1, 2]
