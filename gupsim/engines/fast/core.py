@@ -510,7 +510,7 @@ def resume(t, log, p, now):
 @njit(cache=True, inline="always", _nrt=False)
 def pool_owner(ip, nbr, pool):
     """The entity a credit return to ``pool`` runs as: a link's buffers belong to the router at its far end,
-    a rank's FIFOs to the rank (gupsim.engines.fast.events, "Event order")."""
+    a rank's FIFOs to the rank (gupsim.engines.order)."""
     if pool < ip[I_POOL_INJ]:
         link = pool if pool < ip[I_POOL_DYN] else pool - ip[I_POOL_DYN]
         return router_entity(ip[I_NRANKS], nbr[link])

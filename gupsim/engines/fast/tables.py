@@ -93,7 +93,7 @@ C_NEXT_MARK, C_MARK_INDEX = 31, 32
 # the stopping rule (--precision): the time after which no event is processed (float bits; int64 max while the
 # rule has not held), and the marks crossed when the driver last evaluated it (gupsim.engines.fast.driver)
 C_STOP_T, C_CHECKED = 33, 34
-# the entity whose event runs (gupsim.engines.fast.events, "Event order"): what it schedules is keyed by it
+# the entity whose event runs (gupsim.engines.order): what it schedules is keyed by it
 C_ACTIVE = 35
 # BG/P's DMA (gupsim.engines.fast.dma): sends that found their first link held by other traffic, and the
 # seconds they backed off (float bits)

@@ -143,7 +143,7 @@ class Credits:
 
     def __init__(self, env: simpy.Environment, capacity: int, owner: int | None = None):
         self.env, self.capacity, self.free = env, capacity, capacity
-        # the entity whose code a credit return to this pool runs as (gupsim.engines.fast.events, "Event order")
+        # the entity whose code a credit return to this pool runs as (gupsim.engines.order)
         self.owner = owner
         # buffer_order fifo: the packets holding room here, oldest first, and when the oldest may leave
         self.order: deque = deque()

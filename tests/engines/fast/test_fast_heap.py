@@ -1,7 +1,7 @@
 """The fast engine's event heap and queue (gupsim.engines.fast.events): the canonical event order.
 
 The heap orders events by (time, phase, entity, the entity's own sequence
-number): :mod:`gupsim.engines.fast.events`, "Event order".  The bare heap must
+number): :mod:`gupsim.engines.order`.  The bare heap must
 pop in exactly that order against a sorted list, with several entities
 scheduling at equal times, and the kernels' queue (a calendar of time buckets
 in front of the heap) in exactly the bare heap's order, ties included.

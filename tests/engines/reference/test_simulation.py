@@ -243,7 +243,7 @@ def test_memory_estimate_refuses_when_little_is_available(bgl, monkeypatch):
 
 
 def test_events_of_one_instant_pop_by_entity_then_in_the_entitys_own_order():
-    """The canonical order (gupsim.engines.fast.events, "Event order"): at equal times and phases the lower
+    """The canonical order (gupsim.engines.order): at equal times and phases the lower
     entity first, and an entity's own events in the order it scheduled them, whatever order the entities
     scheduled theirs in.  (SimPy's own order would give e5-first, e2, e5-second.)"""
     env = CountingEnvironment()
