@@ -130,8 +130,9 @@ def test_a_bad_cycle_table_fails_at_load_naming_the_set_and_the_file(tmp_path, c
     else:
         table.write_text(content)
     message = _fails("bgl", {"cpu.raw_device_cycle_table": str(table)})
-    assert message.startswith(f"--set cpu.raw_device_cycle_table={table}: {table}: ")
-    assert expected in message
+    # the --set is quoted first (a value over 80 characters shortened: tmp_path's length varies), then the file
+    assert message.startswith("--set cpu.raw_device_cycle_table=")
+    assert f": {table}: " in message and expected in message.split(f": {table}: ", 1)[1]
 
 
 def test_a_bad_cycle_table_named_in_the_file_blames_the_file(tmp_path):
