@@ -34,6 +34,7 @@ The arrays are saved under their field names (:class:`gupsim.engines.fast.contra
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
 import os
 import time
@@ -169,14 +170,30 @@ def save(checkpoint: Checkpoint, a: dict, now: float, wall_s: float, peak_mb: fl
     tmp = path.with_name(path.name + ".part")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
+        fields = dict(_key=np.array(checkpoint.key), _now=np.array(now), _wall_s=np.array(wall_s),
+                      _peak_mb=np.array(peak_mb), **arrays)
         with open(tmp, "wb") as f:
-            np.savez(f, _key=np.array(checkpoint.key), _now=np.array(now), _wall_s=np.array(wall_s),
-                     _peak_mb=np.array(peak_mb), **arrays)
+            np.savez(f, _digest=np.array(content_digest(fields)), **fields)
         os.replace(tmp, path)
     except OSError as exc:  # a full disk mid-run: the previous save, if any, is still whole
         with contextlib.suppress(OSError):
             tmp.unlink(missing_ok=True)
         raise GupsimError(f"{cannot_write('checkpoint', path, exc)} (the previous save, if any, is kept)") from None
+
+
+def content_digest(fields: dict[str, np.ndarray]) -> str:
+    """SHA-256 of every saved array's name, dtype, shape and bytes, in name order.
+
+    A checkpoint is only ever read as plain arrays (``allow_pickle=False``), but the kernels index those arrays
+    unchecked: a file edited or damaged so that its shapes still fit would run on garbage.  The digest, saved
+    beside the arrays, turns that into a refusal.  It guards against accidents, not an adversary, who could
+    recompute it; nothing in the file is ever executed either way."""
+    digest = hashlib.sha256()
+    for name in sorted(fields):
+        value = np.ascontiguousarray(fields[name])
+        digest.update(f"{name}:{value.dtype.str}:{value.shape};".encode())
+        digest.update(value.data if value.size else b"")
+    return digest.hexdigest()
 
 
 def load(checkpoint: Checkpoint, a: dict, kernel: Kernel) -> tuple[float, float, float]:
@@ -188,6 +205,8 @@ def load(checkpoint: Checkpoint, a: dict, kernel: Kernel) -> tuple[float, float,
     try:
         with np.load(path, allow_pickle=False) as z:
             saved = {name: z[name] for name in z.files}
+        digest = str(saved.pop("_digest"))
+        digested = content_digest(saved)
         key = str(saved.pop("_key"))
     except (OSError, EOFError, ValueError, KeyError, zipfile.BadZipFile) as exc:
         raise GupsimError(f"checkpoint {path} is not a readable gupsim checkpoint ({exc}): delete it to start "
@@ -204,6 +223,9 @@ def load(checkpoint: Checkpoint, a: dict, kernel: Kernel) -> tuple[float, float,
     if set(saved) - set(queue) != expected or len(queue) != len(a[QUEUE]):
         raise GupsimError(f"checkpoint {path} does not hold this kernel's tables: delete it to start afresh")
     _check_shapes(path, saved, {k: a[k] for k in expected} | dict(zip(queue, a[QUEUE])), kernel)
+    if digested != digest:  # shaped right, but its values are not what the run saved
+        raise GupsimError(f"checkpoint {path} was changed after it was saved (its content digest differs): "
+                          "delete it to start afresh")
     for k in expected:  # the tables made on cache lines (tables.line_aligned) are put on lines again
         if a[k].ctypes.data % tb.CACHE_LINE == 0 and saved[k].ctypes.data % tb.CACHE_LINE and saved[k].ndim:
             saved[k] = tb.grow_on_lines(saved[k], saved[k].shape[0])

@@ -64,6 +64,27 @@ def test_a_tampered_checkpoint_is_one_line_naming_the_array(saved_routed, tmp_pa
     assert checkpoint.path.exists()  # nothing lost: the user decides
 
 
+def _one_more(x):
+    x = x.copy()
+    x.flat[0] += 1
+    return x
+
+
+@pytest.mark.parametrize("name", ["packets", "counters", "queue0", "_now"])
+def test_a_checkpoint_edited_in_its_values_alone_is_refused_by_its_digest(saved_routed, tmp_path, name):
+    """Shapes and dtypes intact, one value changed: the kernels would index with it unchecked."""
+    config, checkpoint = _tampered(saved_routed, tmp_path, name, _one_more)
+    with pytest.raises(GupsimError, match="changed after it was saved") as info:
+        _record(config, checkpoint)
+    assert "\n" not in str(info.value) and str(info.value).startswith(f"checkpoint {checkpoint.path} ")
+    assert checkpoint.path.exists()
+
+
+def test_an_untouched_checkpoint_passes_its_digest(saved_routed, tmp_path):
+    config, checkpoint = _tampered(saved_routed, tmp_path, "counters", lambda x: x)
+    assert _record(config, checkpoint)[0] == _record(config, None)[0]
+
+
 def test_packet_tables_of_different_lengths_are_refused(saved_routed, tmp_path):
     config, checkpoint = _tampered(saved_routed, tmp_path, "packet_times", lambda x: np.concatenate([x, x]))
     with pytest.raises(GupsimError, match=r"packet tables differ in rows"):
