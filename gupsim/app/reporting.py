@@ -178,17 +178,19 @@ def machine_parameter_table(yaml_path) -> str:
     from pathlib import Path
 
     rows = ["| key | value | source |", "|---|---|---|"]
-    section = ""
+    parents: list[tuple[int, str]] = []  # (indent, key) of the mappings the line is inside
     for line in Path(yaml_path).read_text().splitlines():
         body, _, comment = line.partition("#")
         if not body.strip() or ":" not in body:
             continue
         key, _, value = body.partition(":")
-        if not line.startswith(" "):
-            section = key.strip() if not value.strip() else ""
-            if not value.strip():
-                continue
-        name = f"{section}.{key.strip()}" if line.startswith(" ") and section else key.strip()
+        indent = len(key) - len(key.lstrip())
+        while parents and parents[-1][0] >= indent:
+            parents.pop()
+        if not value.strip():  # a section (a nested mapping's key): its fields are named under it
+            parents.append((indent, key.strip()))
+            continue
+        name = ".".join([p for _, p in parents] + [key.strip()])
         rows.append(f"| `{name}` | `{value.strip()}` | {comment.strip()} |")
     return "\n".join(rows)
 

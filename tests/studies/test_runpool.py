@@ -112,6 +112,7 @@ def test_code_digest_follows_the_source():
     assert code_digest() == code_digest() and len(code_digest()) == 16
 
 
+@pytest.mark.slow  # every machine x algorithm x engine in a fresh process: about a minute and a half
 def test_a_run_imports_no_module_left_out_of_the_code_digest():
     """The digest leaves out the presentation packages; that is safe only while no run can reach them."""
     import subprocess

@@ -43,7 +43,7 @@ print(json.dumps({{"before": before, "peak": peak_rss_mb() * 2**20,
     ("bgl", "one-packet", "8x8x8", 512, {"cpu.processes_per_node": 2}),  # virtual-node mode, buffers filled
     # BG/P in virtual-node mode (four processes per node, the DMA engines' rows) at two sizes
     ("bgp", "routed", "8x8x8", 1024, {"cpu.processes_per_node": 4}),
-    ("bgp", "routed", "16x16x8", 256, {"cpu.processes_per_node": 4}),
+    pytest.param("bgp", "routed", "16x16x8", 256, {"cpu.processes_per_node": 4}, marks=pytest.mark.slow),
     # one-packet keeps hundreds of one-chunk packets a process past the DMA, polling (about 35 KB a process)
     ("bgp", "one-packet", "8x8x4", 256, {"cpu.processes_per_node": 4}),
 ])
