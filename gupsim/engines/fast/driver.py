@@ -206,8 +206,7 @@ def load(checkpoint: Checkpoint, a: dict, kernel: Kernel) -> tuple[float, float,
         with np.load(path, allow_pickle=False) as z:
             saved = {name: z[name] for name in z.files}
         digest = str(saved.pop("_digest"))
-        digested = content_digest(saved)
-        key = str(saved.pop("_key"))
+        key = str(saved["_key"])
     except (OSError, EOFError, ValueError, KeyError, zipfile.BadZipFile) as exc:
         raise GupsimError(f"checkpoint {path} is not a readable gupsim checkpoint ({exc}): delete it to start "
                           "afresh") from None
@@ -217,6 +216,8 @@ def load(checkpoint: Checkpoint, a: dict, kernel: Kernel) -> tuple[float, float,
         other, theirs, mine = ("another run", run, my_run) if code == my_code else ("another gupsim", code, my_code)
         raise GupsimError(f"checkpoint {path} belongs to {other} (key {theirs[:12]}, this run's {mine[:12]}): "
                           "delete it to start afresh")
+    digested = content_digest(saved)  # hashed only once the file is this run's, over what save() hashed
+    del saved["_key"]
     now, wall_s, peak_mb = (float(saved.pop(k)) for k in ("_now", "_wall_s", "_peak_mb"))
     queue = sorted(k for k in saved if k.startswith(QUEUE))
     expected = set(a) - {QUEUE}

@@ -200,9 +200,9 @@ class FastSimulation:
             fp[tb.F_DMA_RATE] = dma.engine_bytes_per_s
             fp[tb.F_RX_OVERHEAD_S] = dma.rx_packet_overhead_ns * 1e-9
             fp[tb.F_BACKOFF_S] = dma.throttle_backoff_ns * 1e-9
-        if 2 * nlinks + 2 * F > ev.MAX_POOLS or entities(R, n) > MAX_ENTITIES:  # a credit return names its pool
-            raise GupsimError(f"fast engine: {R:,} processes on {n:,} nodes is too large for its event keys")
         npools = 2 * nlinks + 2 * F
+        if npools > ev.MAX_POOLS or entities(R, n) > MAX_ENTITIES:  # a credit return names its pool
+            raise GupsimError(f"fast engine: {R:,} processes on {n:,} nodes is too large for its event keys")
         pq = tb.line_aligned((npools, tb.PQ_COLS), np.int32, -1)  # no waiters; 32-byte rows, two to a line
         pq[:, tb.PQ_DEFERRED] = 0  # no credit returns kept beside any pool yet (dq is filled as they come)
         pq[:2 * nlinks, tb.PQ_FREE] = net.link_buffer_chunks

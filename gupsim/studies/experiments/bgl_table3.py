@@ -79,16 +79,15 @@ def fit_mpi_costs() -> tuple[float, float]:
         machine = load_machine("bgl", {"mpi.test_cycles": t, "mpi.heap_cycles_per_level": h})
         return np.array([_cycles(machine, every) for every in (1, 60)])
 
-    def newton_step(point: np.ndarray, steps: np.ndarray) -> np.ndarray:
-        at = measured(*point)
+    point, steps = np.array([300.0, 20.0]), np.array([300.0, 20.0])  # the plane's wide differences first
+    at = measured(*point)
+    for _ in range(1 + FIT_NEWTON_STEPS):
         jacobian = np.column_stack([(measured(*(point + np.diag(steps)[k])) - at) / steps[k] for k in range(2)])
-        return point + np.linalg.solve(jacobian, targets - at)
-
-    point = newton_step(np.array([300.0, 20.0]), np.array([300.0, 20.0]))
-    for _ in range(FIT_NEWTON_STEPS):
-        if np.all(np.abs(measured(*point) / targets - 1) <= FIT_TOLERANCE):
+        point = point + np.linalg.solve(jacobian, targets - at)
+        at = measured(*point)  # the runs at the new point serve both the test and the next step's differences
+        if np.all(np.abs(at / targets - 1) <= FIT_TOLERANCE):
             break
-        point = newton_step(point, np.array([10.0, 1.0]))
+        steps = np.array([10.0, 1.0])
     return float(point[0]), float(point[1])
 
 
