@@ -1,4 +1,4 @@
-"""The torus router a machine's network uses, and the parameters of Blue Gene/L's router as built (issue 44).
+"""The torus router a machine's network uses, and the parameters of Blue Gene/L's router as built.
 
 ``network.router`` names a router registered with the engines (:data:`ROUTER_NAMES`, the reference engine's
 ``gupsim.engines.reference.router.ROUTERS``):

@@ -74,7 +74,7 @@ def less_busy(free_at: float, best_free_at: float, have_best: bool) -> bool:
 
 
 def more_tokens(free: int, best_free: int, have_best: bool) -> bool:
-    """BG/L's adaptive choice (issue 44; docs/research/bgl-router-facts.md rows 5, 12): a dynamic VC beats the
+    """BG/L's adaptive choice (docs/research/bgl-router-facts.md rows 5, 12): a dynamic VC beats the
     best so far if its sender holds more of its tokens (ties keep the earlier port, then the earlier VC)."""
     return not have_best or free > best_free
 

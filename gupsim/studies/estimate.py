@@ -30,7 +30,7 @@ The cost model is a run's events times the seconds an event costs.
 * **Seconds per event** of an engine, ``s0 * N**size_exponent`` (:data:`SECONDS_PER_EVENT`): a larger machine's
   state misses the caches more often (0.32 us an event at 512 nodes, 0.56-0.67 us at 4,096-65,536).
 
-The fit (2026-11-28, ``benchmarks/estimate_fit.py`` on ``benchmarks/estimate_fit_runs.jsonl``) used 36 fast-engine runs of 2x2x2 to 16x16x8 at 256-4,096 updates a
+The fit (``benchmarks/estimate_fit.py`` on ``benchmarks/estimate_fit_runs.jsonl``) used 36 fast-engine runs of 2x2x2 to 16x16x8 at 256-4,096 updates a
 process measured on the shared 2-core box, and three large ones of docs/performance.md (the whole machine's
 ``routed`` at 1,024 and 4,096 updates a process, Table 3's 16x16x16 ``baseline``).  It left out the cases
 ``benchmarks/estimate_error.py`` judges it on (the README's ``gupsim run`` lines and shapes 4x4x4 and 8x8x8),

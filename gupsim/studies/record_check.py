@@ -2,8 +2,8 @@
 
 A record (``gupsim run --json``, or a row of a results store) names its run twice: in its top-level fields
 (``machine``, ``shape``, ``nodes``, ``processes``, ...), which titles, legends and comparisons print, and in the
-``config`` it was made from.  A record whose ``shape`` had been edited by hand was plotted under the false title
-(issue 48): the numbers were another machine's.  Nothing can say whether a rate was edited, but a record whose
+``config`` it was made from.  A record whose ``shape`` is edited by hand would be plotted under a false title:
+the numbers are another machine's.  Nothing can say whether a rate was edited, but a record whose
 fields disagree with one another is certainly not what the run wrote, so it is refused in one line naming the
 file and the field, before anything is drawn or compared from it.
 """

@@ -8,7 +8,7 @@ topology's ``route`` sets port and VC; the space check on the output port and th
 interfaces).  The decisions are the pure functions of :mod:`gupsim.engines.router_rules`, which the fast
 engine compiles into its router kernel (:mod:`gupsim.engines.fast.router`), so both engines decide with one
 source.  Routers are registered by name (:data:`ROUTERS`): ``bluegene-l`` (seed 000 §5.1), and ``bgl-vc``,
-Blue Gene/L's virtual channels and tokens (issue 44; the fast engine refuses it so far).
+Blue Gene/L's virtual channels and tokens (the fast engine refuses it).
 """
 
 from __future__ import annotations
@@ -146,7 +146,7 @@ class BlueGeneLRouter(Router):
 
 
 class BglVcRouter(BlueGeneLRouter):
-    """Blue Gene/L's torus router as built (issue 44; docs/research/bgl-router-facts.md rows 2-7, 12).
+    """Blue Gene/L's torus router as built (docs/research/bgl-router-facts.md rows 2-7, 12).
 
     * **Virtual channels.**  Each input link has ``router.escape_vcs`` bubble escape VCs (BG/L: one, BN) and,
       with ``routing: adaptive``, ``router.dynamic_vcs`` dynamic VCs (BG/L: D0, D1), each its own pool of
