@@ -296,6 +296,10 @@ def _arrive(t, p, now):
         leave(pk, t.pools, t.deferred, t.queue, t.counters, pk[p, PK_HELD], now, now)
     serial = pk[p, PK_WIRE] / fp[F_RATE]
     tail = t.packet_times[p, PF_START] + serial + fp[F_ROUTER_S] - now
+    # its buffer's room comes back with the tail, and no sooner than a hop (or its serialisation) from now
+    head = min(serial, fp[F_CHUNK_S]) + fp[F_ROUTER_S]
+    give_later(pk, t.pools, t.deferred, t.ranks, t.int_params, t.queue, t.counters, pk[p, PK_HELD], pk[p, PK_CHUNKS],
+               now, max(tail, min(serial, head)))
     if tail > 0:
         push(t.queue, t.counters, now + tail, NORMAL, event(EV_TAIL, p))
     else:
@@ -304,10 +308,9 @@ def _arrive(t, p, now):
 
 @njit(cache=True, _nrt=False)
 def deliver(t, p, now):
-    """Tail in: free the last buffer, put the packet in the receiver's inbox (after its node's reception DMA,
-    if it has one), wake its CPU."""
+    """Tail in: put the packet in the receiver's inbox (after its node's reception DMA, if it has one), wake its
+    CPU.  (Its last buffer's room was given back when it started into the reception FIFO, :func:`_arrive`.)"""
     pk, rk, ip, hh, ctr = t.packets, t.ranks, t.int_params, t.queue, t.counters
-    give(pk, t.pools, rk, ip, hh, ctr, pk[p, PK_HELD], pk[p, PK_CHUNKS], now)
     ctr[C_DELIVERED] += 1
     if ip[I_DMA]:
         dma.receive(pk, t.link_times, ip, t.float_params, hh, ctr, p, now)
@@ -508,12 +511,12 @@ def resume(t, log, p, now):
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def pool_owner(ip, nbr, pool):
-    """The entity a credit return to ``pool`` runs as: a link's buffers belong to the router at its far end,
-    a rank's FIFOs to the rank (gupsim.engines.order)."""
+def pool_owner(ip, pool):
+    """The entity a credit return to ``pool`` runs as: a link's buffers belong to the router at its near end,
+    which holds the tokens, a rank's FIFOs to the rank (gupsim.engines.order)."""
     if pool < ip[I_POOL_INJ]:
         link = pool if pool < ip[I_POOL_DYN] else pool - ip[I_POOL_DYN]
-        return router_entity(ip[I_NRANKS], nbr[link])
+        return router_entity(ip[I_NRANKS], link // 6)
     base = ip[I_POOL_INJ] if pool < ip[I_POOL_REC] else ip[I_POOL_REC]
     return (pool - base) // ip[I_FIFO_GROUPS]
 
@@ -526,7 +529,7 @@ def enter(net, kind, a):
     if kind == EV_CPU or kind == EV_WAKE:
         entity = a
     elif kind == EV_GIVE:
-        entity = pool_owner(ip, net.neighbors, give_pool(a))
+        entity = pool_owner(ip, give_pool(a))
     else:
         entity = router_entity(ip[I_NRANKS], net.packets[a, PK_NODE])
     net.counters[C_ACTIVE] = entity

@@ -182,7 +182,7 @@ class BglVcRouter(BlueGeneLRouter):
         pool = pools[i]
         if pool is None:
             net = self.network
-            pool = pools[i] = net.credits(self.depth, net.router_entity(net.link_dst(link)))
+            pool = pools[i] = net.credits(self.depth, net.link_owner(link))
         return pool
 
     def escape_channel(self, link: int, bubble: int) -> Credits:

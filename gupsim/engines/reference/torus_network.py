@@ -295,7 +295,7 @@ class Network(FifoInjection):
         # node coordinates, for choosing a packet's injection FIFO (only needed per dimension)
         self._coords = [tuple(int(v) for v in c) for c in topology.coords_array()] if self.fifo_groups > 1 else []
         fifos = self.num_ranks * self.fifo_groups
-        # a rank's FIFOs belong to the rank (entity r), a link's buffers to the router at its far end
+        # a rank's FIFOs belong to the rank (entity r), a link's buffers to the router at its near end (link_owner)
         self.injection = [Credits(env, net.injection_fifo_chunks, i // self.fifo_groups) for i in range(fifos)]
         self.reception = [Credits(env, net.reception_fifo_chunks, i // self.fifo_groups) for i in range(fifos)]
         self.inbox = [Mailbox(env) for _ in range(self.num_ranks)]
@@ -350,6 +350,11 @@ class Network(FifoInjection):
         """A new pool of ``chunks`` tokens whose returns run as entity ``owner`` (a router's VCs)."""
         return Credits(self.env, chunks, owner)
 
+    def link_owner(self, link: int) -> int:
+        """The entity a credit return to ``link``'s buffers runs as: the router at its near end, which holds the
+        tokens (gupsim.engines.order), so a return and the grants it makes stay with the sender."""
+        return self.router_entity(link // self.topology.ports)
+
     def link_dst(self, link: int) -> int:
         """The node at the far end of ``link``."""
         return self._link_dst[link]
@@ -358,7 +363,7 @@ class Network(FifoInjection):
         """The escape channel of ``link`` (its input buffer), made on first use."""
         buf = self._buffers[link]
         if buf is None:
-            buf = self._buffers[link] = Credits(self.env, self.cfg.link_buffer_chunks, self.router_entity(self._link_dst[link]))
+            buf = self._buffers[link] = Credits(self.env, self.cfg.link_buffer_chunks, self.link_owner(link))
         return buf
 
     # ------------------------------------------------------------------ injection
@@ -434,9 +439,13 @@ class Network(FifoInjection):
         if self._ordered:
             self._leave(held, env.now)
         tail = start + serial + self._router_s - env.now
+        # The buffer's room comes back with the tail, and no sooner than a hop (or the packet's serialisation, if
+        # shorter) after the packet starts into the reception FIFO: the time its head takes through the router.
+        # The floor is what gives the event order its lookahead (gupsim.engines.order); it binds only when the
+        # packet waited for reception room past its tail, or is shorter than a hop.
+        self.release_later(max(tail, min(serial, head_s)) + token_s, held, pkt.chunks)
         if tail > 0:
             yield env.timeout(tail)
-        self.release_later(token_s, held, pkt.chunks)
         self.packets_delivered += 1
         self.inbox[pkt.dst].put(pkt)
 
@@ -464,8 +473,7 @@ class Network(FifoInjection):
         """The dynamic virtual channel of ``link`` (adaptive routing), made on first use."""
         vc = self._dynamic[link]
         if vc is None:
-            vc = self._dynamic[link] = Credits(self.env, self.cfg.link_buffer_chunks,
-                                                   self.router_entity(self._link_dst[link]))
+            vc = self._dynamic[link] = Credits(self.env, self.cfg.link_buffer_chunks, self.link_owner(link))
         return vc
 
     def consumed(self, pkt: Packet) -> None:
