@@ -69,18 +69,20 @@ def _worker_count() -> int:
 #: sits idle.  Started first, the long files share out between the workers and the many short files even out
 #: the end (longest-first scheduling).  A file renamed or gone just loses its place: nothing fails.
 LONGEST_FILES = (
-    "tests/studies/test_reproduce.py",
     "tests/studies/test_sweep_plan.py",
-    "tests/studies/test_sweep.py",
+    "tests/studies/test_reproduce.py",
     "tests/test_notebooks.py",
+    "tests/studies/test_headline.py",  # its property test draws its runs: from 15 s to minutes
+    "tests/studies/test_sweep.py",
     "tests/studies/test_crayx1_hpcc.py",
-    "tests/studies/test_runpool.py",
     "tests/engines/fast/test_fast_memory.py",
+    "tests/studies/test_runpool.py",
+    "tests/engines/fast/test_fast_precision.py",
     "tests/engines/test_precision_coverage.py",
     "tests/engines/fast/test_kept_state_faults.py",
-    "tests/engines/fast/test_fast_precision.py",
     "tests/data/test_package_data.py",
     "tests/engines/fast/test_fast_checkpoint.py",
+    "tests/app/test_entry.py",
 )
 
 
