@@ -63,6 +63,39 @@ def _worker_count() -> int:
     return int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
 
 
+#: The test files that take longest (minutes on a 2-core box), longest first, as measured with --durations.
+#: ``--dist loadfile`` hands a worker one whole file at a time; xdist would order the files by their number of
+#: tests, which sends these few-test, long files last, and one worker then runs the last of them while the other
+#: sits idle.  Started first, the long files share out between the workers and the many short files even out
+#: the end (longest-first scheduling).  A file renamed or gone just loses its place: nothing fails.
+LONGEST_FILES = (
+    "tests/studies/test_sweep_plan.py",
+    "tests/studies/test_reproduce.py",
+    "tests/test_notebooks.py",
+    "tests/studies/test_headline.py",  # its property test draws its runs: from 15 s to minutes
+    "tests/studies/test_sweep.py",
+    "tests/studies/test_crayx1_hpcc.py",
+    "tests/engines/fast/test_fast_memory.py",
+    "tests/studies/test_runpool.py",
+    "tests/engines/fast/test_fast_precision.py",
+    "tests/engines/test_precision_coverage.py",
+    "tests/engines/fast/test_kept_state_faults.py",
+    "tests/data/test_package_data.py",
+    "tests/engines/fast/test_fast_checkpoint.py",
+    "tests/app/test_entry.py",
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    """The longest files first (:data:`LONGEST_FILES`), then the others by their number of tests, as xdist
+    orders them (``--no-loadscope-reorder`` in pyproject's addopts makes it keep this order)."""
+    files = [item.nodeid.split("::")[0] for item in items]
+    tests_in = {f: files.count(f) for f in set(files)}
+    rank = {f: i for i, f in enumerate(LONGEST_FILES)}
+    order = sorted(range(len(items)), key=lambda i: (rank.get(files[i], len(rank)), -tests_in[files[i]], files[i], i))
+    items[:] = [items[i] for i in order]
+
+
 def pytest_testnodedown(node, error):
     """An xdist worker's compile seconds, kept by the controller (the longest worker's is the session's)."""
     seconds = getattr(node, "workeroutput", {}).get("compile_s")

@@ -8,12 +8,17 @@ import math
 import pytest
 
 from gupsim.studies.experiments import crayx1_hpcc
-from gupsim.studies.validation import comparison_markdown
+from gupsim.studies.validation import comparison_markdown, run_experiments, write_markdown
+from tests.studies.conftest import check_page_lists_every_miss_with_its_explanation, \
+    check_writes_reference_sim_and_error_columns
 
 
 @pytest.fixture(scope="module")
 def result():
-    return crayx1_hpcc.reproduce(quick=True)
+    """What ``gupsim reproduce crayx1-hpcc --quick`` makes (run once for the suite: tests/studies/test_reproduce.py
+    leaves this experiment to this file)."""
+    (comparison,) = run_experiments(["crayx1-hpcc"], quick=True)
+    return comparison
 
 
 def _row(c, key):
@@ -75,3 +80,10 @@ def test_the_upc_random_ring_bandwidth_is_simulated_as_posted_stores_and_judged(
     assert not result.is_fitted(crayx1_hpcc.UPC_RING_ROW, "value")
     assert math.isnan(_row(result, "X1 252 UPC natural-ring bandwidth")["sim_value"])
     assert any(r.startswith("The MPI rows' shape") and "(60)" in r for r in result.remarks)
+
+
+def test_it_passes_the_checks_every_reproduced_table_passes(result, tmp_path):
+    check_writes_reference_sim_and_error_columns(result, tmp_path)
+    page = tmp_path / "validation.md"
+    write_markdown([result], page, "gupsim reproduce crayx1-hpcc --quick")
+    check_page_lists_every_miss_with_its_explanation([result], page.read_text())
