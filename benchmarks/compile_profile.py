@@ -140,6 +140,8 @@ def child(families: list[str]) -> dict:
 
     if os.environ.get("GUPSIM_PROFILE_NO_WRAPPERS"):
         _drop_wrappers()
+    if os.environ.get("GUPSIM_PROFILE_INLINE_ALL"):
+        _inline_all()
     rec = Recorder()
     cache_io = defaultdict(float)
     for method in ("load_overload", "save_overload"):
@@ -180,16 +182,29 @@ CALLED_FROM_PYTHON = {"_loop", "link_free_list", "start_cpus", "settle_all", "st
 def _drop_wrappers() -> None:
     """An experiment (``GUPSIM_PROFILE_NO_WRAPPERS=1``): compile every other function of the fast engine without
     the CPython wrapper that unboxes its arguments, which only a call from Python needs."""
+    for value in _package_dispatchers():
+        if value.py_func.__name__ not in CALLED_FROM_PYTHON:
+            value.targetoptions["no_cpython_wrapper"] = True
+
+
+def _inline_all() -> None:
+    """An experiment (``GUPSIM_PROFILE_INLINE_ALL=1``): inline every function not called from Python into its
+    callers at Numba's level, so that only the functions called from Python are compiled on their own."""
+    for value in _package_dispatchers():
+        if value.py_func.__name__ not in CALLED_FROM_PYTHON:
+            value.targetoptions["inline"] = "always"
+
+
+def _package_dispatchers() -> list:
     import importlib
     import pkgutil
 
     import gupsim.engines.fast as pkg
     from numba.core.registry import CPUDispatcher
 
-    for info in pkgutil.iter_modules(pkg.__path__):
-        for value in vars(importlib.import_module(f"{pkg.__name__}.{info.name}")).values():
-            if isinstance(value, CPUDispatcher) and value.py_func.__name__ not in CALLED_FROM_PYTHON:
-                value.targetoptions["no_cpython_wrapper"] = True
+    return [value for info in pkgutil.iter_modules(pkg.__path__)
+            for value in vars(importlib.import_module(f"{pkg.__name__}.{info.name}")).values()
+            if isinstance(value, CPUDispatcher)]
 
 
 def _time_llvm_steps() -> dict:
