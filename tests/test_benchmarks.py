@@ -148,3 +148,10 @@ def test_partition_profile_finds_the_event_that_handed_out_each_key():
     rec[3, 1:] = key(9, 0), 0, 5, 4, 4   # keyed (9, 0): row 1; hands out nothing
     rec[4, 1:] = key(5, 3), 0, 9, 1, 1   # keyed (5, 3): row 2
     assert pp.causes(rec).tolist() == [-1, 0, 0, 1, 2]
+
+
+def test_compile_profile_refuses_an_unknown_family_in_one_line():
+    out = subprocess.run([sys.executable, str(BENCH_FAST.parent / "compile_profile.py"), "--families", "first,nope"],
+                         capture_output=True, text=True)
+    assert out.returncode == 2
+    assert out.stderr.strip().splitlines()[-1].startswith("compile_profile.py: error: --families: unknown nope (valid: first,")

@@ -10,8 +10,8 @@ of silence on a cold Numba cache, and no way to tell a slow run from a hung one.
 * ``auto`` (the default): ``bar`` on a terminal, ``plain`` otherwise.
 
 The compile notice is said whatever the mode but ``none``, on a terminal or not (:func:`compile_notice`), with
-the figure measured on the machine the README names (:data:`COMPILE_NOTICE`): the fast engine's own notice
-reaches terminals only, with an older figure; it lives in ``gupsim.engines.fast.compiling``.
+the figure measured on the machine the README names (:data:`COMPILE_NOTICE`); the fast engine's own notice
+(``gupsim.engines.fast.compiling``) reaches terminals only.
 """
 
 from __future__ import annotations
@@ -28,10 +28,11 @@ PLAIN_EVERY_S = 30.0
 BAR_DELAY_S = 1.0
 #: The ``--progress`` modes.
 MODES = ("auto", "bar", "plain", "none")
-#: What a run off a terminal says when Numba starts compiling: measured on the README's machine (2-core shared
-#: box, cold cache: ``baseline`` 82 s, ``routed`` 50 s, ``one-packet`` 11 s; docs/performance-log.md).
+#: What a run off a terminal says when Numba starts compiling: measured on the README's machine (2-core box, empty
+#: cache, CPU seconds, which are an idle box's wall seconds: ``one-packet`` 35, ``baseline`` 51, ``routed`` 59,
+#: ``routed-split`` 60; benchmarks/compile_profile.py, docs/performance-log.md).
 COMPILE_NOTICE = ("compiling the fast engine's kernels for this algorithm (once per algorithm, cached after: "
-                  "measured 11-82 s on a 2-core box)")
+                  "35-60 s on an idle 2-core box, more on a busy one)")
 
 
 def resolve(mode: str, stream: TextIO | None = None) -> str:

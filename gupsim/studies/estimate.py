@@ -214,7 +214,7 @@ def describe(estimates: list[PointEstimate], workers: int) -> str:
             f"{_duration(min(walls))}-{_duration(max(walls))} per point, {_duration(sum(walls))} of work, "
             f"about {_duration(total_wall_s(estimates, workers))} on {workers} worker{'s' * (workers != 1)}; "
             f"peak memory {_mb(min(mems))}-{_mb(max(mems))} per point, {_mb(peak_bytes(estimates, workers))} "
-            f"at once (the first run of each fast kernel on a cold cache also compiles it: 11-82 s)")
+            f"at once (the first run of each fast kernel on a cold cache also compiles it: 35-60 s)")
 
 
 def _duration(seconds: float) -> str:

@@ -47,7 +47,7 @@ import numpy as np
 
 from gupsim.base.errors import GupsimError, cannot_write, probe_write
 from gupsim.base.memory import peak_rss_mb
-from gupsim.engines.fast import core as c, credits as cr, tables as tb
+from gupsim.engines.fast import core as c, credits as cr, events as ev, tables as tb
 from gupsim.engines.fast.contract import NETWORK_PACKET_ARRAYS, QUEUE, Kernel, Network
 from gupsim.model.output_analysis import check_points
 
@@ -136,7 +136,7 @@ def network_of(a: dict) -> Network:
 def _between_batches(kernel: Kernel, a: dict) -> None:
     """Keep the queue's margin, and double the per-packet tables when short of rows."""
     ctr = a["counters"]
-    a[QUEUE] = cr.between_batches(a[QUEUE], ctr, a["pools"], a["deferred"])
+    a[QUEUE] = _grow_queue(a[QUEUE], ctr)
     if ctr[tb.C_NFREE] < tb.PACKET_MARGIN:
         old = a["packets"].shape[0]
         for name in NETWORK_PACKET_ARRAYS + kernel.packet_arrays:
@@ -144,6 +144,21 @@ def _between_batches(kernel: Kernel, a: dict) -> None:
         c.link_free_list(a["packets"], old, 2 * old, ctr)
     if kernel.grow_tables is not None:
         kernel.grow_tables(a)
+
+
+def _grow_queue(queue: tuple, ctr: np.ndarray) -> tuple:
+    """The event queue with its heap and far table grown (doubled, or more) to hold every pending event and
+    :data:`gupsim.engines.fast.events.HEAP_MARGIN` free slots, as ``events.grow_queue`` does in compiled code.
+
+    In NumPy here: a few calls a run, while compiling them (with ``np.empty``'s error formatting, Numba's string
+    code) took 8.5 of a cold first run's 65 CPU seconds of compiling (docs/performance-log.md)."""
+    heap, calendar, far, seqs = queue
+    need = int(ctr[tb.C_HEAP_N] + ctr[tb.C_FAR_N]) + ev.HEAP_MARGIN
+    if need > heap.shape[0]:
+        heap = tb.grow_on_lines(heap, max(2 * heap.shape[0], need))
+    if need > far.shape[0]:
+        far = tb.grow_on_lines(far, max(2 * far.shape[0], need))
+    return heap, calendar, far, seqs
 
 
 def _log_progress(checkpoint: Checkpoint, ctr: np.ndarray, total_updates: int, wall_s: float) -> None:

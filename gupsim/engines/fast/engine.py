@@ -229,7 +229,9 @@ class FastSimulation:
             "packets": pk, "packet_times": np.zeros((packets, tb.PF_COLS)),
             "pools": pq, "deferred": dq, "ranks": rk,
             "link_times": _link_times(nlinks, n, dma is not None), "link_bytes": np.zeros(nlinks, dtype=np.int64),
-            "int_params": ip, "float_params": fp, "neighbors": np.ascontiguousarray(topo.neighbor_array().ravel()),
+            # a writable copy of the topology's read-only table: read-only is part of a Numba argument type, and
+            # a checkpoint gives its arrays back writable, so a resumed run compiled its whole kernel again
+            "int_params": ip, "float_params": fp, "neighbors": np.array(topo.neighbor_array().ravel()),
             "coords": np.ascontiguousarray(topo.coords_array()),
             "queue": hh, "counters": ctr, "window_times": np.full(2, np.nan),
             "applied_times": np.full(len(marks), np.nan),
@@ -362,9 +364,10 @@ def simulate_fast(run: RunConfig, checkpoint: Any = None, progress: Any = None) 
 
 
 
-#: Cold-cache compile seconds by kernel, measured on a shared 2-core box (issue 47): each algorithm compiles its
-#: own kernels on its first run; an algorithm not measured counts the largest.
-COLD_COMPILE_S = {"baseline": 82.0, "routed": 50.0, "one-packet": 11.0}
+#: Seconds to compile each algorithm's kernels into an empty cache: the CPU seconds measured by
+#: benchmarks/compile_profile.py --isolated on the 2-core box (docs/performance-log.md), which are the wall seconds
+#: of an idle box (Numba compiles on one core); an algorithm not measured counts the largest.
+COLD_COMPILE_S = {"baseline": 51.0, "routed": 59.0, "routed-split": 60.0, "one-packet": 35.0}
 
 
 class FastEngine:
