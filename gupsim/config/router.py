@@ -5,7 +5,8 @@
 
 * ``bluegene-l``: gupsim's first router (seed 000 §5.1): one escape buffer of ``link_buffer_chunks`` per
   link with the bubble rule, and with adaptive routing one dynamic channel per link, taken on the least busy
-  minimal direction.  The default, so a machine file without a ``router`` section runs as before.
+  minimal direction.  Every torus machine file names its router; the VC parameters that follow have
+  defaults because only ``bgl-vc`` reads them.
 * ``bgl-vc``: Blue Gene/L's torus router with its virtual channels counted as the register map counts them
   (docs/research/bgl-router-facts.md rows 2-7): several escape (bubble) VCs and dynamic VCs per input link,
   each its own token pool of ``vc_depth_chunks``, token return after ``token_return_ns``, adaptive choice by
@@ -34,7 +35,6 @@ class RouterConfig(BaseModel):
     model_config = _STRICT
 
     name: Literal["bluegene-l", "bgl-vc"] = Field(
-        default="bluegene-l",
         description="bluegene-l: one escape buffer per link (and one dynamic channel with adaptive routing); "
         "bgl-vc: BG/L's virtual channels and tokens (docs/research/bgl-router-facts.md rows 2-7)")
     escape_vcs: int = Field(

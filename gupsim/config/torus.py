@@ -98,8 +98,8 @@ class NetworkConfig(BaseModel):
         default=None, ge=1, le=MAX_COUNT,
         description="bytes a router must have before it forwards a packet's head (default: one chunk)")
     router: RouterConfig = Field(
-        default_factory=RouterConfig,
-        description="the torus router and its virtual channels (gupsim.config.router; default: bluegene-l)")
+        description="the torus router and its virtual channels (gupsim.config.router); required, as every "
+        "network parameter is, so a file that lost its router section is refused rather than run with another")
 
     @model_validator(mode="after")
     def _buffers_hold_a_packet(self) -> "NetworkConfig":
