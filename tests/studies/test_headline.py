@@ -64,8 +64,10 @@ ALGORITHMS = [a for a in available_algorithms() if a != "dv"]
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(algorithm=st.sampled_from(ALGORITHMS), shape=st.sampled_from(["2x2x2", "4x2x2"]),
-       updates=st.integers(200, 1500), seed=st.integers(0, 3))
+       updates=st.integers(200, 800), seed=st.integers(0, 3))
 def test_every_record_s_rate_lies_inside_its_interval_on_both_engines(algorithm, shape, updates, seed):
+    # Up to 800 updates a process: past that, draws of upc on SimPy took the test from 15 s to 161 s, a
+    # swing as large as the CI budget's margin; lengths from a warm-up-only run to a settled one remain.
     machine = load_machine("bgl", {"cpu.processes_per_node": 2})
     records = []
     for engine in ("simpy", "fast"):
