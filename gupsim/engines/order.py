@@ -14,15 +14,16 @@ Both engines process the events of a run in one order, defined here and nowhere 
   A CPU's event runs as its rank; a packet's event (its head reaching a router, a grant, its tail, its turn
   in a buffer) as the router its head is at; a credit return as its pool's owner (a link's buffers: the
   router at the link's near end, the sender, which holds the tokens; a rank's FIFOs: the rank).
+* ``seq``: how many events that entity had scheduled before: a counter each entity keeps for itself.
 
 **The lookahead.**  With that ownership, whatever one node's event does to another node happens at least
 ``L`` later, ``L`` the smaller of a head's hop (one chunk, or the cut-through bytes, plus the router delay)
 and the shortest packet's serialisation: a head reaches the next router a hop after it could start; a
 buffer's room comes back once the tail has left it, a serialisation after the packet started onto its next
-link, or, at its destination, with the tail and no sooner than ``L`` after it started into the reception FIFO.  A return is scheduled by the far end and runs as the near end, so its
-grants stay with the waiters they wake.  A partitioned engine may run windows of width ``L`` in parallel
-(docs/design/partitioned-engine.md): 251.4 ns on Blue Gene/L, 51.9 ns on Blue Gene/P.
-* ``seq``: how many events that entity had scheduled before: a counter each entity keeps for itself.
+link, or, at its destination, with the tail and no sooner than a hop (or its serialisation, if shorter)
+after it started into the reception FIFO.  A return is scheduled by the far end and runs as the near end,
+so its grants stay with the waiters they wake.  A partitioned engine may run windows of width ``L`` in
+parallel (docs/design/partitioned-engine.md): 251.4 ns on Blue Gene/L, 51.9 ns on Blue Gene/P.
 
 Events pop in increasing key.  Nothing in the key is global: not SimPy's event id, not a packet's row in a
 table allocated from a shared free list.  So whichever part of a partitioned machine owns an entity computes

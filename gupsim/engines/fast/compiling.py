@@ -1,7 +1,7 @@
 """How long a fast run spent getting its kernels from Numba, kept apart from the run's own wall time.
 
-On an empty Numba cache the first fast run compiles every kernel it calls: 55 CPU seconds for ``baseline`` (the
-README's first command), 25-30 more for ``routed`` or ``routed-split``, 9 for ``one-packet``, measured by
+On an empty Numba cache the first fast run compiles every kernel it calls: 51 CPU seconds for ``baseline`` (the
+README's first command), 25-30 more for ``routed`` or ``routed-split``, 10 for ``one-packet``, measured by
 ``benchmarks/compile_profile.py`` (docs/performance-log.md), against a second or two of simulation on a small
 machine; counted into ``wall_s`` it would make the first run in a process look 50 times slower than the next.
 Numba announces its work through :mod:`numba.core.event`: ``numba:compiler_lock`` is held while a dispatcher

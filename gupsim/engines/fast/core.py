@@ -264,6 +264,13 @@ def launch(pk, pf, ip, hh, ctr, p, now):
     push(hh, ctr, now, URGENT, event(EV_HOP, p))
 
 
+@njit(cache=True, inline="always", _nrt=False)
+def hop_s(fp, serial):
+    """A head's hop: the seconds from starting on a link until the next router has it (one chunk, or the
+    cut-through bytes, or the whole packet if shorter, plus the router delay)."""
+    return min(serial, fp[F_CHUNK_S]) + fp[F_ROUTER_S]
+
+
 @njit(cache=True, _nrt=False)
 def _go(t, p, link, pool, now):
     """The packet holds room in ``pool`` behind ``link``: start on the link; the room it held comes back when
@@ -284,8 +291,7 @@ def _go(t, p, link, pool, now):
     pk[p, PK_HELD] = pool
     pk[p, PK_LINK] = link  # the last link, once it has arrived: its reception FIFO group
     pf[p, PF_START] = start
-    head = min(serial, fp[F_CHUNK_S]) + fp[F_ROUTER_S]
-    push(hh, ctr, now + (start + head - now), NORMAL, event(EV_HOP, p))
+    push(hh, ctr, now + (start + hop_s(fp, serial) - now), NORMAL, event(EV_HOP, p))
 
 
 @njit(cache=True, _nrt=False)
@@ -297,9 +303,8 @@ def _arrive(t, p, now):
     serial = pk[p, PK_WIRE] / fp[F_RATE]
     tail = t.packet_times[p, PF_START] + serial + fp[F_ROUTER_S] - now
     # its buffer's room comes back with the tail, and no sooner than a hop (or its serialisation) from now
-    head = min(serial, fp[F_CHUNK_S]) + fp[F_ROUTER_S]
     give_later(pk, t.pools, t.deferred, t.ranks, t.int_params, t.queue, t.counters, pk[p, PK_HELD], pk[p, PK_CHUNKS],
-               now, max(tail, min(serial, head)))
+               now, max(tail, min(serial, hop_s(fp, serial))))
     if tail > 0:
         push(t.queue, t.counters, now + tail, NORMAL, event(EV_TAIL, p))
     else:

@@ -38,7 +38,7 @@ from __future__ import annotations
 from numba import njit
 
 from gupsim.engines import router_rules
-from gupsim.engines.fast.events import NORMAL, event, give_event, grow_queue, key_for, push, push_keyed
+from gupsim.engines.fast.events import NORMAL, event, give_event, key_for, push, push_keyed
 from gupsim.engines.fast.tables import C_DEFER_FULL, C_DONE, C_ERROR, C_EVENTS, C_HEAP_N, C_LAZY, C_RESCHEDULED, C_SEEN_K, C_SEEN_T, EV_RESUME, EV_WAKE, I_FIFO_GROUPS, I_MAXCH, I_NRANKS, I_POOL_INJ, I_POOL_REC, I_X, PK_BUBBLE, PK_CHUNKS, PK_DST, PK_LINK, PK_NEXT, PK_SRC, PK_STATE, PQ_DEFERRED, PQ_FREE, RK_GRANTED, RK_WAIT, W_INJ, WAKE_GRANT, WAKE_ROOM, f2i, i2f, node_of
 
 
@@ -222,12 +222,6 @@ def give_later(pk, pq, dq, rk, ip, hh, ctr, pool, chunks, now, delay):
     dq[pool, n, 1] = key_for(ctr, hh[3], NORMAL)
     dq[pool, n, 2] = chunks
     pq[pool, PQ_DEFERRED] = n + 1
-
-
-@njit(cache=True)
-def between_batches(hh, ctr, pq, dq):
-    """The kernels' outer loop: keep :data:`HEAP_MARGIN` free queue slots."""
-    return grow_queue(hh, ctr)
 
 
 @njit(cache=True, _nrt=False)

@@ -148,7 +148,7 @@ def _between_batches(kernel: Kernel, a: dict) -> None:
 
 def _grow_queue(queue: tuple, ctr: np.ndarray) -> tuple:
     """The event queue with its heap and far table grown (doubled, or more) to hold every pending event and
-    :data:`gupsim.engines.fast.events.HEAP_MARGIN` free slots, as ``events.grow_queue`` does in compiled code.
+    :data:`gupsim.engines.fast.events.HEAP_MARGIN` free slots, the margin ``events.needs_room`` checks.
 
     In NumPy here: a few calls a run, while compiling them (with ``np.empty``'s error formatting, Numba's string
     code) took 8.5 of a cold first run's 65 CPU seconds of compiling (docs/performance-log.md)."""

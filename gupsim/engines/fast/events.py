@@ -28,7 +28,7 @@ from numba import njit
 
 # The phases are part of push's signature, so the kernels take them from here with it.
 from gupsim.engines.order import MAX_ENTITIES, NORMAL, URGENT, order_key  # noqa: F401
-from gupsim.engines.fast.tables import EV_GIVE, C_ACTIVE, C_CAL_N, C_CUR, C_EVENTS, C_FAR_FREE, C_FAR_N, C_FAR_TOP, C_HEAP_N, C_INV_W, C_MOVED, C_NFREE, C_OV_MIN, C_PAUSE_AT, C_REFILED, C_SEEN_K, C_SEEN_T, C_STOP_T, PACKET_MARGIN, f2i, grow, i2f
+from gupsim.engines.fast.tables import EV_GIVE, C_ACTIVE, C_CAL_N, C_CUR, C_EVENTS, C_FAR_FREE, C_FAR_N, C_FAR_TOP, C_HEAP_N, C_INV_W, C_MOVED, C_NFREE, C_OV_MIN, C_PAUSE_AT, C_REFILED, C_SEEN_K, C_SEEN_T, C_STOP_T, PACKET_MARGIN, f2i, i2f
 
 
 #: A payload has a column of its own in the queue; below 2^PAYLOAD_BITS.
@@ -366,16 +366,3 @@ def batch_over(ctr):
     each event, so that a loop always makes progress even when a test's limit is below the number of
     pending events)."""
     return ctr[C_EVENTS] >= ctr[C_PAUSE_AT]
-
-
-@njit(cache=True)
-def grow_queue(q, ctr, extra=0):
-    """The queue, its heap and far table grown (doubled, or more) to hold every pending event, ``extra`` more,
-    and :data:`HEAP_MARGIN` free slots."""
-    hh, cal, far, seqs = q
-    need = ctr[C_HEAP_N] + ctr[C_FAR_N] + extra + HEAP_MARGIN
-    if need > hh.shape[0]:
-        hh = grow(hh, max(2 * hh.shape[0], need))
-    if need > far.shape[0]:
-        far = grow(far, max(2 * far.shape[0], need))
-    return hh, cal, far, seqs

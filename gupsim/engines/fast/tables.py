@@ -9,7 +9,7 @@ sequence number: :mod:`gupsim.engines.fast.events`), so a run is deterministic.
 The tables the kernels read on every event are laid out on cache lines (:func:`line_aligned`): a packet row
 is one 64-byte line, a pool row or a rank's network row 32 bytes (docs/performance-log.md).  The
 helpers here are bit casts between a time and the int64 bits the queue orders (:func:`f2i`, :func:`i2f`), a
-prefetch of one row (:func:`prefetch_row`), growing a table between batches (:func:`grow`), and the node of
+prefetch of one row (:func:`prefetch_row`), growing a table between batches (:func:`grow_on_lines`), and the node of
 a rank (:func:`node_of`).  Nothing here changes a result; the model's steps are in
 :mod:`gupsim.engines.fast.events`, :mod:`gupsim.engines.fast.credits` and :mod:`gupsim.engines.fast.core`.
 """
@@ -187,20 +187,10 @@ def line_aligned(shape, dtype, fill=None):
 
 
 def grow_on_lines(a, n):
-    """:func:`grow` into a :func:`line_aligned` array."""
+    """A copy of ``a`` with ``n`` rows, in a :func:`line_aligned` array (rows beyond ``len(a)`` uninitialised)."""
     out = line_aligned((n,) + a.shape[1:], a.dtype)
     out[: a.shape[0]] = a
     return out
-
-
-def grow(a, n):
-    """A copy of ``a`` with ``n`` rows (numba-compiled below; rows beyond ``len(a)`` uninitialised)."""
-    out = np.empty((n,) + a.shape[1:], dtype=a.dtype)
-    out[: a.shape[0]] = a
-    return out
-
-
-grow = njit(cache=True)(grow)
 
 
 @njit(cache=True, inline="always", _nrt=False)
