@@ -76,6 +76,15 @@ def test_broken_machine_files_are_rejected_in_one_line(tmp_path, capsys, mutatio
     assert "m.yaml" in err or "--set" in err
 
 
+@pytest.mark.parametrize("machine", ["bgl", "bgp", "cray-x1"])
+def test_a_torus_machine_file_without_its_router_is_refused_naming_the_key(tmp_path, capsys, machine):
+    # The property test above deletes one leaf at random; this case always runs: no default router stands in.
+    data = yaml.safe_load((MACHINES_DIR / f"{machine}.yaml").read_text())
+    del data["network"]["router"]
+    err = _reject(capsys, ["run", "--machine", _write(tmp_path, data), "--shape", "2x2x2", "--updates", "10"])
+    assert "router" in err and "m.yaml" in err
+
+
 @pytest.mark.parametrize(
     "argv",
     [

@@ -52,8 +52,8 @@ def test_intervals_cover_the_long_run_rate():
 def test_intervals_cover_the_long_run_rate_routed():
     # routed at 16,000 updates per process: half-widths near 0.45%.  Its seconds per update carry a bounded
     # jitter (applied = generated less at most 1,024 pending a process) that batch means would count 20 times
-    # (the long run 64 times longer: at 40 its batch-means half-width came out 0.08-0.10%, too close to a
-    # quarter of the short runs' for a reference)
+    # The reference run is 64 times longer: its batch-means half-width (about 0.02%) then sits well under the
+    # quarter of the short runs' (about 0.4%) that _coverage asks of it; 40 times gave about 0.1%, at that edge.
     cover, _, widths = _coverage("routed", "4x2x2", 16000, 64)
     assert statistics.median(widths) < 0.01
     assert cover >= MIN_COVER, f"{cover} of {SEEDS} intervals cover the long-run rate"
