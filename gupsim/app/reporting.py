@@ -43,7 +43,7 @@ OTHER_RATES = (
 #: The record's fields that measure the simulator (its wall time, speed and memory), not the model: the only
 #: fields in which two runs of the same (config, seed) may differ.  ``compile_s`` is the fast engine's time
 #: compiling its kernels (or loading them from Numba's cache), which ``wall_s`` leaves out.
-MEASURED_KEYS = frozenset({"wall_s", "events_per_s", "peak_rss_mb", "compile_s"})
+MEASURED_KEYS = frozenset({"wall_s", "events_per_s", "peak_rss_mb", "compile_s", "threads", "parallel_efficiency"})
 
 
 def model_fields(record: dict[str, Any]) -> dict[str, Any]:
