@@ -59,8 +59,8 @@ OUTBOX_MARGIN = 64
 WINDOW_SHRINK = 1e-6
 #: The margin before a point the run must reach in order (:func:`_margin`): this many times the most updates any
 #: window has applied so far, and at least ``MARGIN_PER_RANK`` updates a process.
-MARGIN_WINDOWS = 8
-MARGIN_PER_RANK = 16
+MARGIN_WINDOWS = 3
+MARGIN_PER_RANK = 2
 
 
 class Overrun(GupsimError):
