@@ -187,8 +187,8 @@ def _check_counts(outcome: RunOutcome) -> None:
         raise SimulationError(f"updates lost: generated {generated}, applied {applied}, expected {total}")
 
 
-def run(run_config: RunConfig, checkpoint: Any = None) -> dict[str, Any]:
-    return simulate(run_config, checkpoint=checkpoint)[1]
+def run(run_config: RunConfig, checkpoint: Any = None, threads: int = 1) -> dict[str, Any]:
+    return simulate(run_config, checkpoint=checkpoint, threads=threads)[1]
 
 
 def make_run_config(**fields: Any) -> RunConfig:

@@ -279,7 +279,7 @@ class FastSimulation:
             if why is not None:
                 raise GupsimError(f"--threads {parts}: {why}")
             try:
-                now = self._run_in_parts(a, parts, batch, progress)
+                now = self._run_in_parts(a, parts, batch, progress, checkpoint)
                 self.parts_used = parts
             except partitioned.Overrun as exc:  # slower, never different: the whole run again, serially
                 log.warning("partitioned run: %s; running it again on one thread", exc)
@@ -305,22 +305,27 @@ class FastSimulation:
                    f"{', '.join(sorted(k.name for k in KERNELS.values() if k.summed_arrays))})"
         if getattr(run.machine, "dma", None) is not None:
             return "a machine with a DMA engine (BG/P) runs on one thread only"
-        if checkpoint is not None:
-            return "a run kept in a checkpoint runs on one thread only"
         longest = max(parse_shape(run.shape))
         if parts > longest:
             return f"{parts} parts: the longest dimension of {run.shape} has only {longest} planes to cut"
         return None
 
-    def _run_in_parts(self, a: dict[str, Any], parts: int, batch: int, progress: Any) -> float:
-        """The run in ``parts`` slabs, one thread each, in windows of the model's lookahead."""
-        net = self.net_cfg
+    def _run_in_parts(self, a: dict[str, Any], parts: int, batch: int, progress: Any, checkpoint: Any) -> float:
+        """The run in ``parts`` slabs, one thread each, in windows of the model's lookahead, kept in (and resumed
+        from) ``checkpoint`` as the serial driver keeps it."""
+        net, start = self.net_cfg, 0.0
+        if checkpoint is not None and checkpoint.path.exists():
+            start, self.earlier_wall_s, self.earlier_peak_rss_mb = driver.load(checkpoint, a, self.kernel)
+        elif checkpoint is not None:
+            driver._check_writable(checkpoint.path)
         node_part = partitioned.slabs(a["coords"], self.topology.shape, parts)
         window_s = partitioned.lookahead_s(a["float_params"], net.chunk_bytes + net.wire_overhead_bytes)
         loop = partitioned.WindowLoop(self.kernel, a, partitioned.Partition(node_part, self.kernel.summed_arrays),
                                       window_s, np.asarray(applied_marks(self.total_updates), dtype=np.int64),
-                                      self._stop_rule(), parts, batch)
-        now = loop.run(progress)
+                                      self._stop_rule(), parts, batch, start)
+        now = loop.run(progress, checkpoint, (self.earlier_wall_s, self.earlier_peak_rss_mb))
+        if checkpoint is not None:
+            checkpoint.path.unlink(missing_ok=True)
         self.window_stats = loop.at
         self.parallel_efficiency = loop.efficiency()
         return now

@@ -42,6 +42,7 @@ import numpy as np
 from numba import njit
 
 from gupsim.base.errors import GupsimError
+from gupsim.base.memory import peak_rss_mb
 from gupsim.engines.fast import core as c, credits as cr, driver, events as ev, tables as tb
 from gupsim.engines.fast.contract import NETWORK_PACKET_ARRAYS, QUEUE, Kernel, Network
 from gupsim.model.output_analysis import check_points
@@ -313,19 +314,23 @@ class WindowLoop:
 
     def __init__(self, kernel: Kernel, a: dict, partition: Partition, window_s: float, marks: np.ndarray,
                  stop_rule: Callable[[np.ndarray, int], bool] | None, threads: int,
-                 batch_events: int = driver.BATCH_EVENTS) -> None:
+                 batch_events: int = driver.BATCH_EVENTS, now: float = 0.0) -> None:
         self.kernel, self.a, self.partition, self.marks = kernel, a, partition, marks
         self.width = window_s * (1.0 - WINDOW_SHRINK)
         self.stop_rule, self.threads, self.batch_events = stop_rule, threads, batch_events
         self.ranks = int(a["int_params"][tb.I_NRANKS])
         self.points = _ordered_points(a["int_params"], marks, stop_rule is not None)
-        self.at = Progress(applied=int(a["counters"][tb.C_APPLIED]))
+        self.at = Progress(now=now, window=int(math.floor(now / self.width)), applied=int(a["counters"][tb.C_APPLIED]))
 
-    def run(self, progress: Callable[[int, int], None] | None = None) -> float:
-        """Run to the end; return the final time (the serial engine's, bit for bit)."""
+    def run(self, progress: Callable[[int, int], None] | None = None, checkpoint: driver.Checkpoint | None = None,
+            earlier: tuple[float, float] = (0.0, 0.0)) -> float:
+        """Run to the end; return the final time (the serial engine's, bit for bit).  ``progress(applied, total)``
+        hears how far it has got every second or so; ``checkpoint``, if given, keeps the run's state every
+        ``checkpoint.every_s`` seconds of wall time, as the serial driver does (``earlier``: the wall seconds
+        and peak RSS of the pieces before this one), in the serial engine's form: either engine resumes it."""
         a, at = self.a, self.at
         total = int(a["int_params"][tb.I_TOTAL])
-        started = time.perf_counter()
+        started = told = saved = time.perf_counter()
         with ThreadPoolExecutor(self.threads, thread_name_prefix="gupsim-part") as pool:
             while True:
                 near = self._near_ordered_point()
@@ -337,12 +342,27 @@ class WindowLoop:
                     self._parallel_window(pool)
                 elif self._serial_window():
                     break
-                if progress is not None and at.window % 256 == 0:
+                clock = time.perf_counter()
+                if progress is not None and clock - told >= 1.0:
                     progress(at.applied, total)
+                    told = clock
+                if checkpoint is not None and clock - saved >= checkpoint.every_s:
+                    self._save(checkpoint, earlier[0] + clock - started, earlier[1])
+                    saved = time.perf_counter()
         at.wall_s = time.perf_counter() - started
+        if progress is not None:
+            progress(at.applied, total)
         ctr = a["counters"]
         ctr[tb.C_STOP_T] = at.rule_stop
         return cr.settle_all(a[QUEUE], ctr, a["pools"], a["deferred"], at.now)
+
+    def _save(self, checkpoint: driver.Checkpoint, wall_s: float, earlier_peak_mb: float) -> None:
+        """Keep the run's state: the parts put back together first (they are cut again before the next window)."""
+        a = self.a
+        if self.partition.parts:
+            self.partition.merge(a)
+        a["counters"][tb.C_STOP_T] = self.at.rule_stop  # the stopping rule's, not the window's
+        driver.save(checkpoint, a, self.at.now, wall_s, max(earlier_peak_mb, peak_rss_mb()))
 
     def efficiency(self) -> float:
         """The share of the threads' wall time spent running events (the rest: windows' barriers, exchanges and

@@ -101,3 +101,24 @@ def test_kernels_without_parts_are_refused_in_one_line(algorithm, sets, words):
 def test_more_parts_than_planes_is_refused():
     with pytest.raises(GupsimError, match="only 4 planes"):
         partitioned.slabs(np.zeros((64, 3), dtype=np.int64), (4, 4, 4), 5)
+
+
+@pytest.mark.parametrize("resumed_parts", [2, 1])
+def test_a_partitioned_run_resumes_from_its_checkpoint(tmp_path, monkeypatch, resumed_parts):
+    """Stopped after its third save, the run resumes from the file (in parts, or serially: the file is the
+    serial engine's state) and gives the uninterrupted serial record."""
+    from gupsim.engines.fast import driver
+    from tests.conftest import Stopped, stop_after_saves
+
+    config = make_run_config(machine=kernel_machine("routed", sets=TORUS), shape="8x4x4", algorithm="routed",
+                             updates_per_process=300, engine="fast")
+    serial_sim, serial = _run("8x4x4", 300, TORUS, None, 1)
+    checkpoint = driver.Checkpoint(tmp_path / "run.npz", key="k", every_s=0.0)
+    saves = stop_after_saves(monkeypatch, 3)
+    with pytest.raises(Stopped):
+        FastSimulation(config).execute(checkpoint, parts=2)
+    assert len(saves) == 3 and checkpoint.path.exists()
+    sim = FastSimulation(config)
+    sim.execute(checkpoint, parts=resumed_parts)
+    assert not checkpoint.path.exists()
+    assert_same_run(serial_sim, serial, sim, model_fields(make_record(sim.outcome(), 0.0)))
