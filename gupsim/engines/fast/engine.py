@@ -41,6 +41,9 @@ from gupsim.engines.fast.kernel_cache import PACKAGE_DIR
 from gupsim.engines.fast.contract import KernelRegistry, register_kernel
 
 log = logging.getLogger(__name__)
+#: The smallest torus cut into parts: below it a window holds a few hundred events, and a window's
+#: synchronisation costs more than two threads save (docs/performance.md, "Threads").
+PART_MIN_NODES = 1024
 #: The fast engine's largest packet: event payloads keep a pool's returned chunks in 5 bits.
 MAX_FAST_CHUNKS = 31
 #: The fast engine's largest run in updates (all processes): its counters are int64.
@@ -305,7 +308,11 @@ class FastSimulation:
                    f"{', '.join(sorted(k.name for k in KERNELS.values() if k.summed_arrays))})"
         if getattr(run.machine, "dma", None) is not None:
             return "a machine with a DMA engine (BG/P) runs on one thread only"
-        longest = max(parse_shape(run.shape))
+        shape = parse_shape(run.shape)
+        if math.prod(shape) < PART_MIN_NODES:
+            return f"{run.shape} has fewer than {PART_MIN_NODES:,} nodes: its windows hold too few events for " \
+                   "threads to gain (docs/performance.md, \"Threads\")"
+        longest = max(shape)
         if parts > longest:
             return f"{parts} parts: the longest dimension of {run.shape} has only {longest} planes to cut"
         return None

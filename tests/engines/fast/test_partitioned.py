@@ -82,12 +82,14 @@ def test_lookahead_is_the_shortest_cross_node_delay():
     assert window < fp[2] + fp[1]  # router delay + a chunk: the hop is not the shortest
 
 
-@pytest.mark.parametrize("algorithm,sets,words", [
-    ("baseline", TORUS, "runs on one thread only"),
-    ("routed", {"cpu.processes_per_node": 1}, None),
+@pytest.mark.parametrize("machine,algorithm,shape,words", [
+    ("bgl", "baseline", "16x8x8", "runs on one thread only"),
+    ("bgl", "routed", "16x8x8", None),
+    ("bgl", "routed", "8x8x8", "fewer than 1,024 nodes"),
+    ("bgp", "routed", "16x8x8", "DMA engine"),
 ])
-def test_kernels_without_parts_are_refused_in_one_line(algorithm, sets, words):
-    config = make_run_config(machine=kernel_machine(algorithm, sets=sets), shape="4x2x2", algorithm=algorithm,
+def test_runs_without_parts_are_refused_in_one_line(machine, algorithm, shape, words):
+    config = make_run_config(machine=kernel_machine(algorithm, machine), shape=shape, algorithm=algorithm,
                              updates_per_process=64, engine="fast")
     sim = FastSimulation(config)
     if words is None:
