@@ -35,7 +35,7 @@ from gupsim.engines.fast import routed
 from gupsim.engines.fast import routed_split
 from gupsim.engines.fast import baseline
 from gupsim.engines.fast import core as c, credits as cr, events as ev, stream, tables as tb
-from gupsim.engines.fast import driver, partitioned
+from gupsim.engines.fast import driver, partitioned, windows
 from gupsim.engines.fast.compiling import compile_time
 from gupsim.engines.fast.kernel_cache import PACKAGE_DIR
 from gupsim.engines.fast.contract import KernelRegistry, register_kernel
@@ -284,7 +284,7 @@ class FastSimulation:
             try:
                 now = self._run_in_parts(a, parts, batch, progress, checkpoint)
                 self.parts_used = parts
-            except partitioned.Overrun as exc:  # slower, never different: the whole run again, serially
+            except windows.Overrun as exc:  # slower, never different: the whole run again, serially
                 log.warning("partitioned run: %s; running it again on one thread", exc)
                 a = self._arrays() | self._kernel_arrays()
                 parts = 1
@@ -327,7 +327,7 @@ class FastSimulation:
             driver._check_writable(checkpoint.path)
         node_part = partitioned.slabs(a["coords"], self.topology.shape, parts)
         window_s = partitioned.lookahead_s(a["float_params"], net.chunk_bytes + net.wire_overhead_bytes)
-        loop = partitioned.WindowLoop(self.kernel, a, partitioned.Partition(node_part, self.kernel.summed_arrays),
+        loop = windows.WindowLoop(self.kernel, a, partitioned.Partition(node_part, self.kernel.summed_arrays),
                                       window_s, np.asarray(applied_marks(self.total_updates), dtype=np.int64),
                                       self._stop_rule(), parts, batch, start)
         now = loop.run(progress, checkpoint, (self.earlier_wall_s, self.earlier_peak_rss_mb))

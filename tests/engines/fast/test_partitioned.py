@@ -8,7 +8,7 @@ import pytest
 
 from gupsim.app.reporting import MEASURED_KEYS, model_fields
 from gupsim.base.errors import GupsimError
-from gupsim.engines.fast import FastSimulation, partitioned
+from gupsim.engines.fast import FastSimulation, partitioned, windows
 from gupsim.engines.run import make_record, make_run_config
 from tests.engines.fast.conftest import kernel_machine
 
@@ -61,8 +61,8 @@ def test_parts_give_the_serial_record(shape, updates, sets, precision):
 def test_a_window_that_passes_an_ordered_point_reruns_serially(monkeypatch):
     """With no margin, a parallel window passes the window's first mark: the run is made again on one thread,
     and its record is the serial one."""
-    monkeypatch.setattr(partitioned, "MARGIN_WINDOWS", 0)
-    monkeypatch.setattr(partitioned, "MARGIN_PER_RANK", 0)
+    monkeypatch.setattr(windows, "MARGIN_WINDOWS", 0)
+    monkeypatch.setattr(windows, "MARGIN_PER_RANK", 0)
     serial_sim, serial = _run("8x4x4", 300, TORUS, None, 1)
     sim, record = _run("8x4x4", 300, TORUS, None, 2)
     assert sim.parts_used == 1
