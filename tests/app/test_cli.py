@@ -81,6 +81,7 @@ def test_bounds_json(capsys):
          "--threads 2: the SimPy engine runs on one thread"),
         (["run", "--threads", "3", "--algorithm", "routed", "--shape", "16x8x8", "--machine", "bgp"],
          "--threads 3: a machine with a DMA engine"),
+        (["run", "--threads", "2", "--algorithm", "routed", "--shape", "8x8x8"], "--threads 2: 8x8x8 has fewer than"),
         # a configuration the algorithm cannot finish (tests/test_routed.py): one line on either engine
         (["run", "--shape", "16x2x2", "--algorithm", "routed", "--updates", "1024", "--set", "fifos=shared",
           "--set", "link_bytes_per_s=10937500"], "fifos=per-dimension"),

@@ -308,11 +308,7 @@ class FastSimulation:
                    f"{', '.join(sorted(k.name for k in KERNELS.values() if k.summed_arrays))})"
         if getattr(run.machine, "dma", None) is not None:
             return "a machine with a DMA engine (BG/P) runs on one thread only"
-        shape = parse_shape(run.shape)
-        if math.prod(shape) < PART_MIN_NODES:
-            return f"{run.shape} has fewer than {PART_MIN_NODES:,} nodes: its windows hold too few events for " \
-                   "threads to gain (docs/performance.md, \"Threads\")"
-        longest = max(shape)
+        longest = max(parse_shape(run.shape))
         if parts > longest:
             return f"{parts} parts: the longest dimension of {run.shape} has only {longest} planes to cut"
         return None
@@ -487,6 +483,9 @@ class FastEngine:
     def threads_for(self, run: RunConfig, threads: int, checkpoint: Any = None) -> tuple[int, str | None]:
         if threads == 1:
             return 1, None
+        if math.prod(parse_shape(run.shape)) < PART_MIN_NODES:
+            return 1, f"{run.shape} has fewer than {PART_MIN_NODES:,} nodes: its windows hold too few events for " \
+                      "threads to gain (docs/performance.md, \"Threads\")"
         why = FastSimulation.serial_only_run(run, threads, checkpoint)
         return (1, why) if why else (threads, None)
 

@@ -85,7 +85,6 @@ def test_lookahead_is_the_shortest_cross_node_delay():
 @pytest.mark.parametrize("machine,algorithm,shape,words", [
     ("bgl", "baseline", "16x8x8", "runs on one thread only"),
     ("bgl", "routed", "16x8x8", None),
-    ("bgl", "routed", "8x8x8", "fewer than 1,024 nodes"),
     ("bgp", "routed", "16x8x8", "DMA engine"),
 ])
 def test_runs_without_parts_are_refused_in_one_line(machine, algorithm, shape, words):
@@ -98,6 +97,19 @@ def test_runs_without_parts_are_refused_in_one_line(machine, algorithm, shape, w
     with pytest.raises(GupsimError, match=words) as err:
         sim.execute(parts=2)
     assert "\n" not in str(err.value)
+
+
+def test_the_engine_gives_a_small_torus_one_thread():
+    """Below PART_MIN_NODES the engine runs on one thread and says why (gupsim run --threads 2 refuses it)."""
+    from gupsim.engines.fast.engine import ENGINE, PART_MIN_NODES
+
+    small = make_run_config(machine=kernel_machine("routed"), shape="8x8x8", algorithm="routed",
+                            updates_per_process=64, engine="fast")
+    assert 8 * 8 * 8 < PART_MIN_NODES
+    used, why = ENGINE.threads_for(small, 2)
+    assert used == 1 and "fewer than 1,024 nodes" in why
+    large = small.model_copy(update={"shape": "16x8x8"})
+    assert ENGINE.threads_for(large, 2) == (2, None)
 
 
 def test_more_parts_than_planes_is_refused():
