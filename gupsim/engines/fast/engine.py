@@ -483,10 +483,10 @@ class FastEngine:
     def threads_for(self, run: RunConfig, threads: int, checkpoint: Any = None) -> tuple[int, str | None]:
         if threads == 1:
             return 1, None
-        if math.prod(parse_shape(run.shape)) < PART_MIN_NODES:
-            return 1, f"{run.shape} has fewer than {PART_MIN_NODES:,} nodes: its windows hold too few events for " \
-                      "threads to gain (docs/performance.md, \"Threads\")"
         why = FastSimulation.serial_only_run(run, threads, checkpoint)
+        if why is None and math.prod(parse_shape(run.shape)) < PART_MIN_NODES:
+            why = f"{run.shape} has fewer than {PART_MIN_NODES:,} nodes: its windows hold too few events for " \
+                  "threads to gain (docs/performance.md, \"Threads\")"
         return (1, why) if why else (threads, None)
 
     def compile_estimate_s(self, run: RunConfig) -> float:
