@@ -26,6 +26,7 @@ from typing import Any, Iterator, NoReturn
 
 import click
 
+from gupsim.base.cores import usable_cores
 from gupsim.base.errors import GupsimError, cannot_write
 from gupsim.config.loading import load_machine
 from gupsim.config.overrides import parse_set_options
@@ -238,9 +239,12 @@ def cli() -> None:
 @click.option("--progress", "progress_mode", type=click.Choice(progress.MODES), default="auto", show_default=True,
               help="bar (a terminal), plain (a line on stderr every 30 s), none; auto: bar on a terminal, else plain")
 @click.option("--no-progress", is_flag=True, help="the same as --progress none")
+@click.option("--threads", type=click.IntRange(min=1), default=None, metavar="N",
+              help="threads for one run (default: the cores this process may use); the record is the same on any "
+                   "number")
 def run(machine, shape, algorithm, updates, seed, precision, fixed_length, all_rates, warm_start, sets, options,
         log2_table_size, verify, engine, as_json, links, histograms, sample_interval_s, checkpoint_path,
-        checkpoint_every_s, progress_mode, no_progress) -> None:
+        checkpoint_every_s, progress_mode, no_progress, threads) -> None:
     """Simulate one run and print its record: GUPS with its 95% interval, to 2% unless told otherwise."""
     precision = None if fixed_length else first_run.RUN_PRECISION if precision is None and not verify else precision
     m = _load_machine(machine, sets)
@@ -254,7 +258,8 @@ def run(machine, shape, algorithm, updates, seed, precision, fixed_length, all_r
     try:
         with interruptible(), \
                 progress.reporting(f"{cfg.shape} {cfg.algorithm}", "none" if no_progress else progress_mode) as tell:
-            sim, record = simulate(cfg, telemetry if telemetry.wanted else None, checkpoint, tell)
+            sim, record = simulate(cfg, telemetry if telemetry.wanted else None, checkpoint, tell,
+                                   _threads(cfg, threads, checkpoint))
     except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP, SIGXCPU (gupsim.studies.cluster.Interrupted)
         _interrupted(exc, f"the run's last saved state is kept in {checkpoint_path}" if checkpoint_path else
                      "the run is lost (gupsim run --checkpoint FILE keeps its state as it goes)",
@@ -318,6 +323,31 @@ def _print_or_keep(text: str, record: dict, cfg: Any) -> None:
             raise ResourceFault(f"{exc}; the record could not be kept either: {path}: "
                                 f"{again.strerror or again}") from None
         raise ResourceFault(f"{exc}; the run's record is kept in {path}") from None
+
+
+def _share_cores(jobs: int, threads: int | None) -> int:
+    """The threads each of ``jobs`` runs at a time gets: as asked, or the usable cores shared out among them (at
+    least one each); said in one line, with a warning when jobs x threads is more than the cores."""
+    cores = usable_cores()
+    each = threads if threads is not None else max(1, cores // jobs)
+    busy = jobs * each
+    note = f" (more than the {cores} usable cores: they will share them)" if busy > cores else ""
+    click.echo(f"{jobs} job(s) x {each} thread(s) a run, on {cores} usable core(s){note}; a run its engine "
+               "cannot split uses one")
+    return each
+
+
+def _threads(cfg: Any, asked: int | None, checkpoint: Any) -> int:
+    """``gupsim run --threads``: the threads the run gets (default: the cores this process may use).  Asked for
+    more than one and refused by the engine that makes the run, it is one line; by default the run just uses one."""
+    threads = usable_cores() if asked is None else asked
+    if threads == 1:
+        return 1
+    engine = ENGINES.engine_for(cfg)
+    used, why = engine.threads_for(cfg, threads, checkpoint)
+    if why is not None and asked is not None:
+        raise GupsimError(f"--threads {asked}: {why}")
+    return used
 
 
 def _checkpoint(cfg: Any, path: str | None, every_s: float | None, telemetry: bool) -> Any:
@@ -391,7 +421,9 @@ def _stated_bounds(machine: Any, shape: str, name: str, options: dict[str, Any])
               help="stop each row once its GUPS 95% interval is within this fraction of the rate; the table's "
                    "run length is the cap")
 @click.option("--fixed-length", is_flag=True, help="run every row to its table's fixed length (no --precision)")
-def reproduce(names, out_dir, quick, docs_path, jobs, keep_runs, precision, fixed_length) -> None:
+@click.option("--threads", type=click.IntRange(min=1), default=None, metavar="N",
+              help="threads for each run (default: the cores this process may use, shared out among the --jobs)")
+def reproduce(names, out_dir, quick, docs_path, jobs, keep_runs, precision, fixed_length, threads) -> None:
     """Reproduce published tables: bgl-table2, bgl-table3, ... or all."""
     wanted = experiment_names(names, available_experiments())
     refuse_overwrite("--docs", docs_path, [Path(out_dir) / "runs"])
@@ -425,11 +457,12 @@ def reproduce(names, out_dir, quick, docs_path, jobs, keep_runs, precision, fixe
     with _writing("--out", out_dir):  # a folder that cannot be made fails now, not after the runs
         Path(out_dir).mkdir(parents=True, exist_ok=True)
     cache_dir = Path(out_dir) / "runs" if keep_runs else None
+    threads = _share_cores(jobs, threads)
     log_to_stderr()
     try:
         with _kept_runs(out_dir), interruptible():
             comparisons = run_experiments(wanted, quick, jobs, on_done=keep, cache_dir=cache_dir,
-                                          precision=None if fixed_length else precision)
+                                          precision=None if fixed_length else precision, threads=threads)
     except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (gupsim.studies.cluster.Interrupted)
         kept = f"; its finished runs are kept in {cache_dir} and reused" if cache_dir else ""
         _interrupted(exc, f"{len(finished)} finished table(s) are written to {out_dir}{kept}")

@@ -31,6 +31,8 @@ SUMMARY_ROWS = (
     ("events", "events", "{:,}"),
     ("wall_s", "wall time [s]", "{:.2f}"),
     ("compile_s", "kernel compile time [s]", "{:.2f}"),
+    ("threads", "threads", "{:d}"),
+    ("parallel_efficiency", "threads' time running events", "{:.0%}"),
     ("events_per_s", "events per wall second", "{:,.0f}"),
     ("peak_rss_mb", "peak memory [MB]", "{:.0f}"),
 )
@@ -43,7 +45,7 @@ OTHER_RATES = (
 #: The record's fields that measure the simulator (its wall time, speed and memory), not the model: the only
 #: fields in which two runs of the same (config, seed) may differ.  ``compile_s`` is the fast engine's time
 #: compiling its kernels (or loading them from Numba's cache), which ``wall_s`` leaves out.
-MEASURED_KEYS = frozenset({"wall_s", "events_per_s", "peak_rss_mb", "compile_s"})
+MEASURED_KEYS = frozenset({"wall_s", "events_per_s", "peak_rss_mb", "compile_s", "threads", "parallel_efficiency"})
 
 
 def model_fields(record: dict[str, Any]) -> dict[str, Any]:
@@ -82,8 +84,9 @@ def _stop_text(record: dict[str, Any], h: Headline) -> str:
 def _took(record: dict[str, Any]) -> str:
     """"3.1 s wall (+ 71 s compiling the fast engine's kernels)"."""
     wall, compile_s = record.get("wall_s", math.nan), record.get("compile_s", 0.0) or 0.0
-    return f"{wall:.3g} s wall" + (f" (+ {compile_s:.3g} s compiling or loading the fast engine's kernels)"
-                                   if compile_s >= 1 else "")
+    threads = record.get("threads", 1) or 1
+    return f"{wall:.3g} s wall" + (f" on {threads} threads" if threads > 1 else "") + \
+        (f" (+ {compile_s:.3g} s compiling or loading the fast engine's kernels)" if compile_s >= 1 else "")
 
 
 def format_record(record: dict[str, Any], all_rates: bool = False) -> str:

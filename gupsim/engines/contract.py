@@ -28,6 +28,10 @@ class Simulated(NamedTuple):
 
     simulation: Any  # a gupsim.engines.outcome.ReportsOutcome (imported by neither: they are siblings)
     compile_s: float
+    #: The threads the run used (1 unless asked for more and the engine splits this run: ``threads``), and the
+    #: share of those threads' wall time spent running events (1.0 on one thread; NaN where not measured).
+    threads: int = 1
+    parallel_efficiency: float = 1.0
 
 
 class SavedProgress(NamedTuple):
@@ -75,10 +79,15 @@ class Engine(Protocol):
         ``alternative`` (another engine that can make the run) if it is given."""
 
     def simulate(self, run: RunConfig, observer: Any = None, checkpoint: Any = None,
-                 progress: Progress | None = None) -> Simulated:
+                 progress: Progress | None = None, threads: int = 1) -> Simulated:
         """Build ``run``, attach ``observer`` (if this engine observes), run it to its end, resuming from
         ``checkpoint`` if this engine keeps one and it was saved, and telling ``progress`` how far it has got
-        every few seconds of wall time and at the end."""
+        every few seconds of wall time and at the end.  ``threads`` is how many threads the run may use: an engine
+        that cannot split this run uses one (:meth:`threads_for`), and the record is the same either way."""
+
+    def threads_for(self, run: RunConfig, threads: int, checkpoint: Any = None) -> tuple[int, str | None]:
+        """How many of ``threads`` this engine would run ``run`` on (kept in ``checkpoint``, if given), and why
+        not all of them (None if all)."""
 
     def compile_estimate_s(self, run: RunConfig) -> float:
         """Seconds this engine expects to spend compiling before ``run`` starts (0 when its code is cached or it

@@ -91,7 +91,7 @@ RECORD_KEYS = (
 
 
 def simulate(run: RunConfig, observer: Any = None, checkpoint: Any = None,
-             progress: Progress | None = None) -> tuple[ReportsOutcome, dict[str, Any]]:
+             progress: Progress | None = None, threads: int = 1) -> tuple[ReportsOutcome, dict[str, Any]]:
     """Build and run one simulation; return it (for inspection: its ``outcome()``) and its record.
 
     ``observer`` (optional, :func:`telemetry`) is attached to the built simulation before it runs and adds
@@ -103,12 +103,14 @@ def simulate(run: RunConfig, observer: Any = None, checkpoint: Any = None,
     from Numba's cache), which the record gives as ``compile_s``.
     ``progress(applied, total)``, if given, is told the updates applied so far every few seconds of wall
     time and at the end (``gupsim run``'s progress bar); it sees the run, it does not change it.
+    ``threads``: how many threads the run may use (the record says how many it did, ``threads``, and the share
+    of their time spent running events, ``parallel_efficiency``); the record is the same on any number.
     """
     wall0 = time.perf_counter()
     _check_sample_interval(observer)
     engine = _preflight(run, telemetry=observer.kinds if observer is not None else ())
     with allocation_failures(f"{run.algorithm} on {run.shape}", lambda: _memory_estimate(run, engine)):
-        return _simulate(run, engine, observer, checkpoint, progress, wall0)
+        return _simulate(run, engine, observer, checkpoint, progress, wall0, threads)
 
 
 def choose_engine(run: RunConfig) -> str:
@@ -127,12 +129,14 @@ def _memory_estimate(run: RunConfig, engine: Engine) -> int:
 
 
 def _simulate(run: RunConfig, engine: Engine, observer: Any, checkpoint: Any,
-              progress: Progress | None, wall0: float) -> tuple[ReportsOutcome, dict[str, Any]]:
-    sim, compile_s = engine.simulate(run, observer, checkpoint, progress)
+              progress: Progress | None, wall0: float, threads: int = 1) -> tuple[ReportsOutcome, dict[str, Any]]:
+    done = engine.simulate(run, observer, checkpoint, progress, threads)
+    sim, compile_s = done.simulation, done.compile_s
     outcome = sim.outcome()
     _check_counts(outcome)
     wall = time.perf_counter() - wall0 - compile_s + outcome.earlier_wall_s
-    record = make_record(outcome, wall) | {"compile_s": compile_s, "engine": engine.name}
+    record = make_record(outcome, wall) | {"compile_s": compile_s, "engine": engine.name, "threads": done.threads,
+                                           "parallel_efficiency": done.parallel_efficiency}
     if observer is not None:
         record.update(observer.results(outcome))
     return sim, record
@@ -183,8 +187,8 @@ def _check_counts(outcome: RunOutcome) -> None:
         raise SimulationError(f"updates lost: generated {generated}, applied {applied}, expected {total}")
 
 
-def run(run_config: RunConfig, checkpoint: Any = None) -> dict[str, Any]:
-    return simulate(run_config, checkpoint=checkpoint)[1]
+def run(run_config: RunConfig, checkpoint: Any = None, threads: int = 1) -> dict[str, Any]:
+    return simulate(run_config, checkpoint=checkpoint, threads=threads)[1]
 
 
 def make_run_config(**fields: Any) -> RunConfig:

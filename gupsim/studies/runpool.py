@@ -224,19 +224,19 @@ def _trim_malloc() -> None:
         pass
 
 
-def cached_run(config: RunConfig, cache_dir: str | None, code: str) -> tuple[str, dict[str, Any]]:
+def cached_run(config: RunConfig, cache_dir: str | None, code: str, threads: int = 1) -> tuple[str, dict[str, Any]]:
     """Where the record of ``config`` came from, for the log, and the record, its ``gups`` the headline rate
     (:func:`gupsim.studies.headline.headline_record`: what a validation row calls GUPS has its interval
     beside it): from ``cache_dir`` if this code already ran it ("kept, reused"), else run, resuming its
-    checkpoint if one was kept, and kept."""
-    origin, record = _cached_run(config, cache_dir, code)
+    checkpoint if one was kept, and kept; on ``threads`` threads where its engine can split it."""
+    origin, record = _cached_run(config, cache_dir, code, threads)
     return origin, headline_record(record)
 
 
-def _cached_run(config: RunConfig, cache_dir: str | None, code: str) -> tuple[str, dict[str, Any]]:
+def _cached_run(config: RunConfig, cache_dir: str | None, code: str, threads: int) -> tuple[str, dict[str, Any]]:
     reset_peak_rss()
     if cache_dir is None:
-        return "run", run(config)
+        return "run", run(config, threads=_threads(config, threads, None))
     path, checkpoint = record_path(cache_dir, config, code), checkpoint_for(config, cache_dir, code)
     origin = "resumed from its checkpoint" if checkpoint.path.exists() else "run"
     if path.exists():
@@ -246,9 +246,14 @@ def _cached_run(config: RunConfig, cache_dir: str | None, code: str) -> tuple[st
             log.warning("kept run unreadable, dropped and run again: %s (%s)", describe(config), path)
             path.unlink(missing_ok=True)
             origin = "run again: its kept record was unreadable"
-    record = run(config, checkpoint=checkpoint)
+    record = run(config, checkpoint=checkpoint, threads=_threads(config, threads, checkpoint))
     keep_record(path, config, code, record)
     return origin, record
+
+
+def _threads(config: RunConfig, threads: int, checkpoint: Any) -> int:
+    """The threads ``config``'s engine runs it on, of the ``threads`` it may use (one where it cannot split it)."""
+    return ENGINES.engine_for(config).threads_for(config, threads, checkpoint)[0] if threads > 1 else 1
 
 
 def describe(config: RunConfig) -> str:
@@ -311,14 +316,14 @@ class SerialPool:
     """Run every configuration in this process, in order (kept in ``cache_dir`` if given); with a
     ``precision``, each stops once that precise (:func:`with_precision`)."""
 
-    def __init__(self, cache_dir: Path | None = None, precision: float | None = None) -> None:
+    def __init__(self, cache_dir: Path | None = None, precision: float | None = None, threads: int = 1) -> None:
         self.cache_dir, self.code = _keeping(cache_dir)
-        self.precision = precision
+        self.precision, self.threads = precision, threads
 
     def records(self, configs: list[RunConfig]) -> list[dict[str, Any]]:
         out = []
         for config in (with_precision(c, self.precision) for c in configs):
-            origin, record = cached_run(config, self.cache_dir, self.code)
+            origin, record = cached_run(config, self.cache_dir, self.code, self.threads)
             _log_done(config, origin, record)
             out.append(record)
         return out
@@ -338,10 +343,10 @@ class DaskPool:
     """
 
     def __init__(self, client: Any, workers: int, cache_dir: Path | None = None,
-                 precision: float | None = None) -> None:
+                 precision: float | None = None, threads: int = 1) -> None:
         self.client = client
         self.cache_dir, self.code = _keeping(cache_dir)
-        self.precision = precision
+        self.precision, self.threads = precision, threads
         if logging.getLogger("gupsim").handlers:  # the caller shows progress: so do the workers' runs
             client.run(log_to_stderr)
         self._queue: queue.PriorityQueue = queue.PriorityQueue()
@@ -377,7 +382,8 @@ class DaskPool:
         key = config_json(config)
         with self._lock:
             if key not in self._runs:
-                future = self._runs[key] = self.call(run_cost(config), cached_run, config, self.cache_dir, self.code)
+                future = self._runs[key] = self.call(run_cost(config), cached_run, config, self.cache_dir, self.code,
+                                                     self.threads)
                 future.add_done_callback(lambda f: f.exception() or _log_done(config, *f.result()))
             return self._runs[key]
 

@@ -243,7 +243,7 @@ REPRODUCE_PRECISION = 0.01
 def run_experiments(names: list[str], quick: bool, jobs: int = 1,
                     on_done: Callable[[Comparison], None] | None = None,
                     cache_dir: Path | None = None,
-                    precision: float | None = REPRODUCE_PRECISION) -> list[Comparison]:
+                    precision: float | None = REPRODUCE_PRECISION, threads: int = 1) -> list[Comparison]:
     """Run experiments in dependency order (``NEEDS``); each runs once, dependencies first.
 
     ``on_done`` is called with each comparison as soon as it is finished, so a caller can keep the
@@ -288,7 +288,7 @@ def run_experiments(names: list[str], quick: bool, jobs: int = 1,
         visit(name)
     done: dict[str, Comparison] = {}
     if jobs <= 1:
-        serial = SerialPool(cache_dir, precision)
+        serial = SerialPool(cache_dir, precision, threads)
         for name in order:
             inputs = {n: done[n] for n in needs[name]}
             done[name] = (modules[name].reproduce(quick=quick, inputs=inputs, pool=serial)
@@ -301,7 +301,7 @@ def run_experiments(names: list[str], quick: bool, jobs: int = 1,
 
 
     client = open_client(None, jobs, processes=True)
-    pool = DaskPool(client, jobs, cache_dir, precision)
+    pool = DaskPool(client, jobs, cache_dir, precision, threads)
 
     def one(name: str, inputs: dict) -> Comparison:
         if takes_pool(modules[name]):

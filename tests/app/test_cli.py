@@ -75,6 +75,13 @@ def test_bounds_json(capsys):
         (["run", "--precision", "0.01", "--verify"], "drop --verify or --precision"),
         (["bounds", "--shape", "8x8x8", "--bytes-per-update", "-1"], "Invalid value for '--bytes-per-update'"),
         (["run", "--machine", "missing.yaml"], "machine file not found"),
+        (["run", "--threads", "0"], "Invalid value for '--threads'"),
+        (["run", "--threads", "2", "--algorithm", "baseline"], "--threads 2: the baseline kernel runs on one thread"),
+        (["run", "--threads", "2", "--algorithm", "routed", "--engine", "simpy"],
+         "--threads 2: the SimPy engine runs on one thread"),
+        (["run", "--threads", "3", "--algorithm", "routed", "--shape", "16x8x8", "--machine", "bgp"],
+         "--threads 3: a machine with a DMA engine"),
+        (["run", "--threads", "2", "--algorithm", "routed", "--shape", "8x8x8"], "--threads 2: 8x8x8 has fewer than"),
         # a configuration the algorithm cannot finish (tests/test_routed.py): one line on either engine
         (["run", "--shape", "16x2x2", "--algorithm", "routed", "--updates", "1024", "--set", "fifos=shared",
           "--set", "link_bytes_per_s=10937500"], "fifos=per-dimension"),

@@ -274,7 +274,7 @@ def test_a_dask_pool_runs_each_distinct_configuration_even_on_one_shape(monkeypa
     import gupsim.studies.runpool as runpool
     from gupsim.studies.runpool import DaskPool
 
-    monkeypatch.setattr(runpool, "cached_run", lambda config, cache_dir, code: ("run", {"seed": config.seed}))
+    monkeypatch.setattr(runpool, "cached_run", lambda config, cache_dir, code, threads=1: ("run", {"seed": config.seed}))
     bgl = load_machine("bgl")
     configs = [make_run_config(machine=bgl, shape="2x2x2", algorithm="baseline", updates_per_process=64, seed=s)
                for s in (0, 1, 0)]
@@ -286,7 +286,7 @@ def test_a_dask_pool_runs_each_distinct_configuration_even_on_one_shape(monkeypa
 
 
 def _fake_run(wall_s: float):
-    return lambda config, checkpoint=None: {"events": 10, "wall_s": wall_s, "gups": 1.0, "processes": 8}
+    return lambda config, checkpoint=None, threads=1: {"events": 10, "wall_s": wall_s, "gups": 1.0, "processes": 8}
 
 
 def test_kept_runs_gives_each_runs_seed_and_lists_this_codes_runs_first_longest_first(tmp_path, monkeypatch):

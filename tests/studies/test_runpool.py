@@ -50,7 +50,7 @@ def test_dask_pool_returns_the_serial_records_in_order_and_hands_errors_back():
     pd.testing.assert_frame_equal(_model(parallel), _model(serial))
 
 
-def _counted_run(config, cache_dir, code):
+def _counted_run(config, cache_dir, code, threads=1):
     with open(f"{cache_dir}/calls", "a") as f:  # Dask pickles the task: count in a file
         f.write("run\n")
     return "run", {"gups": 1.0}
@@ -96,7 +96,7 @@ def test_kept_runs_are_reused_only_for_the_same_configuration_and_code(tmp_path,
     config = make_run_config(machine=bgl, shape="2x2x2", algorithm="baseline", updates_per_process=64)
     first = SerialPool(tmp_path).records([config])[0]
     calls = []
-    monkeypatch.setattr(runpool, "run", lambda c, checkpoint=None: calls.append(c) or {"gups": -1.0})
+    monkeypatch.setattr(runpool, "run", lambda c, checkpoint=None, threads=1: calls.append(c) or {"gups": -1.0})
     assert SerialPool(tmp_path).records([config]) == [first]  # kept: not run again, the same record
     assert calls == []
     other = make_run_config(machine=bgl, shape="2x2x2", algorithm="baseline", updates_per_process=64, seed=1)
@@ -321,7 +321,7 @@ def test_a_kept_run_is_not_reused_once_its_machines_cycle_table_is_edited(tmp_pa
     data["cpu"]["raw_device_cycle_table"] = "cycles.csv"
     (tmp_path / "mine.yaml").write_text(yaml.safe_dump(data))
     ran = []
-    monkeypatch.setattr(runpool, "run", lambda config, checkpoint=None: ran.append(1) or {"wall_s": 0.0, "gups": 1.0})
+    monkeypatch.setattr(runpool, "run", lambda config, checkpoint=None, threads=1: ran.append(1) or {"wall_s": 0.0, "gups": 1.0})
 
     def records():
         config = make_run_config(machine=str(tmp_path / "mine.yaml"), shape="2x2x2", algorithm="baseline",
@@ -420,6 +420,6 @@ def test_a_kept_run_is_reused_from_another_checkout_of_the_same_code(tmp_path, m
     assert run_key(moved, "c") == run_key(config, "c")
     assert checkpoint_for(moved, str(runs), "c").key == checkpoint_for(config, str(runs), "c").key
     first = SerialPool(runs).records([config])[0]
-    monkeypatch.setattr(runpool, "run", lambda c, checkpoint=None: pytest.fail("ran again"))
+    monkeypatch.setattr(runpool, "run", lambda c, checkpoint=None, threads=1: pytest.fail("ran again"))
     assert SerialPool(runs).records([moved]) == [first]
     assert runpool.kept_runs(runs, code_digest())["reused"].tolist() == [True]

@@ -69,6 +69,12 @@ class Network(NamedTuple):
     streams: np.ndarray
     #: uint64 (4,): the table layout ``owner_of`` needs (mask, top, min local size, remainder).
     layout: np.ndarray
+    #: int64 (nodes,): the part of a partitioned run each node belongs to (all 0 in a serial run; the part a loop
+    #: runs is ``C_PART``): :mod:`gupsim.engines.fast.partitioned`.
+    node_part: np.ndarray
+    #: [ob] int64 (rows, 4): the events a part scheduled for another part's entities (time bits, key, payload,
+    #: that part), delivered at its window's end (``C_OUT_N`` rows used; empty in a serial run).
+    outbox: np.ndarray
 
 
 #: The network's per-packet tables: the driver grows them (and a kernel's ``packet_arrays``) together.
@@ -109,6 +115,10 @@ class Kernel:
       network's.
     * ``grow_tables(arrays)``, optional: grow the kernel's own tables between batches (in place in
       ``arrays``); ``grown_arrays`` names them, so that a checkpoint's may be longer than a fresh run's.
+    * ``summed_arrays``, optional: a kernel that runs in parts (:mod:`gupsim.engines.fast.partitioned`) names
+      its counters here: each part keeps its own, summed when the parts are put back together.  Such a kernel
+      logs each update's time in ``applied_times`` instead of keeping the marks when ``I_LOG_APPLIES`` is set
+      (:func:`gupsim.engines.fast.routed.log_apply`).  Empty: the kernel runs serially only.
     """
 
     name: str
@@ -125,6 +135,7 @@ class Kernel:
     packet_arrays: tuple = ()
     grow_tables: Optional[Callable[[dict], None]] = None
     grown_arrays: tuple = ()
+    summed_arrays: tuple = ()
 
     def state_of(self, arrays: dict) -> tuple:
         """The kernel's state tuple from the run's arrays."""

@@ -41,11 +41,11 @@ from gupsim.base.errors import UnknownNameError
 
 from gupsim.engines.fast.credits import enqueue, give, give_later, inj_pool, list_append, rec_pool, room, take, wake
 from gupsim.engines.order import router_entity
-from gupsim.engines.fast.events import NORMAL, URGENT, event, event_arg, event_kind, give_chunks, give_pool, push
+from gupsim.engines.fast.events import NORMAL, URGENT, event, event_arg, event_kind, give_chunks, give_event, give_pool, key_for, push
 from gupsim.engines.fast import dma
 from gupsim.engines.fast.router import RouterKernel, dimension_order_port, escape_bubble, less_busy, minimal_ports, ring_offset, trace, transit_of
 from gupsim.engines.router_rules import DECISION_DYNAMIC, DECISION_EJECT, DECISION_EJECT_WAIT, DECISION_ESCAPE, DECISION_GRANT, DECISION_WAIT
-from gupsim.engines.fast.tables import C_ACTIVE, EV_WAKE, RK_ARMED, I_FIFO_GROUPS, I_NRANKS, I_POOL_REC, C_CHECKED, C_DELIVERED, C_MARK_INDEX, C_NEXT_MARK, C_PAUSE_AT, I_CHECK_EVERY, I_FIRST_CHECK, I_NMARKS, I_TOTAL, C_FREE_HEAD, C_HEAP_N, C_HOPS, C_INJECTED, C_NFREE, C_WIRE, EV_CPU, EV_FRONT, EV_GIVE, EV_HOP, EV_RESUME, EV_TAIL, F_CHUNK_S, F_CYCLE_S, F_RATE, F_ROUTER_S, I_ADAPTIVE, I_ORDERED, I_POOL_DYN, I_TIES, I_POOL_INJ, I_WRAPS, I_X, PF_ASKED, PF_START, PK_BUBBLE, PK_CHUNKS, PK_DIM, PK_DST, PK_HELD, PK_LINK, PK_NEXT, PK_NODE, PK_ONEXT, PK_SRC, PK_STATE, PK_WIRE, PQ_FREE, PQ_OHEAD, RK_IN_COUNT, RK_IN_HEAD, RK_IN_TAIL, RK_WAIT, W_FRONT, W_FRONT_TIME, W_LINK, W_NONE, W_REC, WAKE_INBOX, f2i, i2f, node_of, prefetch_row, I_DMA, LF_BLOCKED, LF_BUSY, LF_FREE, PK_DMA, W_DMA_REC
+from gupsim.engines.fast.tables import C_ACTIVE, C_OUT_N, C_PART, EV_WAKE, RK_ARMED, I_FIFO_GROUPS, I_NRANKS, I_POOL_REC, C_CHECKED, C_DELIVERED, C_MARK_INDEX, C_NEXT_MARK, C_PAUSE_AT, I_CHECK_EVERY, I_FIRST_CHECK, I_NMARKS, I_TOTAL, C_FREE_HEAD, C_HEAP_N, C_HOPS, C_INJECTED, C_NFREE, C_WIRE, EV_CPU, EV_FRONT, EV_GIVE, EV_HOP, EV_RESUME, EV_TAIL, F_CHUNK_S, F_CYCLE_S, F_RATE, F_ROUTER_S, I_ADAPTIVE, I_ORDERED, I_POOL_DYN, I_TIES, I_POOL_INJ, I_WRAPS, I_X, PF_ASKED, PF_START, PK_BUBBLE, PK_CHUNKS, PK_DIM, PK_DST, PK_HELD, PK_LINK, PK_NEXT, PK_NODE, PK_ONEXT, PK_SRC, PK_STATE, PK_WIRE, PQ_FREE, PQ_OHEAD, RK_IN_COUNT, RK_IN_HEAD, RK_IN_TAIL, RK_WAIT, W_FRONT, W_FRONT_TIME, W_LINK, W_NONE, W_REC, WAKE_INBOX, f2i, i2f, node_of, prefetch_row, I_DMA, LF_BLOCKED, LF_BUSY, LF_FREE, PK_DMA, W_DMA_REC
 
 
 #: C_NEXT_MARK past the last mark: no count of updates reaches it.
@@ -283,15 +283,41 @@ def _go(t, p, link, pool, now):
     lf[link, LF_FREE] = start + serial
     lf[link, LF_BUSY] += serial
     t.link_bytes[link] += pk[p, PK_WIRE]
-    give_later(pk, t.pools, t.deferred, t.ranks, t.int_params, hh, ctr, pk[p, PK_HELD], pk[p, PK_CHUNKS], now,
-               start + serial - now)
+    return_held(t, p, now, start + serial - now)
     if t.int_params[I_ORDERED]:
         leave(pk, t.pools, t.deferred, hh, ctr, pk[p, PK_HELD], start, now)
-        order_append(pk, t.pools, pool, p)
     pk[p, PK_HELD] = pool
     pk[p, PK_LINK] = link  # the last link, once it has arrived: its reception FIFO group
     pf[p, PF_START] = start
-    push(hh, ctr, now + (start + hop_s(fp, serial) - now), NORMAL, event(EV_HOP, p))
+    when = now + (start + hop_s(fp, serial) - now)
+    if t.node_part[pk[p, PK_NODE]] == ctr[C_PART]:
+        push(hh, ctr, when, NORMAL, event(EV_HOP, p))
+    else:
+        post(t, pk[p, PK_NODE], when, event(EV_HOP, p))
+
+
+@njit(cache=True, _nrt=False)
+def post(t, node, when, payload):
+    """Schedule ``payload`` for an entity of ``node``, which another part of a partitioned run owns: keyed now, as
+    the active entity (as :func:`gupsim.engines.fast.events.push` keys it), and kept in the outbox until the
+    window's end (gupsim.engines.fast.partitioned).  ``when`` is at least the lookahead away, past that end."""
+    ob, ctr = t.outbox, t.counters
+    n = ctr[C_OUT_N]
+    ob[n, 0], ob[n, 1], ob[n, 2], ob[n, 3] = f2i(when), key_for(ctr, t.queue[3], NORMAL), payload, t.node_part[node]
+    ctr[C_OUT_N] = n + 1
+
+
+@njit(cache=True, _nrt=False)
+def return_held(t, p, now, delay):
+    """The room packet ``p`` holds (``PK_HELD``) comes back ``delay`` from now: :func:`give_later` by the pool's
+    owner, or, if another part owns it (a link's pool belongs to its near end), posted to that part."""
+    pk, ip = t.packets, t.int_params
+    pool = pk[p, PK_HELD]
+    node = pool_node(ip, pool)
+    if t.node_part[node] == t.counters[C_PART]:
+        give_later(pk, t.pools, t.deferred, t.ranks, ip, t.queue, t.counters, pool, pk[p, PK_CHUNKS], now, delay)
+    else:
+        post(t, node, now + delay, give_event(pool, pk[p, PK_CHUNKS]))
 
 
 @njit(cache=True, _nrt=False)
@@ -303,8 +329,7 @@ def _arrive(t, p, now):
     serial = pk[p, PK_WIRE] / fp[F_RATE]
     tail = t.packet_times[p, PF_START] + serial + fp[F_ROUTER_S] - now
     # its buffer's room comes back with the tail, and no sooner than a hop (or its serialisation) from now
-    give_later(pk, t.pools, t.deferred, t.ranks, t.int_params, t.queue, t.counters, pk[p, PK_HELD], pk[p, PK_CHUNKS],
-               now, max(tail, min(serial, hop_s(fp, serial))))
+    return_held(t, p, now, max(tail, min(serial, hop_s(fp, serial))))
     if tail > 0:
         push(t.queue, t.counters, now + tail, NORMAL, event(EV_TAIL, p))
     else:
@@ -353,10 +378,12 @@ def hop(t, log, p, now):
     if ip[I_DMA] and pk[p, PK_DMA] != dma.DMA_NET and not _through_dma(t, p, now):
         return
     if ip[I_ORDERED]:
-        # Still holding injection room means just launched (later hops hold link pools, and a packet that
-        # waits goes on in hop_on): it enters its injection FIFO's order, as Network._transit starts.
-        if pk[p, PK_HELD] >= ip[I_POOL_INJ]:
-            order_append(pk, t.pools, pk[p, PK_HELD], p)
+        # It enters the order of the buffer it holds room in: its injection FIFO when just launched (as
+        # Network._transit starts), else the buffer of the link it came by, now that its head has arrived.  The
+        # reference appends when the packet starts on the link; arrivals on a link come in the order the packets
+        # started (a later start also arrives later), so the order is the same, and it is kept where it is
+        # read: at the link's far end, in the part of a partitioned run that owns that node.
+        order_append(pk, t.pools, pk[p, PK_HELD], p)
         if not front_ready(pk, t.pools, t.deferred, t.queue, t.counters, p, now):
             return
     hop_on(t, log, p, now)
@@ -513,6 +540,16 @@ def resume(t, log, p, now):
     else:
         trace(log, now, pk[p, PK_NODE], p, DECISION_GRANT, -1, 0)
         _arrive(t, p, now)
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def pool_node(ip, pool):
+    """The node whose part owns ``pool``: a link's near end, a FIFO's rank's node."""
+    if pool < ip[I_POOL_INJ]:
+        link = pool if pool < ip[I_POOL_DYN] else pool - ip[I_POOL_DYN]
+        return link // 6
+    base = ip[I_POOL_INJ] if pool < ip[I_POOL_REC] else ip[I_POOL_REC]
+    return node_of(ip, (pool - base) // ip[I_FIFO_GROUPS])
 
 
 @njit(cache=True, inline="always", _nrt=False)

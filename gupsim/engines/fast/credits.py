@@ -205,9 +205,18 @@ def give_later(pk, pq, dq, rk, ip, hh, ctr, pool, chunks, now, delay):
     if delay <= 0.0:
         give(pk, pq, rk, ip, hh, ctr, pool, chunks, now)
         return
+    # the key push would have given it, the sequence number taken as push takes it
+    file_return(pk, pq, dq, rk, ip, hh, ctr, pool, chunks, f2i(now + delay), key_for(ctr, hh[3], NORMAL))
+
+
+@njit(cache=True, _nrt=False)
+def file_return(pk, pq, dq, rk, ip, hh, ctr, pool, chunks, tbits, key):
+    """A credit return of ``chunks`` to ``pool`` at time bits ``tbits``, keyed ``key``: an event in the queue
+    ``hh`` if someone waits on the pool, else kept beside it.  Run by the pool's owner (in a partitioned run, by
+    its part when the return comes from another: gupsim.engines.fast.partitioned)."""
     payload = give_event(pool, chunks)
     if _watched(pq, rk, ip, pool):
-        push(hh, ctr, now + delay, NORMAL, payload)
+        push_keyed(hh, ctr, tbits, key, payload)
         return
     n = pq[pool, PQ_DEFERRED]
     if n == dq.shape[1] - 1:  # the last slot is the pool's front time (PQ_OHEAD)
@@ -215,11 +224,10 @@ def give_later(pk, pq, dq, rk, ip, hh, ctr, pool, chunks, now, delay):
         n = pq[pool, PQ_DEFERRED]
         if n == dq.shape[1] - 1:  # still full: this one goes into the heap, which is exact too
             ctr[C_DEFER_FULL] += 1
-            push(hh, ctr, now + delay, NORMAL, payload)
+            push_keyed(hh, ctr, tbits, key, payload)
             return
-    # the key push would have given it, the sequence number taken as push takes it, and the chunks
-    dq[pool, n, 0] = f2i(now + delay)
-    dq[pool, n, 1] = key_for(ctr, hh[3], NORMAL)
+    dq[pool, n, 0] = tbits
+    dq[pool, n, 1] = key
     dq[pool, n, 2] = chunks
     pq[pool, PQ_DEFERRED] = n + 1
 

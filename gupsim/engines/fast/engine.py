@@ -6,6 +6,7 @@ checkpoints."""
 
 from __future__ import annotations
 
+import logging
 import math
 import zipfile
 from dataclasses import dataclass
@@ -34,11 +35,15 @@ from gupsim.engines.fast import routed
 from gupsim.engines.fast import routed_split
 from gupsim.engines.fast import baseline
 from gupsim.engines.fast import core as c, credits as cr, events as ev, stream, tables as tb
-from gupsim.engines.fast import driver
+from gupsim.engines.fast import driver, partitioned, windows
 from gupsim.engines.fast.compiling import compile_time
 from gupsim.engines.fast.kernel_cache import PACKAGE_DIR
 from gupsim.engines.fast.contract import KernelRegistry, register_kernel
 
+log = logging.getLogger(__name__)
+#: The smallest torus cut into parts: below it a window holds a few hundred events, and a window's
+#: synchronisation costs more than two threads save (docs/performance.md, "Threads").
+PART_MIN_NODES = 1024
 #: The fast engine's largest packet: event payloads keep a pool's returned chunks in 5 bits.
 MAX_FAST_CHUNKS = 31
 #: The fast engine's largest run in updates (all processes): its counters are int64.
@@ -238,6 +243,8 @@ class FastSimulation:
             "streams": self._registers(),
             "layout": np.array([lay.table_size - 1, lay.top, lay.min_local_table_size, lay.remainder],
                                dtype=np.uint64),
+            # one part (gupsim.engines.fast.partitioned splits a run into more): nothing is ever posted
+            "node_part": np.zeros(n, dtype=np.int64), "outbox": np.zeros((0, 4), dtype=np.int64),
         }
         return arrays
 
@@ -260,18 +267,71 @@ class FastSimulation:
 
     # ------------------------------------------------------------------ run
 
-    def execute(self, checkpoint: Any = None, batch_events: int | None = None, progress: Any = None) -> None:
+    def execute(self, checkpoint: Any = None, batch_events: int | None = None, progress: Any = None,
+                parts: int = 1) -> None:
         """Run to the end (resuming from ``checkpoint``, a :class:`gupsim.engines.fast.driver.Checkpoint`, if saved);
-        ``progress(applied, total)`` hears how far it has got every batch (:func:`gupsim.engines.fast.driver.drive`)."""
+        ``progress(applied, total)`` hears how far it has got every batch (:func:`gupsim.engines.fast.driver.drive`).
+        ``parts`` > 1 runs the torus in that many parts, one thread each (:mod:`gupsim.engines.fast.partitioned`):
+        the same record, bit for bit."""
         kernel = self.kernel
+        batch = driver.BATCH_EVENTS if batch_events is None else batch_events
         a = self._arrays() | self._kernel_arrays()
-        now, self.earlier_wall_s, self.earlier_peak_rss_mb = driver.drive(
-            kernel, a, checkpoint, driver.BATCH_EVENTS if batch_events is None else batch_events, self.total_updates,
-            progress, self._stop_rule())
-
+        self.parts_used, self.parallel_efficiency = 1, 1.0
+        if parts > 1:
+            why = self.serial_only(parts, checkpoint)
+            if why is not None:
+                raise GupsimError(f"--threads {parts}: {why}")
+            try:
+                now = self._run_in_parts(a, parts, batch, progress, checkpoint)
+                self.parts_used = parts
+            except windows.Overrun as exc:  # slower, never different: the whole run again, serially
+                log.warning("partitioned run: %s; running it again on one thread", exc)
+                a = self._arrays() | self._kernel_arrays()
+                parts = 1
+        if parts == 1:
+            now, self.earlier_wall_s, self.earlier_peak_rss_mb = driver.drive(
+                kernel, a, checkpoint, batch, self.total_updates, progress, self._stop_rule())
         self._check_finished(a, now)
         self.queue_stats = _queue_stats(a["counters"])
         self._outcome = self._measure(a, now)
+
+    def serial_only(self, parts: int, checkpoint: Any = None) -> str | None:
+        """Why this run cannot be cut into ``parts`` (None if it can)."""
+        return self.serial_only_run(self.run, parts, checkpoint)
+
+    @staticmethod
+    def serial_only_run(run: RunConfig, parts: int, checkpoint: Any = None) -> str | None:
+        """Why ``run`` cannot be cut into ``parts`` (None if it can)."""
+        kernel = KERNELS[run.algorithm]
+        if not kernel.summed_arrays:
+            return f"the {kernel.name} kernel runs on one thread only (partitioned kernels: " \
+                   f"{', '.join(sorted(k.name for k in KERNELS.values() if k.summed_arrays))})"
+        if getattr(run.machine, "dma", None) is not None:
+            return "a machine with a DMA engine (BG/P) runs on one thread only"
+        longest = max(parse_shape(run.shape))
+        if parts > longest:
+            return f"{parts} parts: the longest dimension of {run.shape} has only {longest} planes to cut"
+        return None
+
+    def _run_in_parts(self, a: dict[str, Any], parts: int, batch: int, progress: Any, checkpoint: Any) -> float:
+        """The run in ``parts`` slabs, one thread each, in windows of the model's lookahead, kept in (and resumed
+        from) ``checkpoint`` as the serial driver keeps it."""
+        net, start = self.net_cfg, 0.0
+        if checkpoint is not None and checkpoint.path.exists():
+            start, self.earlier_wall_s, self.earlier_peak_rss_mb = driver.load(checkpoint, a, self.kernel)
+        elif checkpoint is not None:
+            driver._check_writable(checkpoint.path)
+        node_part = partitioned.slabs(a["coords"], self.topology.shape, parts)
+        window_s = partitioned.lookahead_s(a["float_params"], net.chunk_bytes + net.wire_overhead_bytes)
+        loop = windows.WindowLoop(self.kernel, a, partitioned.Partition(node_part, self.kernel.summed_arrays),
+                                      window_s, np.asarray(applied_marks(self.total_updates), dtype=np.int64),
+                                      self._stop_rule(), parts, batch, start)
+        now = loop.run(progress, checkpoint, (self.earlier_wall_s, self.earlier_peak_rss_mb))
+        if checkpoint is not None:
+            checkpoint.path.unlink(missing_ok=True)
+        self.window_stats = loop.at
+        self.parallel_efficiency = loop.efficiency()
+        return now
 
     def _stop_rule(self) -> Callable[[np.ndarray, int], bool] | None:
         """The stopping rule on the applied times of the first ``c`` marks (None without ``--precision``)."""
@@ -411,11 +471,23 @@ class FastEngine:
         return check_memory(run)
 
     def simulate(self, run: RunConfig, observer: Any = None, checkpoint: Any = None,
-                 progress: Progress | None = None) -> Simulated:
-        """Run ``run``'s kernel; ``compile_s`` is the time Numba spent compiling it or loading it from its cache."""
+                 progress: Progress | None = None, threads: int = 1) -> Simulated:
+        """Run ``run``'s kernel, in parts on ``threads`` threads where it can (:meth:`threads_for`); ``compile_s``
+        is the time Numba spent compiling it or loading it from its cache."""
+        parts, _ = self.threads_for(run, threads, checkpoint)
         with compile_time() as compile_s:
-            sim = simulate_fast(run, checkpoint, progress)
-        return Simulated(sim, compile_s[0])
+            sim = FastSimulation(run)
+            sim.execute(checkpoint, progress=progress, parts=parts)
+        return Simulated(sim, compile_s[0], sim.parts_used, sim.parallel_efficiency)
+
+    def threads_for(self, run: RunConfig, threads: int, checkpoint: Any = None) -> tuple[int, str | None]:
+        if threads == 1:
+            return 1, None
+        why = FastSimulation.serial_only_run(run, threads, checkpoint)
+        if why is None and math.prod(parse_shape(run.shape)) < PART_MIN_NODES:
+            why = f"{run.shape} has fewer than {PART_MIN_NODES:,} nodes: its windows hold too few events for " \
+                  "threads to gain (docs/performance.md, \"Threads\")"
+        return (1, why) if why else (threads, None)
 
     def compile_estimate_s(self, run: RunConfig) -> float:
         """The measured cold compile of ``run``'s kernel (:data:`COLD_COMPILE_S`) when Numba's cache holds none of

@@ -28,7 +28,7 @@ from numba import njit
 
 # The phases are part of push's signature, so the kernels take them from here with it.
 from gupsim.engines.order import MAX_ENTITIES, NORMAL, URGENT, order_key  # noqa: F401
-from gupsim.engines.fast.tables import EV_GIVE, C_ACTIVE, C_CAL_N, C_CUR, C_EVENTS, C_FAR_FREE, C_FAR_N, C_FAR_TOP, C_HEAP_N, C_INV_W, C_MOVED, C_NFREE, C_OV_MIN, C_PAUSE_AT, C_REFILED, C_SEEN_K, C_SEEN_T, C_STOP_T, PACKET_MARGIN, f2i, i2f
+from gupsim.engines.fast.tables import EV_GIVE, C_ACTIVE, C_CAL_N, C_CUR, C_EVENTS, C_FAR_FREE, C_FAR_N, C_FAR_TOP, C_HEAP_N, C_INV_W, C_MOVED, C_NFREE, C_OUT_N, C_OUT_ROOM, C_OV_MIN, C_PAUSE_AT, C_REFILED, C_SEEN_K, C_SEEN_T, C_STOP_T, PACKET_MARGIN, f2i, i2f
 
 
 #: A payload has a column of its own in the queue; below 2^PAYLOAD_BITS.
@@ -349,7 +349,8 @@ def needs_room(q, ctr):
     The heap must have room for every pending event (a bucket moving in), the far table for
     every one outside the heap."""
     pending = ctr[C_HEAP_N] + ctr[C_FAR_N] + HEAP_MARGIN
-    return pending > q[0].shape[0] or pending > q[2].shape[0] or ctr[C_NFREE] < PACKET_MARGIN
+    return pending > q[0].shape[0] or pending > q[2].shape[0] or ctr[C_NFREE] < PACKET_MARGIN or \
+        ctr[C_OUT_N] > ctr[C_OUT_ROOM]
 
 
 @njit(cache=True, inline="always", _nrt=False)

@@ -51,6 +51,7 @@ A_NSLOTS = 12
 K_GEN, K_UPD, K_HOP, K_POLL_S = range(4)
 ERR_PENDING = 1
 MAX_PENDING = 1024
+ERR_LOG_FULL = 2
 
 
 class State(NamedTuple):
@@ -90,6 +91,9 @@ class State(NamedTuple):
 
 @njit(cache=True, _nrt=False)
 def _apply(ip, ctr, wt, at, wc, ac, t, now):
+    if ip[tb.I_LOG_APPLIES]:
+        log_apply(ctr, at, now)
+        return
     ctr[tb.C_APPLIED] += 1
     n = ctr[tb.C_APPLIED]
     for k in range(2):
@@ -101,6 +105,23 @@ def _apply(ip, ctr, wt, at, wc, ac, t, now):
         c.cross_marks(ip, ctr, at, n, now)
     if n == ip[tb.I_TOTAL]:
         ctr[tb.C_DONE] = 1
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def log_apply(ctr, log, now):
+    """In a part of a partitioned run: log the time of an update applied (the whole run's marks are placed from
+    every part's log: gupsim.engines.fast.partitioned); the batch ends once the log is within
+    :data:`gupsim.engines.fast.tables.LOG_MARGIN` of full, so the driver can empty it, and a log that fills
+    within one event is an error, never a lost update."""
+    n = ctr[tb.C_LOG_N]
+    if n >= log.shape[0]:
+        ctr[tb.C_ERROR] = ERR_LOG_FULL
+        return
+    log[n] = now
+    ctr[tb.C_LOG_N] = n + 1
+    ctr[tb.C_APPLIED] += 1
+    if n + tb.LOG_MARGIN >= log.shape[0]:
+        ctr[tb.C_PAUSE_AT] = 0
 
 
 @njit(cache=True, inline="always", _nrt=False)
@@ -547,6 +568,8 @@ def counters(state: dict) -> dict:
 
 
 def error_message(code: int, state: dict) -> str:
+    if code == ERR_LOG_FULL:
+        return "routed: one event applied more updates than a part's log holds (gupsim.engines.fast.partitioned)"
     return f"routed: a process holds more than {MAX_PENDING} pending updates (HPCC's limit)"
 
 
@@ -555,4 +578,4 @@ def error_message(code: int, state: dict) -> str:
 KERNEL = Kernel(name="routed", state=State, loop=_loop, prepare=prepare, counters=counters,
                 window_counters=window_counters, ended=ended, updates_left=updates_left, error_message=error_message,
                 per_rank_bytes=48_000, options=frozenset({"software_header_bytes", "bucket_capacity"}),
-                packet_arrays=("packet_updates",))
+                packet_arrays=("packet_updates",), summed_arrays=("alg_counters",))

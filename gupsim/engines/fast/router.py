@@ -58,7 +58,7 @@ entry_bubble = _compile(rules.entry_bubble)
 
 #: The :class:`gupsim.engines.fast.contract.Network` fields a packet's transit reads, in :class:`Transit`'s order.
 TRANSIT_FIELDS = ("packets", "packet_times", "pools", "deferred", "ranks", "link_times", "link_bytes",
-                  "int_params", "float_params", "neighbors", "coords", "queue", "counters")
+                  "int_params", "float_params", "neighbors", "coords", "queue", "counters", "node_part", "outbox")
 # Typed as Network's fields are, and documented there: a router kernel specialises on these tables only.
 Transit = NamedTuple("Transit", [(name, Network.__annotations__[name]) for name in TRANSIT_FIELDS])
 Transit.__doc__ = """The tables a packet's transit reads: :data:`TRANSIT_FIELDS` of
@@ -70,7 +70,7 @@ def transit_of(net):
     """The :class:`Transit` of a :class:`gupsim.engines.fast.contract.Network`."""
     return Transit(net.packets, net.packet_times, net.pools, net.deferred, net.ranks, net.link_times,
                    net.link_bytes, net.int_params, net.float_params, net.neighbors, net.coords, net.queue,
-                   net.counters)
+                   net.counters, net.node_part, net.outbox)
 
 
 @njit(cache=True, inline="always", _nrt=False)

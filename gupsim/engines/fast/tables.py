@@ -102,6 +102,10 @@ C_THROTTLE_WAITS, C_THROTTLED_S = 40, 41
 C_THROTTLE_POLLS = 42
 # BG/P's DMA: held-back packets that joined a queue behind another (no poll of their own until they head it)
 C_THROTTLE_QUEUED = 43
+# A partitioned run (gupsim.engines.fast.partitioned): the part whose events this loop runs (0 in a serial run),
+# the events it scheduled for another part's entities (kept in the network's ``outbox``), the outbox rows it
+# may fill before its batch ends, and its updates applied, logged in its ``applied_times`` (I_LOG_APPLIES)
+C_PART, C_OUT_N, C_OUT_ROOM, C_LOG_N = 36, 37, 38, 39
 N_COUNTERS = 50
 
 # ------------------------------------------------------------------ integer parameters
@@ -119,6 +123,9 @@ I_CHECK_EVERY, I_FIRST_CHECK = 20, 21
 I_DMA, I_DMA_ROW = 24, 25
 # BG/P's DMA: the first row of the throttle's queues in the link table, one per link (TQ_*)
 I_THROTTLE_ROW = 26
+# 1 in a part of a partitioned run: the kernel logs each update's apply time in ``applied_times`` (C_LOG_N) instead
+# of keeping the marks, which only the whole run's count can place (gupsim.engines.fast.partitioned)
+I_LOG_APPLIES = 27
 N_IPARAMS = 32
 F_RATE, F_CHUNK_S, F_ROUTER_S, F_CYCLE_S = range(4)
 # BG/P's DMA: engine rate (bytes/s), the receive path's overhead per torus packet and the throttle's back-off (s)
@@ -135,6 +142,8 @@ LF_TX_FREE, LF_RX_FREE, LF_TX_BUSY, LF_RX_BUSY = 0, 1, 2, 3
 TQ_HEAD, TQ_TAIL = 0, 1
 #: Free packet rows the kernels' outer loop keeps (:func:`gupsim.engines.fast.events.needs_room`).
 PACKET_MARGIN = 1 << 12
+#: Free rows a part's apply log keeps (gupsim.engines.fast.routed.log_apply): more than one event applies.
+LOG_MARGIN = 1 << 13
 
 
 # ================================================================== bit casts, prefetches, tables on cache lines

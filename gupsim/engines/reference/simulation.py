@@ -344,12 +344,15 @@ class SimPyEngine:
         return check_memory(run, alternative)
 
     def simulate(self, run: RunConfig, observer: Any = None, checkpoint: Any = None,
-                 progress: Progress | None = None) -> Simulated:
+                 progress: Progress | None = None, threads: int = 1) -> Simulated:
         sim = Simulation(run)
         if observer is not None:
             observer.attach(sim)
         sim.execute(progress)
         return Simulated(sim, 0.0)
+
+    def threads_for(self, run: RunConfig, threads: int, checkpoint: Any = None) -> tuple[int, str | None]:
+        return 1, None if threads == 1 else "the SimPy engine runs on one thread"
 
     def compile_estimate_s(self, run: RunConfig) -> float:
         return 0.0  # nothing is compiled
