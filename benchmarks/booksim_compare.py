@@ -132,7 +132,7 @@ def run_case(booksim: str, case: Case, workdir: str) -> tuple[Case, float | None
 
 def gupsim_saturation(k: int, routing: str, vcs_per_class: int, router: str, vc_buf_size: int,
                       link_bytes_per_s: float | None, clock_hz: float | None, updates: int, seed: int,
-                      token_return_ns: float = 0.0) -> dict:
+                      token_return_ns: float = 0.0, engine: str = "auto") -> dict:
     """One configuration's accepted load past saturation, from one ``one-packet`` run (the docstring says
     how it stands in for BookSim's)."""
     from gupsim.config import load_machine
@@ -148,14 +148,25 @@ def gupsim_saturation(k: int, routing: str, vcs_per_class: int, router: str, vc_
                  "network.router.token_return_ns": token_return_ns}
     machine = load_machine("bgl", sets)
     run = make_run_config(machine=machine, shape=f"{k}x{k}x{k}", algorithm="one-packet",
-                          updates_per_process=updates, seed=seed)
+                          updates_per_process=updates, seed=seed, engine=engine)
     rec = simulate(run)[1]
     return {"k": k, "routing": routing, "vcs_per_class": vcs_per_class, "router": router,
-            "saturation": rec["network_bound_fraction"], "send_blocking_factor": rec["send_blocking_factor"],
+            "saturation": rec["network_bound_fraction"], "saturation_ci": _bound_interval(rec),
+            "send_blocking_factor": rec["send_blocking_factor"],
             "link_utilisation_max": rec["link_utilisation_max"], "steady_state": rec["steady_state"],
             "updates_per_process": updates, "link_bytes_per_s": machine.network.link_bytes_per_s,
             "clock_hz": machine.cpu.clock_hz, "vc_depth_chunks": vc_buf_size, "token_return_ns": token_return_ns,
             "engine": rec.get("engine")}
+
+
+def _bound_interval(rec: dict) -> list[float] | None:
+    """The saturation's 95% interval: the record's GUPS interval over the same eq. (2) bound (None without a
+    steady state)."""
+    low, high, gups = rec.get("gups_ci_low"), rec.get("gups_ci_high"), rec["gups"]
+    if low is None or high is None or not gups or low != low:  # NaN: no interval
+        return None
+    scale = rec["network_bound_fraction"] / gups
+    return [low * scale, high * scale]
 
 
 def gupsim_only(args: argparse.Namespace) -> int:
@@ -165,7 +176,8 @@ def gupsim_only(args: argparse.Namespace) -> int:
             for router in args.routers:
                 for v in (args.vcs_per_class if router == "bgl-vc" else [1]):
                     row = gupsim_saturation(k, routing, v, router, args.vc_buf_size, args.link_bytes_per_s,
-                                            args.clock_hz, args.updates, args.seed, args.token_return_ns)
+                                            args.clock_hz, args.updates, args.seed, args.token_return_ns,
+                                            args.engine)
                     rows.append(row)
                     print(json.dumps(row), file=sys.stderr, flush=True)
     if args.json:
@@ -199,6 +211,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="gupsim: a faster CPU instead (e.g. 7e9 with --link-bytes-per-s 0), keeping the ratio of "
                     "router delay to packet time bgl.yaml's (0: bgl.yaml's clock)")
     ap.add_argument("--updates", type=int, default=512, help="gupsim: updates per process")
+    ap.add_argument("--engine", choices=["auto", "fast", "simpy"], default="auto",
+                    help="gupsim: engine (auto: the fast engine, which runs both routers)")
     args = ap.parse_args(argv)
     if args.gupsim_only:
         return gupsim_only(args)

@@ -215,8 +215,8 @@ def test_admission_rule(free, chunks, bubble, cont, enter, ok):
 
 
 # ------------------------------------------------------------------ bgl-vc: Blue Gene/L's VC router (issue 44)
-# The fast engine has no kernel for it yet and refuses it (FastEngine.unsupported); these scripts run the
-# reference engine alone, and compare it with bluegene-l where the two must agree.
+# Both engines run it (the fast transit with the pools its router declares); these scripts compare their
+# decisions one by one, and compare it with bluegene-l where the two routers must agree.
 
 VC = {**TIGHT, "network.router.name": "bgl-vc", "network.router.vc_depth_chunks": 16}
 
@@ -237,8 +237,8 @@ def test_second_escape_vc_admits_the_packet_the_bubble_refused():
     it takes the empty second VC at once."""
     full = _full_chunks(_machine(TIGHT))
     script = [(0, 2, full, 0.0), (1, 3, full, 0.6 * (full * 32 + 12) / 1e7)]
-    one = reference_trace(_machine(VC), "4x2x2", script)
-    two = reference_trace(_machine({**VC, "network.router.escape_vcs": 2}), "4x2x2", script)
+    one = both(VC, "4x2x2", script)
+    two = both({**VC, "network.router.escape_vcs": 2}, "4x2x2", script)
     assert (1, 1, rules.DECISION_WAIT) in [(r[1], r[2], r[3]) for r in one]
     assert rules.DECISION_WAIT not in _kinds(two)
     assert (1, 1, rules.DECISION_ESCAPE, 0, full) in [(r[1], r[2], r[3], r[4], r[5]) for r in two]
@@ -250,7 +250,7 @@ def test_token_return_delay_delays_the_grant_by_exactly_it():
     script = [(0, 2, full, 0.0), (1, 3, full, 0.6 * (full * 32 + 12) / 1e7)]
     grant = {}
     for ns in (0.0, 250.0):
-        trace = reference_trace(_machine({**VC, "network.router.token_return_ns": ns}), "4x2x2", script)
+        trace = both({**VC, "network.router.token_return_ns": ns}, "4x2x2", script)
         grant[ns] = next(r[0] for r in trace if r[3] == rules.DECISION_GRANT)
     assert grant[250.0] - grant[0.0] == pytest.approx(250e-9, rel=1e-9)
 
@@ -261,7 +261,7 @@ def test_adaptive_vc_router_takes_the_hint_direction_with_most_tokens():
     two VCs first (a tie keeps the earlier port), then y+'s two once x+'s hold a packet each."""
     sets = {**VC, "network.routing": "adaptive", "network.router.dynamic_vcs": 2}
     script = [(0, 10, 8, k * 1e-7) for k in range(6)]
-    trace = reference_trace(_machine(sets), "4x4x2", script)
+    trace = both(sets, "4x4x2", script)
     first = [r[4] for r in trace if r[1] == 0 and r[3] == rules.DECISION_DYNAMIC]
     assert set(first) <= {0, 2} and first[:4] == [0, 0, 2, 2]
     old = reference_trace(_machine({**TIGHT, "network.routing": "adaptive"}), "4x4x2", script)
@@ -285,12 +285,63 @@ def test_vc_router_returns_every_token():
     assert len(pools) > 32 and all(p.free == p.capacity and not p.waiting for p in pools)
 
 
-def test_fast_engine_refuses_the_vc_router_in_one_line():
+@pytest.mark.parametrize("sets", [
+    {**VC, "network.router.escape_vcs": 3, "network.router.token_return_ns": 150.0},
+    {**VC, "network.router.escape_vcs": 2, "network.buffer_order": "fifo"},
+    {**VC, "network.routing": "adaptive", "network.router.dynamic_vcs": 2, "network.buffer_order": "fifo"},
+    {**VC, "network.routing": "adaptive", "network.router.escape_vcs": 2, "network.router.dynamic_vcs": 3,
+     "network.half_ring_ties": "source-parity", "network.fifos": "per-dimension",
+     "network.router.token_return_ns": 90.0},
+], ids=["3-escape-token-delay", "2-escape-fifo-order", "adaptive-fifo-order", "adaptive-parity-per-dim"])
+def test_vc_router_random_script_same_decisions(sets):
+    """bgl-vc on both engines: forty packets from random nodes to two hot spots (seeded), every decision equal
+    in the same order; the script makes packets wait for VCs or reception room, and adaptively takes dynamic VCs."""
+    rng = np.random.default_rng(45)
+    script = []
+    for k in range(40):
+        src, dst = int(rng.integers(1, 32)), int(rng.choice([0, 21]))
+        script.append((src if src != dst else src + 1, dst, int(rng.integers(4, 9)), k * 1.3e-7 + rng.random() * 1e-7))
+    trace = both(sets, "4x4x2", script)
+    kinds = _kinds(trace)
+    assert len(trace) >= 120 and {rules.DECISION_WAIT, rules.DECISION_EJECT_WAIT} & set(kinds)
+    assert (rules.DECISION_DYNAMIC in kinds) == (sets.get("network.routing") == "adaptive")
+
+
+def test_fast_engine_runs_the_vc_router_and_refuses_a_router_without_a_kernel_in_one_line(monkeypatch):
     from gupsim.engines.fast.engine import FastEngine
     run = make_run_config(machine=_machine({"network.router.name": "bgl-vc"}), shape="2x2x2",
                           algorithm="one-packet", updates_per_process=8, engine="simpy")
+    assert FastEngine().unsupported(run) is None
+    monkeypatch.delitem(c.ROUTER_KERNELS, "bgl-vc")  # as a router registered with the reference engine only
     reason = FastEngine().unsupported(run)
     assert reason is not None and "bgl-vc" in reason and "\n" not in reason
+
+
+VC24 = {"network.router.name": "bgl-vc", "network.router.vc_depth_chunks": 24}
+
+
+@pytest.mark.parametrize("sets, per_link", [
+    ({}, 2), (VC24, 1), ({**VC24, "network.routing": "adaptive"}, 3),
+    ({**VC24, "network.routing": "adaptive", "network.router.escape_vcs": 4, "network.router.dynamic_vcs": 3}, 7),
+])
+def test_fast_engine_gives_each_link_the_pools_its_router_declares(sets, per_link):
+    """bluegene-l keeps its escape buffer and dynamic channel per link; bgl-vc has its escape VCs, and its dynamic
+    VCs when it routes adaptively; the FIFOs follow, and every pool's owner is the link's near-end router."""
+    machine = _machine({"network.topology": "torus", **sets})
+    run = make_run_config(machine=machine, shape="2x2x2", algorithm="one-packet", updates_per_process=8,
+                          engine="fast")
+    a = FastSimulation(run)._arrays()
+    ip, pq = a["int_params"], a["pools"]
+    links = 8 * 6
+    fifos = 8 * (4 if machine.network.fifos == "per-dimension" else 1)
+    assert (ip[tb.I_POOL_INJ], ip[tb.I_POOL_REC], len(pq)) == (per_link * links, per_link * links + fifos,
+                                                               per_link * links + 2 * fifos)
+    assert (pq[:per_link * links, tb.PQ_FREE] == (24 if sets else machine.network.link_buffer_chunks)).all()
+    assert (pq[ip[tb.I_POOL_INJ]:ip[tb.I_POOL_REC], tb.PQ_FREE] == machine.network.injection_fifo_chunks).all()
+    assert (pq[ip[tb.I_POOL_REC]:, tb.PQ_FREE] == machine.network.reception_fifo_chunks).all()
+    owners = [c.pool_owner(ip, pool) for pool in range(per_link * links)]
+    assert owners == [8 + cr.link_of_pool(ip, pool) // 6 for pool in range(per_link * links)]
+    assert sorted(set(cr.link_of_pool(ip, pool) for pool in range(ip[tb.I_POOL_DYN]))) == list(range(links))
 
 
 def test_vc_depth_must_hold_the_bubble():

@@ -39,13 +39,13 @@ from numba import njit
 
 from gupsim.base.errors import UnknownNameError
 
-from gupsim.engines.fast.credits import enqueue, give, give_later, inj_pool, list_append, rec_pool, room, take, wake
+from gupsim.engines.fast.credits import enqueue, give, give_later, inj_pool, link_of_pool, list_append, rec_pool, room, take, waiters, wake
 from gupsim.engines.order import router_entity
 from gupsim.engines.fast.events import NORMAL, URGENT, event, event_arg, event_kind, give_chunks, give_event, give_pool, key_for, push
 from gupsim.engines.fast import dma
-from gupsim.engines.fast.router import RouterKernel, dimension_order_port, escape_bubble, less_busy, minimal_ports, ring_offset, trace, transit_of
+from gupsim.engines.fast.router import RouterKernel, dimension_order_port, escape_bubble, fewer_waiters, less_busy, minimal_ports, more_tokens, output_port, ring_offset, trace, transit_of
 from gupsim.engines.router_rules import DECISION_DYNAMIC, DECISION_EJECT, DECISION_EJECT_WAIT, DECISION_ESCAPE, DECISION_GRANT, DECISION_WAIT
-from gupsim.engines.fast.tables import C_ACTIVE, C_OUT_N, C_PART, EV_WAKE, RK_ARMED, I_FIFO_GROUPS, I_NRANKS, I_POOL_REC, C_CHECKED, C_DELIVERED, C_MARK_INDEX, C_NEXT_MARK, C_PAUSE_AT, I_CHECK_EVERY, I_FIRST_CHECK, I_NMARKS, I_TOTAL, C_FREE_HEAD, C_HEAP_N, C_HOPS, C_INJECTED, C_NFREE, C_WIRE, EV_CPU, EV_FRONT, EV_GIVE, EV_HOP, EV_RESUME, EV_TAIL, F_CHUNK_S, F_CYCLE_S, F_RATE, F_ROUTER_S, I_ADAPTIVE, I_ORDERED, I_POOL_DYN, I_TIES, I_POOL_INJ, I_WRAPS, I_X, PF_ASKED, PF_START, PK_BUBBLE, PK_CHUNKS, PK_DIM, PK_DST, PK_HELD, PK_LINK, PK_NEXT, PK_NODE, PK_ONEXT, PK_SRC, PK_STATE, PK_WIRE, PQ_FREE, PQ_OHEAD, RK_IN_COUNT, RK_IN_HEAD, RK_IN_TAIL, RK_WAIT, W_FRONT, W_FRONT_TIME, W_LINK, W_NONE, W_REC, WAKE_INBOX, f2i, i2f, node_of, prefetch_row, I_DMA, LF_BLOCKED, LF_BUSY, LF_FREE, PK_DMA, W_DMA_REC
+from gupsim.engines.fast.tables import C_ACTIVE, EV_WAKE, RK_ARMED, I_FIFO_GROUPS, I_NRANKS, I_POOL_REC, C_CHECKED, C_DELIVERED, C_MARK_INDEX, C_NEXT_MARK, C_PAUSE_AT, I_CHECK_EVERY, I_FIRST_CHECK, I_NMARKS, I_TOTAL, C_FREE_HEAD, C_HEAP_N, C_HOPS, C_INJECTED, C_NFREE, C_WIRE, EV_CPU, EV_FRONT, EV_GIVE, EV_HOP, EV_RESUME, EV_TAIL, F_CHUNK_S, F_CYCLE_S, F_RATE, F_ROUTER_S, F_TOKEN_S, I_ADAPTIVE, I_DYNAMIC_VCS, I_ESCAPE_VCS, I_ROUTER, I_ORDERED, I_POOL_DYN, I_TIES, I_POOL_INJ, I_WRAPS, I_X, PF_ASKED, PF_START, PK_BUBBLE, PK_CHUNKS, PK_DIM, PK_DST, PK_HELD, PK_LINK, PK_NEXT, PK_NODE, PK_ONEXT, PK_SRC, PK_STATE, PK_WIRE, PQ_FREE, PQ_OHEAD, RK_IN_COUNT, RK_IN_HEAD, RK_IN_TAIL, RK_WAIT, W_FRONT, W_FRONT_TIME, W_LINK, W_NONE, W_REC, WAKE_INBOX, f2i, i2f, node_of, prefetch_row, I_DMA, LF_BLOCKED, LF_BUSY, LF_FREE, PK_DMA, W_DMA_REC, C_OUT_N, C_PART
 
 
 #: C_NEXT_MARK past the last mark: no count of updates reaches it.
@@ -122,8 +122,9 @@ def prefetch_next(net):
         link, held = pk[p, PK_NODE] * 6, pk[p, PK_HELD]
         for k in range(6):
             prefetch_row(lf, link + k)
-        for k in range(0, 6, 2):  # 32-byte rows: two to a cache line
-            prefetch_row(pq, link + k)
+        per_link = ip[I_ESCAPE_VCS]  # the links' first escape VCs (bluegene-l: two 32-byte rows to a cache line)
+        for k in range(0, 6, 2 if per_link == 1 else 1):
+            prefetch_row(pq, (link + k) * per_link)
         prefetch_row(pq, held)
         prefetch_row(dq, held)
         # what hop_on and _go read next: the route's coordinates, and the chosen link's byte count and far end
@@ -183,16 +184,19 @@ def flush_cpu(r, now, ci, cf, fp, hh, ctr, phase):
     push(hh, ctr, now + cycles * fp[F_CYCLE_S], NORMAL, event(EV_CPU, r))
 
 
-# ================================================================== the router kernel
-# Today's router (gupsim.engines.fast.router declares the interface and holds the pure decisions); the two of
-# its decisions that take or read a pool's room live here, beside the credit pools, so that the router module
-# stays below gupsim.engines.fast.credits in the import graph.
+# ================================================================== the router kernels
+# The routers (gupsim.engines.fast.router declares the interface and holds the pure decisions); their decisions
+# that take or read a pool's room live here, beside the credit pools, so that the router module stays below
+# gupsim.engines.fast.credits in the import graph.  One compiled transit serves both (router.py says why).
+
+#: ``I_ROUTER``: which router's adaptive choice the transit makes.
+ROUTER_BLUEGENE_L, ROUTER_BGL_VC = 0, 1
 
 
 @njit(cache=True, _nrt=False)
 def least_busy_dynamic(t, node, dst, chunks):
-    """The adaptive choice: take room on the dynamic channel of the minimal link that frees soonest among
-    those with room now, and return that link, or -1 (the packet goes to the escape channel)."""
+    """bluegene-l's adaptive choice: take room on the dynamic channel of the minimal link that frees soonest
+    among those with room now, and return that link, or -1 (the packet goes to the escape channel)."""
     pq, ip, lf, coords = t.pools, t.int_params, t.link_times, t.coords
     best = -1
     base = ip[I_POOL_DYN]
@@ -212,12 +216,65 @@ def least_busy_dynamic(t, node, dst, chunks):
     return best
 
 
+@njit(cache=True, _nrt=False)
+def most_tokens_dynamic(t, node, dst, chunks):
+    """bgl-vc's adaptive choice (:meth:`gupsim.engines.reference.router.BglVcRouter.adaptive`): in the hint-bit
+    direction of each dimension still to go, the dynamic VC with room now, nobody waiting and the most free tokens
+    (ties keep the earlier port, then the earlier VC); its room taken.  Returns (link, pool), or (-1, -1)."""
+    pk, pq, ip, coords = t.packets, t.pools, t.int_params, t.coords
+    per_link, base = ip[I_DYNAMIC_VCS], ip[I_POOL_DYN]
+    best, best_link, best_free = -1, -1, 0
+    for d in range(3):
+        off = ring_offset(coords[node, d], coords[dst, d], ip[I_X + d], ip[I_WRAPS], ip[I_TIES])
+        if off == 0:
+            continue
+        link = node * 6 + output_port(d, off)
+        for v in range(per_link):
+            pool = base + link * per_link + v
+            free = room(pq, t.deferred, t.counters, pool)
+            if free >= chunks and waiters(pk, pq, pool) == 0 and more_tokens(free, best_free, best >= 0):
+                best, best_link, best_free = pool, link, free
+    if best >= 0:
+        pq[best, PQ_FREE] -= chunks
+    return best_link, best
+
+
 @njit(cache=True, inline="always", _nrt=False)
 def dynamic_if_adaptive(t, node, dst, chunks):
-    """The adaptive choice (:func:`least_busy_dynamic`) when the network routes adaptively, else -1."""
-    if not t.int_params[I_ADAPTIVE]:
-        return -1
-    return least_busy_dynamic(t, node, dst, chunks)
+    """The adaptive choice of the router ``I_ROUTER`` names when the network routes adaptively: (link, pool) of
+    the dynamic VC taken, or (-1, -1) (the packet goes to an escape VC)."""
+    ip = t.int_params
+    if not ip[I_ADAPTIVE]:
+        return -1, -1
+    if ip[I_ROUTER] == ROUTER_BGL_VC:
+        return most_tokens_dynamic(t, node, dst, chunks)
+    link = least_busy_dynamic(t, node, dst, chunks)
+    return link, (ip[I_POOL_DYN] + link if link >= 0 else -1)
+
+
+@njit(cache=True, _nrt=False)
+def fewest_waiters_escape(t, link):
+    """Which of ``link``'s escape VCs a packet asks for (:meth:`gupsim.engines.reference.router.BglVcRouter.
+    escape_channel`): the one with fewest waiters, then most free tokens (ties keep the earlier VC)."""
+    pk, pq = t.packets, t.pools
+    per_link = t.int_params[I_ESCAPE_VCS]
+    best, best_wait, best_free = link * per_link, 0, 0
+    for v in range(per_link):
+        pool = link * per_link + v
+        free = room(pq, t.deferred, t.counters, pool)
+        waiting = waiters(pk, pq, pool)
+        if fewer_waiters(waiting, free, best_wait, best_free, v > 0):
+            best, best_wait, best_free = pool, waiting, free
+    return best
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def escape_channel(t, link, bubble):
+    """The escape VC (pool) a packet leaving by ``link`` asks for: the link's one (its number) unless it has
+    several (:func:`fewest_waiters_escape`).  The bubble is the rule's on every escape VC alike."""
+    if t.int_params[I_ESCAPE_VCS] == 1:
+        return link
+    return fewest_waiters_escape(t, link)
 
 
 @njit(cache=True, inline="always", _nrt=False)
@@ -228,11 +285,30 @@ def admit(t, pool, chunks, bubble):
     return take(t.pools, t.deferred, t.counters, pool, chunks, bubble)
 
 
-#: Today's Blue Gene/L torus router (seed 000 §5.1).
-BLUEGENE_L = RouterKernel("bluegene-l", dimension_order_port, dynamic_if_adaptive, escape_bubble, admit, trace)
+def _bluegene_l_channels(net):
+    """bluegene-l: one escape buffer and one dynamic channel per link, of ``link_buffer_chunks``, tokens back with
+    the tail (the reference Network's ``escape_buffer`` and ``dynamic_channel``)."""
+    return 1, 1, net.link_buffer_chunks, 0.0
+
+
+def _bgl_vc_channels(net):
+    """bgl-vc: ``router.escape_vcs`` escape VCs and (routing adaptively) ``router.dynamic_vcs`` dynamic VCs per
+    link, each of ``router.vc_depth_chunks`` tokens, back ``router.token_return_ns`` after the tail (the reference
+    ``BglVcRouter``'s pools and ``token_return_s``, computed alike)."""
+    vc = net.router
+    return (vc.escape_vcs, vc.dynamic_vcs if net.routing == "adaptive" else 0, vc.vc_depth_chunks,
+            vc.token_return_ns * 1e-9)
+
+
+#: Seed 000 §5.1's Blue Gene/L torus router, as gupsim first built it.
+BLUEGENE_L = RouterKernel("bluegene-l", ROUTER_BLUEGENE_L, _bluegene_l_channels, dimension_order_port,
+                          dynamic_if_adaptive, escape_bubble, escape_channel, admit, trace)
+#: Blue Gene/L's torus router with its VCs and tokens (docs/research/bgl-router-facts.md rows 2-7, 12).
+BGL_VC = RouterKernel("bgl-vc", ROUTER_BGL_VC, _bgl_vc_channels, dimension_order_port, dynamic_if_adaptive,
+                      escape_bubble, escape_channel, admit, trace)
 
 #: The router kernels by name.
-ROUTER_KERNELS = {BLUEGENE_L.name: BLUEGENE_L}
+ROUTER_KERNELS = {r.name: r for r in (BLUEGENE_L, BGL_VC)}
 
 
 def router_kernel(name: str) -> RouterKernel:
@@ -242,8 +318,8 @@ def router_kernel(name: str) -> RouterKernel:
     return ROUTER_KERNELS[name]
 
 
-# The names the transit calls: today's router's.
-route, adaptive, vc = BLUEGENE_L.route, BLUEGENE_L.adaptive, BLUEGENE_L.vc
+# The names the transit calls: both routers' (they differ in data and in dynamic_if_adaptive's branch).
+route, adaptive, vc, escape_vc = BLUEGENE_L.route, BLUEGENE_L.adaptive, BLUEGENE_L.vc, BLUEGENE_L.escape_channel
 
 
 # ================================================================== transit
@@ -271,10 +347,17 @@ def hop_s(fp, serial):
     return min(serial, fp[F_CHUNK_S]) + fp[F_ROUTER_S]
 
 
+@njit(cache=True, inline="always", _nrt=False)
+def token_s(ip, fp, held):
+    """Seconds the tokens of pool ``held`` come back after the tail has left it: the router's delay for a link's
+    VC, none for an injection FIFO.  (bluegene-l's is 0.0, and x + 0.0 is x: its times keep every bit.)"""
+    return fp[F_TOKEN_S] if held < ip[I_POOL_INJ] else 0.0
+
+
 @njit(cache=True, _nrt=False)
 def _go(t, p, link, pool, now):
     """The packet holds room in ``pool`` behind ``link``: start on the link; the room it held comes back when
-    its tail has left (the router's token return)."""
+    its tail has left (the router's token return: plus ``F_TOKEN_S`` for a link's VC)."""
     pk, pf, lf, fp, hh, ctr = t.packets, t.packet_times, t.link_times, t.float_params, t.queue, t.counters
     serial = pk[p, PK_WIRE] / fp[F_RATE]
     ctr[C_HOPS] += 1
@@ -283,9 +366,10 @@ def _go(t, p, link, pool, now):
     lf[link, LF_FREE] = start + serial
     lf[link, LF_BUSY] += serial
     t.link_bytes[link] += pk[p, PK_WIRE]
-    return_held(t, p, now, start + serial - now)
+    held = pk[p, PK_HELD]
+    return_held(t, p, now, start + serial + token_s(t.int_params, fp, held) - now)
     if t.int_params[I_ORDERED]:
-        leave(pk, t.pools, t.deferred, hh, ctr, pk[p, PK_HELD], start, now)
+        leave(pk, t.pools, t.deferred, hh, ctr, held, start, now)
     pk[p, PK_HELD] = pool
     pk[p, PK_LINK] = link  # the last link, once it has arrived: its reception FIFO group
     pf[p, PF_START] = start
@@ -329,7 +413,7 @@ def _arrive(t, p, now):
     serial = pk[p, PK_WIRE] / fp[F_RATE]
     tail = t.packet_times[p, PF_START] + serial + fp[F_ROUTER_S] - now
     # its buffer's room comes back with the tail, and no sooner than a hop (or its serialisation) from now
-    return_held(t, p, now, max(tail, min(serial, hop_s(fp, serial))))
+    return_held(t, p, now, max(tail, min(serial, hop_s(fp, serial))) + token_s(t.int_params, fp, pk[p, PK_HELD]))
     if tail > 0:
         push(t.queue, t.counters, now + tail, NORMAL, event(EV_TAIL, p))
     else:
@@ -442,26 +526,27 @@ def hop_on(t, log, p, now):
     dst = node_of(ip, pk[p, PK_DST])
     chunks = pk[p, PK_CHUNKS]
     if node != dst:
-        link = adaptive(t, node, dst, chunks)
+        link, pool = adaptive(t, node, dst, chunks)
         if link >= 0:
             trace(log, now, node, p, DECISION_DYNAMIC, link - node * 6, 0)
             pk[p, PK_DIM] = -1  # re-entering the escape ring needs the bubble again
-            _go(t, p, link, ip[I_POOL_DYN] + link, now)
+            _go(t, p, link, pool, now)
             return
         port = route(t, node, dst)
         link = node * 6 + port
         d, bubble = vc(t, port, pk[p, PK_DIM])
         pk[p, PK_DIM] = d
-        if admit(t, link, chunks, bubble):
+        pool = escape_vc(t, link, bubble)
+        if admit(t, pool, chunks, bubble):
             trace(log, now, node, p, DECISION_ESCAPE, port, bubble)
-            _go(t, p, link, link, now)
+            _go(t, p, link, pool, now)
         else:
             trace(log, now, node, p, DECISION_WAIT, port, bubble)
             pk[p, PK_STATE] = W_LINK
-            pk[p, PK_LINK] = link
+            pk[p, PK_LINK] = pool  # while it waits, the escape VC it waits in (its link: link_of_pool)
             pk[p, PK_BUBBLE] = bubble
             t.packet_times[p, PF_ASKED] = now
-            enqueue(pk, t.pools, t.deferred, t.queue, t.counters, link, p, 1 if bubble else 0)
+            enqueue(pk, t.pools, t.deferred, t.queue, t.counters, pool, p, 1 if bubble else 0)
         return
     rec = rec_pool(pk, ip, p)
     if admit(t, rec, chunks, 0):
@@ -531,10 +616,11 @@ def resume(t, log, p, now):
     state = pk[p, PK_STATE]
     pk[p, PK_STATE] = W_NONE
     if state == W_LINK:
-        link = pk[p, PK_LINK]
+        pool = pk[p, PK_LINK]
+        link = link_of_pool(t.int_params, pool)
         trace(log, now, pk[p, PK_NODE], p, DECISION_GRANT, link % 6, pk[p, PK_BUBBLE])
         t.link_times[link, LF_BLOCKED] += now - t.packet_times[p, PF_ASKED]
-        _go(t, p, link, link, now)
+        _go(t, p, link, pool, now)
     elif state == W_DMA_REC:
         _dma_local_arrived(t, p, now)
     else:
@@ -546,8 +632,7 @@ def resume(t, log, p, now):
 def pool_node(ip, pool):
     """The node whose part owns ``pool``: a link's near end, a FIFO's rank's node."""
     if pool < ip[I_POOL_INJ]:
-        link = pool if pool < ip[I_POOL_DYN] else pool - ip[I_POOL_DYN]
-        return link // 6
+        return link_of_pool(ip, pool) // 6
     base = ip[I_POOL_INJ] if pool < ip[I_POOL_REC] else ip[I_POOL_REC]
     return node_of(ip, (pool - base) // ip[I_FIFO_GROUPS])
 
@@ -557,8 +642,7 @@ def pool_owner(ip, pool):
     """The entity a credit return to ``pool`` runs as: a link's buffers belong to the router at its near end,
     which holds the tokens, a rank's FIFOs to the rank (gupsim.engines.order)."""
     if pool < ip[I_POOL_INJ]:
-        link = pool if pool < ip[I_POOL_DYN] else pool - ip[I_POOL_DYN]
-        return router_entity(ip[I_NRANKS], link // 6)
+        return router_entity(ip[I_NRANKS], link_of_pool(ip, pool) // 6)
     base = ip[I_POOL_INJ] if pool < ip[I_POOL_REC] else ip[I_POOL_REC]
     return (pool - base) // ip[I_FIFO_GROUPS]
 
@@ -599,7 +683,7 @@ def arm(rk, r, bits):
 @njit(cache=True, _nrt=False)
 def network_event(kind, a, net, now):
     """Handle every event kind except :data:`EV_CPU` (``a``: the packet, or for a credit return its pool and
-    chunks) with today's router, :data:`gupsim.engines.fast.router.BLUEGENE_L`."""
+    chunks) with the run's router (``I_ROUTER``)."""
     routed_event(kind, a, net, now, None)
 
 

@@ -1,10 +1,12 @@
-"""The fast engine's credit pools: link buffers, dynamic channels, injection and reception FIFOs.
+"""The fast engine's credit pools: link buffers (escape VCs), dynamic channels, injection and reception FIFOs.
 
 The pools of :class:`gupsim.engines.reference.torus_network.Credits` (seed 000 §5.1; seed 002 §3 for the FIFOs per dimension;
 docs/model.md §3), compiled: each pool is one row of the pool table ``pq`` (its free chunks and the heads and
 tails of its two waiter queues, continuing packets first, entering packets leaving a bubble of
 ``max_chunks_per_packet``), and :func:`take`, :func:`enqueue` and :func:`give` are ``Credits.take``, a wait
-in its queue and ``Credits.give``.  With ``fifos: per-dimension`` a rank has one injection and one reception
+in its queue and ``Credits.give``.  A link has as many escape and dynamic pools as its router declares
+(bluegene-l one of each, bgl-vc its ``router.escape_vcs`` and ``router.dynamic_vcs``): the table's first rows
+are every link's escape VCs, then every link's dynamic VCs, then the FIFOs (:func:`link_of_pool`).  With ``fifos: per-dimension`` a rank has one injection and one reception
 FIFO per dimension plus a node-local one (:func:`fifo_group`, :func:`rec_pool`), as
 :class:`gupsim.engines.reference.torus_network.Network`.
 
@@ -39,7 +41,7 @@ from numba import njit
 
 from gupsim.engines import router_rules
 from gupsim.engines.fast.events import NORMAL, event, give_event, key_for, push, push_keyed
-from gupsim.engines.fast.tables import C_DEFER_FULL, C_DONE, C_ERROR, C_EVENTS, C_HEAP_N, C_LAZY, C_RESCHEDULED, C_SEEN_K, C_SEEN_T, EV_RESUME, EV_WAKE, I_FIFO_GROUPS, I_MAXCH, I_NRANKS, I_POOL_INJ, I_POOL_REC, I_X, PK_BUBBLE, PK_CHUNKS, PK_DST, PK_LINK, PK_NEXT, PK_SRC, PK_STATE, PQ_DEFERRED, PQ_FREE, RK_GRANTED, RK_WAIT, W_INJ, WAKE_GRANT, WAKE_ROOM, f2i, i2f, node_of
+from gupsim.engines.fast.tables import C_DEFER_FULL, C_DONE, C_ERROR, C_EVENTS, C_HEAP_N, C_LAZY, C_RESCHEDULED, C_SEEN_K, C_SEEN_T, EV_RESUME, EV_WAKE, I_DYNAMIC_VCS, I_ESCAPE_VCS, I_FIFO_GROUPS, I_MAXCH, I_NRANKS, I_POOL_DYN, I_POOL_INJ, I_POOL_REC, I_X, PK_BUBBLE, PK_CHUNKS, PK_DST, PK_LINK, PK_NEXT, PK_SRC, PK_STATE, PQ_DEFERRED, PQ_FREE, RK_GRANTED, RK_WAIT, W_INJ, WAKE_GRANT, WAKE_ROOM, f2i, i2f, node_of
 
 
 # The allocator's rules (router_rules): who may take room now, and whether the head waiter's room has come.
@@ -132,6 +134,31 @@ def list_append(pk, pq, pool, p, head, link):
     else:
         pk[pq[pool, head + 1], link] = p
     pq[pool, head + 1] = p
+
+
+@njit(cache=True, _nrt=False)
+def waiters(pk, pq, pool):
+    """:attr:`Credits.waiting`: the packets in the pool's two queues (a link's VC: a few at most)."""
+    n = 0
+    for head in (0, 2):
+        p = pq[pool, head]
+        while p >= 0:
+            n += 1
+            p = pk[p, PK_NEXT]
+    return n
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def link_of_pool(ip, pool):
+    """The link whose VC ``pool`` is (a pool below ``I_POOL_INJ``): escape VC v of link l is pool
+    l x escape VCs + v, dynamic VC v is ``I_POOL_DYN`` + l x dynamic VCs + v (:mod:`gupsim.engines.fast.tables`).
+    With one VC of each (bluegene-l) no division: this runs at every credit return."""
+    dyn = ip[I_POOL_DYN]
+    if pool < dyn:
+        per_link = ip[I_ESCAPE_VCS]
+        return pool if per_link == 1 else pool // per_link
+    per_link = ip[I_DYNAMIC_VCS]
+    return pool - dyn if per_link == 1 else (pool - dyn) // per_link
 
 
 @njit(cache=True, _nrt=False)

@@ -74,13 +74,29 @@ def per_rank_bytes(run: RunConfig) -> int:
     return max(own, run.machine.network.injection_fifo_chunks * DMA_PACKET_BYTES)
 
 
+#: One credit pool beyond the twelve a node's six links have under bluegene-l (which FAST_NODE_BYTES counts): its
+#: 32-byte row and its kept credit returns and front time (``DEFER_SLOTS + 1`` slots of three int64).
+VC_POOL_BYTES = 32 + (cr.DEFER_SLOTS + 1) * 3 * 8
+
+
+def extra_vc_bytes(run: RunConfig) -> int:
+    """Per node, the pools a router with more VCs per link than bluegene-l's two (bgl-vc) adds."""
+    net = run.machine.network
+    router = c.ROUTER_KERNELS.get(net.router.name)
+    if router is None:
+        return 0
+    escape_vcs, dynamic_vcs, _, _ = router.channels(net)
+    return max(0, 6 * (escape_vcs + dynamic_vcs) - 12) * VC_POOL_BYTES
+
+
 def check_memory(run: RunConfig) -> int:
     """The fast engine's memory estimate for ``run`` in bytes; a run that would not fit is refused in one line
     (:func:`gupsim.base.memory.check_fits`)."""
     nodes = math.prod(parse_shape(run.shape))
     ppn = run.machine.cpu.processes_per_node
+    per_node = FAST_NODE_BYTES + extra_vc_bytes(run) if isinstance(run.machine, MachineConfig) else FAST_NODE_BYTES
     return check_fits(nodes * ppn, per_rank_bytes(run), f"{run.algorithm} on {run.shape}",
-                      base_bytes=FAST_BASE_BYTES + FAST_MARGIN_BYTES + nodes * FAST_NODE_BYTES,
+                      base_bytes=FAST_BASE_BYTES + FAST_MARGIN_BYTES + nodes * per_node,
                       detail=f"{ppn} per node, fast engine")
 
 
@@ -182,7 +198,13 @@ class FastSimulation:
         ip[tb.I_FIFO_GROUPS] = groups
         ip[tb.I_ORDERED] = int(net.buffer_order == "fifo")
         ip[tb.I_TIES] = HALF_RING_TIES[net.half_ring_ties].code
-        ip[tb.I_POOL_DYN], ip[tb.I_POOL_INJ], ip[tb.I_POOL_REC] = nlinks, 2 * nlinks, 2 * nlinks + F
+        # a link's VCs, as its router declares them (core.ROUTER_KERNELS): every link's escape VCs, then every
+        # link's dynamic VCs, then the FIFOs (gupsim.engines.fast.credits.link_of_pool)
+        router = c.router_kernel(net.router.name)
+        escape_vcs, dynamic_vcs, vc_chunks, token_s = router.channels(net)
+        ip[tb.I_ROUTER], ip[tb.I_ESCAPE_VCS], ip[tb.I_DYNAMIC_VCS] = router.code, escape_vcs, dynamic_vcs
+        vcs = (escape_vcs + dynamic_vcs) * nlinks
+        ip[tb.I_POOL_DYN], ip[tb.I_POOL_INJ], ip[tb.I_POOL_REC] = escape_vcs * nlinks, vcs, vcs + F
         ip[tb.I_TOTAL] = self.total_updates
         ip[tb.I_MARK0], ip[tb.I_MARK1] = (math.ceil(f * self.total_updates) for f in WINDOW)
         marks = applied_marks(self.total_updates)
@@ -197,6 +219,7 @@ class FastSimulation:
         fp[tb.F_CHUNK_S] = (net.cut_through_bytes or net.chunk_bytes) / net.link_bytes_per_s
         fp[tb.F_ROUTER_S] = net.router_delay_ns * 1e-9
         fp[tb.F_CYCLE_S] = 1.0 / self.machine.cpu.clock_hz
+        fp[tb.F_TOKEN_S] = token_s
         dma = getattr(self.machine, "dma", None)
         ip[tb.I_DMA_ROW] = nlinks  # the nodes' DMA rows follow the links' in the link table
         ip[tb.I_THROTTLE_ROW] = nlinks + n  # then the throttle's queues, one per link
@@ -205,14 +228,14 @@ class FastSimulation:
             fp[tb.F_DMA_RATE] = dma.engine_bytes_per_s
             fp[tb.F_RX_OVERHEAD_S] = dma.rx_packet_overhead_ns * 1e-9
             fp[tb.F_BACKOFF_S] = dma.throttle_backoff_ns * 1e-9
-        npools = 2 * nlinks + 2 * F
+        npools = vcs + 2 * F
         if npools > ev.MAX_POOLS or entities(R, n) > MAX_ENTITIES:  # a credit return names its pool
             raise GupsimError(f"fast engine: {R:,} processes on {n:,} nodes is too large for its event keys")
         pq = tb.line_aligned((npools, tb.PQ_COLS), np.int32, -1)  # no waiters; 32-byte rows, two to a line
         pq[:, tb.PQ_DEFERRED] = 0  # no credit returns kept beside any pool yet (dq is filled as they come)
-        pq[:2 * nlinks, tb.PQ_FREE] = net.link_buffer_chunks
-        pq[2 * nlinks:2 * nlinks + F, tb.PQ_FREE] = net.injection_fifo_chunks
-        pq[2 * nlinks + F:, tb.PQ_FREE] = net.reception_fifo_chunks
+        pq[:vcs, tb.PQ_FREE] = vc_chunks
+        pq[vcs:vcs + F, tb.PQ_FREE] = net.injection_fifo_chunks
+        pq[vcs + F:, tb.PQ_FREE] = net.reception_fifo_chunks
         # DEFER_SLOTS kept credit returns per pool, then (the last slot) the pool's front time (buffer_order)
         dq = np.empty((npools, cr.DEFER_SLOTS + 1, 3), dtype=np.int64)  # (time bits, key, chunks)
         dq[:, -1, :] = 0  # float bits of 0.0: nothing has left yet

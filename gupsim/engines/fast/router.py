@@ -5,7 +5,7 @@ contract) decides, for the head of a packet at a node: its output port (dimensio
 (the escape channel's bubble rule, or adaptive routing's dynamic channel), and, where inputs compete for one
 output, who gets the room.  The decisions themselves are the pure functions of :mod:`gupsim.engines.router_rules`,
 compiled here; the transit in :mod:`gupsim.engines.fast.core` calls the router only through the five functions
-:class:`RouterKernel` declares (``route``, ``adaptive``, ``vc``, ``admit``, ``trace``), as
+:class:`RouterKernel` declares (``route``, ``adaptive``, ``vc``, ``escape_channel``, ``admit``, ``trace``), as
 BookSim2 calls its router's routing function and allocator, and SST merlin keeps ``Topology::route`` apart from
 the port's space check (:func:`admit` here).
 
@@ -13,11 +13,19 @@ Why module functions and not a tuple of functions handed down the loop, as a ker
 the CPU step is handed to an inlined loop and never leaves it, but the transit's helpers are not inlined, and a
 compiled function passed on as a value to one is a Python object address in the machine code, which Numba
 refuses to cache (``has_dynamic_globals``, measured on this module's first form): every run would compile
-the kernels afresh.  So the interface is a set of module names: the pure decisions here, and the two that
-take or read a credit pool's room (``adaptive``, ``admit``) in :mod:`gupsim.engines.fast.core`, beside the
-pools they touch (this module stays below :mod:`gupsim.engines.fast.credits` in the import graph, which is at
-its depth cap); ``core.ROUTER_KERNELS`` registers today's by name, and a second router would be chosen by the
-type of the state handed down (an ``overload`` on it, as :func:`trace` is).
+the kernels afresh.  So the interface is a set of module names: the pure decisions here, and the three that
+take or read a credit pool's room (``adaptive``, ``escape_channel``, ``admit``) in :mod:`gupsim.engines.fast.core`,
+beside the pools they touch (this module stays below :mod:`gupsim.engines.fast.credits` in the import graph,
+which is at its depth cap); ``core.ROUTER_KERNELS`` registers the routers by name.
+
+**Two routers, one compiled transit.**  ``bluegene-l`` and ``bgl-vc`` share the route, the bubble rule and the
+allocator; they differ in how many VCs a link has (its pools), the tokens per VC, the token return delay, and
+adaptive routing's choice (the least busy minimal link, or the dynamic VC with most tokens in the hint-bit
+directions).  The first three are data (``I_ESCAPE_VCS``, ``I_DYNAMIC_VCS``, the pools' room, ``F_TOKEN_S``);
+the choice is a branch on ``I_ROUTER``, taken once per adaptive hop.  Choosing the router by the type of the state
+handed down (an ``overload``, as :func:`trace` is chosen) would compile every kernel once per router, doubling the
+cold compile (35-60 s a kernel) for a branch that a CPU predicts every time; bluegene-l's events per second with
+the branch are measured in docs/performance-log.md.
 
 The state a decision reads travels as :class:`Transit`, a named tuple of the network's tables by component
 (packets, pools, links, ranks, parameters, queue, counters), never as a list of positional arrays.  A helper
@@ -53,6 +61,8 @@ ring_offset = _compile(rules.ring_offset)
 output_port = _compile(rules.output_port)
 minimal_ports = _compile(rules.minimal_ports)
 less_busy = _compile(rules.less_busy)
+more_tokens = _compile(rules.more_tokens)
+fewer_waiters = _compile(rules.fewer_waiters)
 entry_bubble = _compile(rules.entry_bubble)
 
 
@@ -128,10 +138,14 @@ def new_trace_log(rows: int) -> np.ndarray:
 class RouterKernel:
     """One router's compiled decisions (the interface :mod:`gupsim.engines.fast.core`'s transit calls).
 
+    * ``code``: the int parameter ``I_ROUTER`` that selects this router's rules where the routers differ;
+    * ``channels(network_config) -> (escape VCs, dynamic VCs, tokens per VC, token return seconds)``: the credit
+      pools each link gets (:mod:`gupsim.engines.fast.tables`' ``I_ESCAPE_VCS``, ``I_DYNAMIC_VCS``, ``F_TOKEN_S``);
     * ``route(t, node, dst) -> port``: the escape channel's output port (-1 at the destination);
-    * ``adaptive(t, node, dst, chunks) -> link``: a dynamic channel's link with its room taken, or -1 (always,
-      unless the network routes adaptively);
+    * ``adaptive(t, node, dst, chunks) -> (link, pool)``: a dynamic VC's link and pool with its room taken, or
+      (-1, -1) (always, unless the network routes adaptively);
     * ``vc(t, port, ring_dim) -> (dim, bubble)``: the ring the packet will be on, and the bubble it must leave;
+    * ``escape_channel(t, link, bubble) -> pool``: which of the link's escape VCs the packet asks for;
     * ``admit(t, pool, chunks, bubble) -> bool``: room taken now, or the packet must wait in the pool's queue
       (continuing waiters before entering ones; :func:`gupsim.engines.fast.credits.give` grants them);
     * ``trace(log, now, node, packet, kind, port, bubble)``: the decision trace (nothing when ``log`` is None).
@@ -140,8 +154,11 @@ class RouterKernel:
     """
 
     name: str
+    code: int
+    channels: Any
     route: Any
     adaptive: Any
     vc: Any
+    escape_channel: Any
     admit: Any
     trace: Any

@@ -126,8 +126,14 @@ I_THROTTLE_ROW = 26
 # 1 in a part of a partitioned run: the kernel logs each update's apply time in ``applied_times`` (C_LOG_N) instead
 # of keeping the marks, which only the whole run's count can place (gupsim.engines.fast.partitioned)
 I_LOG_APPLIES = 27
+# the router (gupsim.engines.fast.core.ROUTER_KERNELS): its code (which adaptive choice; ROUTER_*), and a link's
+# escape VCs and dynamic VCs, each a pool of its own: escape VC v of link l is pool l * I_ESCAPE_VCS + v, dynamic
+# VC v is I_POOL_DYN + l * I_DYNAMIC_VCS + v (bluegene-l: one of each, so a link's escape pool is the link's number)
+I_ROUTER, I_ESCAPE_VCS, I_DYNAMIC_VCS = 28, 29, 30
 N_IPARAMS = 32
 F_RATE, F_CHUNK_S, F_ROUTER_S, F_CYCLE_S = range(4)
+# seconds from a packet's tail leaving a link's VC to its tokens being back at the sender (0 but for bgl-vc)
+F_TOKEN_S = 4
 # BG/P's DMA: engine rate (bytes/s), the receive path's overhead per torus packet and the throttle's back-off (s)
 F_DMA_RATE, F_RX_OVERHEAD_S, F_BACKOFF_S = 8, 9, 10
 N_FPARAMS = 12

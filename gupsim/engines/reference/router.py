@@ -8,7 +8,7 @@ topology's ``route`` sets port and VC; the space check on the output port and th
 interfaces).  The decisions are the pure functions of :mod:`gupsim.engines.router_rules`, which the fast
 engine compiles into its router kernel (:mod:`gupsim.engines.fast.router`), so both engines decide with one
 source.  Routers are registered by name (:data:`ROUTERS`): ``bluegene-l`` (seed 000 §5.1), and ``bgl-vc``,
-Blue Gene/L's virtual channels and tokens (the fast engine refuses it).
+Blue Gene/L's virtual channels and tokens (both also in the fast engine: :data:`gupsim.engines.fast.core.ROUTER_KERNELS`).
 """
 
 from __future__ import annotations

@@ -61,13 +61,31 @@ CASES = [
 ]
 
 
+# Blue Gene/L's VC router (bgl-vc) on small tori, slow links so that its VCs fill: the records of both engines
+# agree as bluegene-l's do, for every algorithm that runs on a torus (issue 44)
+VC = {"network.topology": "torus", "network.router.name": "bgl-vc", "network.link_bytes_per_s": 1e7}
+ADAPTIVE_VC = {**VC, "network.routing": "adaptive"}
+VC_CASES = [
+    ("one-packet", "2x2x2", 400, VC, {}),
+    ("one-packet", "4x4x2", 300, {**ADAPTIVE_VC, "network.router.escape_vcs": 2, "network.router.token_return_ns": 200.0}, {}),
+    ("one-packet", "4x4x4", 150, {**ADAPTIVE_VC, **IN_ORDER, "network.half_ring_ties": "source-parity"}, {}),
+    ("routed", "2x2x2", 400, ADAPTIVE_VC, {}),
+    ("routed", "4x4x2", 400, {**VC, **PER_DIM, **IN_ORDER, "network.router.escape_vcs": 3}, {}),
+    ("routed", "4x4x4", 200, {**ADAPTIVE_VC, **PER_DIM, "network.half_ring_ties": "source-parity",
+                              "network.router.dynamic_vcs": 1, "network.router.token_return_ns": 100.0}, {}),
+    ("baseline", "2x2x2", 200, ADAPTIVE_VC, {}),
+    ("baseline", "4x4x2", 150, {**VC, "network.router.escape_vcs": 2, "network.router.vc_depth_chunks": 16}, {}),
+    ("baseline", "4x4x4", 100, {**ADAPTIVE_VC, **IN_ORDER, "network.router.dynamic_vcs": 3}, {}),
+]
+
+
 def _run(algorithm, shape, updates, sets, options, engine, seed=0, warm_start=False):
     machine = load_machine("bgl", sets)
     return simulate(make_run_config(machine=machine, shape=shape, algorithm=algorithm, updates_per_process=updates,
                                     algorithm_options=options, engine=engine, seed=seed, warm_start=warm_start))
 
 
-@pytest.mark.parametrize("algorithm, shape, updates, sets, options", CASES)
+@pytest.mark.parametrize("algorithm, shape, updates, sets, options", CASES + VC_CASES)
 def test_fast_engine_reproduces_the_simpy_reference_bit_for_bit(algorithm, shape, updates, sets, options):
     fast_sim, fast = _run(algorithm, shape, updates, sets, options, "fast")
     ref_sim, ref = _run(algorithm, shape, updates, sets, options, "simpy")
@@ -203,6 +221,26 @@ def test_fast_engine_reproduces_the_simpy_reference_on_random_what_ifs(what_if):
 def test_fast_engine_reproduces_the_simpy_reference_on_larger_random_what_ifs(what_if):
     """The same on up to 8x8x8 and 800 updates per process (300 draws: 8.6 and 20 min on two seeds,
     640 MB; ``pytest -m slow -k larger``)."""
+    _engines_agree_on(what_if)
+
+
+@st.composite
+def _vc_what_if(draw):
+    """A random what-if of :func:`_what_if` under Blue Gene/L's VC router, with its VCs, depth and token delay
+    drawn too."""
+    algorithm, shape, updates, sets, options, seed, warm = draw(_what_if())
+    packet = sets["network.max_chunks_per_packet"]
+    sets = {**sets, "network.router.name": "bgl-vc", "network.router.escape_vcs": draw(st.integers(1, 3)),
+            "network.router.dynamic_vcs": draw(st.integers(0, 3)),
+            "network.router.vc_depth_chunks": draw(st.sampled_from([2 * packet, 2 * packet + 3, 64])),
+            "network.router.token_return_ns": draw(st.sampled_from([0.0, 37.5, 400.0]))}
+    return algorithm, shape, updates, sets, options, seed, warm
+
+
+@settings(max_examples=20, deadline=None)
+@given(_vc_what_if())
+def test_fast_engine_reproduces_the_simpy_reference_on_random_vc_router_what_ifs(what_if):
+    """bgl-vc's VCs, depths and token delays mixed with the other what-ifs: both engines agree record for record."""
     _engines_agree_on(what_if)
 
 

@@ -42,6 +42,11 @@ CASES = [
     # buffers in hardware order
     ("one-packet", "4x2x2", 150, {**TORUS, **DUAL, "network.routing": "adaptive"}),
     ("routed", "4x2x2", 200, {**TORUS, **SMP, "network.buffer_order": "fifo"}),
+    # Blue Gene/L's VC router (issue 44: BG/P shares BG/L's header and VCs): two escape VCs with a token delay, and
+    # adaptively with its dynamic VCs
+    ("routed", "4x4x2", 200, {**TORUS, **VN, "network.router.name": "bgl-vc", "network.router.escape_vcs": 2,
+                              "network.router.token_return_ns": 50.0}),
+    ("one-packet", "4x2x2", 150, {**TORUS, **DUAL, "network.routing": "adaptive", "network.router.name": "bgl-vc"}),
 ]
 
 
