@@ -21,6 +21,9 @@ CASES = [
     ("6x4x4", 300, {**TORUS, **SLOW, "network.buffer_order": "fifo", "network.routing": "adaptive"}, None),
     ("8x2x2", 300, {**SLOW, "cpu.processes_per_node": 2}, None),  # a mesh, virtual-node mode
     ("8x4x4", 3000, TORUS, 0.05),  # the stopping rule ends it
+    # Blue Gene/L's VC router: two escape VCs, adaptive, tokens back 200 ns after the tail (issue 44)
+    ("6x4x4", 300, {**TORUS, **SLOW, "network.router.name": "bgl-vc", "network.routing": "adaptive",
+                    "network.router.escape_vcs": 2, "network.router.token_return_ns": 200.0}, None),
 ]
 
 
