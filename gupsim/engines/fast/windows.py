@@ -45,7 +45,7 @@ class Overrun(GupsimError):
 
 
 @dataclass
-class Progress:
+class WindowStats:
     """Where the run is: the window, the updates applied, the most any window applied, the stopping rule."""
 
     now: float = 0.0
@@ -74,7 +74,7 @@ class WindowLoop:
         self.stop_rule, self.threads, self.batch_events = stop_rule, threads, batch_events
         self.ranks = int(a["int_params"][tb.I_NRANKS])
         self.points = _ordered_points(a["int_params"], marks, stop_rule is not None)
-        self.at = Progress(now=now, window=int(math.floor(now / self.width)), applied=int(a["counters"][tb.C_APPLIED]))
+        self.at = WindowStats(now=now, window=int(math.floor(now / self.width)), applied=int(a["counters"][tb.C_APPLIED]))
 
     def run(self, progress: Callable[[int, int], None] | None = None, checkpoint: driver.Checkpoint | None = None,
             earlier: tuple[float, float] = (0.0, 0.0)) -> float:
@@ -199,13 +199,13 @@ class WindowLoop:
         self._exchange(end_bits)
         self._place_marks()
         at.parallel_windows += 1
+        at.now = max(part.now for part in parts)
         errors = [int(part.counters[tb.C_ERROR]) for part in parts]
         firsts = [int(part.queue[0][0, 0]) for part in parts if part.counters[tb.C_HEAP_N] > 0]
         if any(errors) or not firsts:  # an error, or nothing left to run: the serial engine says which
             self.partition.merge(a)
             at.ending = True
             return
-        at.now = max(part.now for part in parts)
         self._next_window(min(firsts))
 
     def _exchange(self, end_bits: int) -> None:
