@@ -15,9 +15,9 @@ from tests.engines.fast.conftest import kernel_machine
 TORUS = {"network.topology": "torus"}
 SLOW = {"network.link_bytes_per_s": 2e7}  # links that fill, so that credits and waits cross the cut
 CASES = [
-    # (shape, updates per process, machine overrides, precision)
-    ("8x4x4", 300, TORUS, None),
-    ("6x4x2", 400, {**TORUS, **SLOW, "network.fifos": "per-dimension"}, None),
+    # (shape, updates per process, machine overrides, precision); the CI runs the cases not marked slow
+    pytest.param("8x4x4", 300, TORUS, None, marks=pytest.mark.slow),
+    pytest.param("6x4x2", 400, {**TORUS, **SLOW, "network.fifos": "per-dimension"}, None, marks=pytest.mark.slow),
     ("6x4x4", 300, {**TORUS, **SLOW, "network.buffer_order": "fifo", "network.routing": "adaptive"}, None),
     ("8x2x2", 300, {**SLOW, "cpu.processes_per_node": 2}, None),  # a mesh, virtual-node mode
     ("8x4x4", 3000, TORUS, 0.05),  # the stopping rule ends it
