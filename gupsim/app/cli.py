@@ -538,10 +538,12 @@ def list_() -> None:
               help="results store folder (default: results/<sweep name>.store)")
 @click.option("--scheduler", default=None, metavar="ADDRESS", help="run on an existing Dask cluster (tcp://host:8786)")
 @click.option("--workers", type=workers_range(), default=None, help="local workers (default: one per core)")
-@click.option("--threads", is_flag=True, help="local workers as threads in this process (no subprocesses)")
+@click.option("--in-process", is_flag=True, help="local workers as threads in this process (no subprocesses)")
+@click.option("--threads", type=click.IntRange(min=1), default=None, metavar="N",
+              help="threads for each point's run (default: the usable cores shared out among the local workers)")
 @click.option("--dry-run", is_flag=True, help="validate and list the points with their estimated cost; run nothing")
 @click.option("--no-progress", is_flag=True, help="no progress bar")
-def sweep(sweep_file, store_path, scheduler, workers, threads, dry_run, no_progress) -> None:
+def sweep(sweep_file, store_path, scheduler, workers, in_process, threads, dry_run, no_progress) -> None:
     """Run every point of a sweep file not yet in its results store."""
     spec = load_sweep(sweep_file)
     points = expand(spec, sweep_file)
@@ -554,8 +556,9 @@ def sweep(sweep_file, store_path, scheduler, workers, threads, dry_run, no_progr
     with _writing("--store", store):  # a folder that cannot be made or written fails now, not at the first point
         ResultsStore(store).check_writable()
     try:
-        summary = run_sweep(spec, points, store, scheduler=scheduler, workers=workers, processes=not threads,
-                            progress=not no_progress)
+        each = threads if scheduler is not None else _share_cores(workers or usable_cores(), threads)
+        summary = run_sweep(spec, points, store, scheduler=scheduler, workers=workers, processes=not in_process,
+                            progress=not no_progress, threads=each or 1)
     except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (gupsim.studies.cluster.Interrupted)
         rows = ResultsStore(store).done_keys(code_digest()) & {p.key for p in points}
         _interrupted(exc, f"{len(rows)} of {len(points)} points are in {store}")

@@ -361,7 +361,10 @@ def telemetry(links: bool = False, histograms: bool = False, sample_interval_s: 
     return Telemetry(links=links, histograms=histograms, sample_interval_s=sample_interval_s)
 
 
-def simulate_with_extras(run_config: "RunConfig", extras: Any) -> dict[str, Any]:
-    """One run's record, with the extras ``extras`` (a RecordExtras) asks for."""
+def simulate_with_extras(run_config: "RunConfig", extras: Any, threads: int = 1) -> dict[str, Any]:
+    """One run's record, with the extras ``extras`` (a RecordExtras) asks for, on up to ``threads`` threads where
+    its engine can split it (:meth:`gupsim.engines.contract.Engine.threads_for`; one elsewhere)."""
     observer = Telemetry.from_extras(extras)
-    return simulate(run_config, observer if observer.wanted else None)[1]
+    if threads > 1:
+        threads = ENGINES.engine_for(run_config, observed=observer.wanted).threads_for(run_config, threads)[0]
+    return simulate(run_config, observer if observer.wanted else None, threads=threads)[1]

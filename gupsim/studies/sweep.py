@@ -376,12 +376,14 @@ def point_key(run_config: Any, extras: RecordExtras) -> str:
 # --------------------------------------------------------------------------- running
 
 
-def run_point(run_config: Any, extras: dict[str, Any], key: str, varied: dict[str, Any]) -> dict[str, Any]:
-    """Run one point (on a Dask worker); never raises: a failure becomes a row with its error.  The row names
-    the model code that made it (``code``): a store reuses only its own code's rows, as reproduce does."""
+def run_point(run_config: Any, extras: dict[str, Any], key: str, varied: dict[str, Any],
+              threads: int = 1) -> dict[str, Any]:
+    """Run one point (on a Dask worker, on up to ``threads`` threads); never raises: a failure becomes a row with
+    its error.  The row names the model code that made it (``code``): a store reuses only its own code's rows, as
+    reproduce does."""
     reset_peak_rss()  # this point's peak, not the worker's largest point so far
     try:
-        record = simulate_with_extras(run_config, RecordExtras(**extras))
+        record = simulate_with_extras(run_config, RecordExtras(**extras), threads)
     except Exception as exc:  # noqa: BLE001 - every failure is stored, the sweep goes on
         row = failed_row(key, run_config, varied, f"{type(exc).__name__}: {exc}")
     else:
@@ -407,8 +409,9 @@ KEPT_RUNS_DIR = Path("results") / "runs"
 
 def run_sweep(spec: SweepSpec, points: list[Point], store_path: Path, *, client=None,
               scheduler: str | None = None, workers: int | None = None, processes: bool = True,
-              progress: bool = True, on_row: Callable[[dict[str, Any], Any], None] | None = None) -> SweepSummary:
-    """Run the points not yet in the store; write each as it finishes.  SIGINT and SIGTERM close the cluster
+              progress: bool = True, on_row: Callable[[dict[str, Any], Any], None] | None = None,
+              threads: int = 1) -> SweepSummary:
+    """Run the points not yet in the store, each on up to ``threads`` threads; write each as it finishes.  SIGINT and SIGTERM close the cluster
     quietly and raise :class:`gupsim.studies.cluster.Interrupted` (a ``KeyboardInterrupt``)."""
     store = ResultsStore(store_path)
     done = store.done_keys(code_digest())  # a row other model code made is run again
@@ -424,7 +427,8 @@ def run_sweep(spec: SweepSpec, points: list[Point], store_path: Path, *, client=
         try:
             if progress:
                 _say_what_runs(spec, client, scheduler, store_path, summary, estimates)
-            _run_points(spec, todo, [e.wall_s for e in estimates], store, client, summary, progress, on_row)
+            _run_points(spec, todo, [e.wall_s for e in estimates], store, client, summary, progress, on_row,
+                        threads)
         except KeyboardInterrupt:
             interrupted = True
             raise
@@ -448,7 +452,8 @@ def _say_what_runs(spec: SweepSpec, client: Any, scheduler: str | None, store_pa
 
 
 def _run_points(spec: SweepSpec, todo: list[Point], costs: list[float], store: Any, client: Any,
-                summary: SweepSummary, progress: bool, on_row: Callable[[dict[str, Any], Any], None] | None) -> None:
+                summary: SweepSummary, progress: bool, on_row: Callable[[dict[str, Any], Any], None] | None,
+                threads: int = 1) -> None:
     """Submit every point and store each as it finishes.  The bar advances by each finished point's estimated
     cost, not by one: points differ in cost by orders of magnitude, and a bar of points extrapolates the
     cheap ones that finish first to the whole sweep."""
@@ -462,7 +467,8 @@ def _run_points(spec: SweepSpec, todo: list[Point], costs: list[float], store: A
     by_future = {}
     try:
         for p, cost in zip(todo, costs):
-            fut = client.submit(run_point, p.run, extras, p.key, p.varied, key=f"gupsim-point-{p.key}", pure=False)
+            fut = client.submit(run_point, p.run, extras, p.key, p.varied, threads, key=f"gupsim-point-{p.key}",
+                                pure=False)
             by_future[fut] = (p, cost)
         for fut in as_completed(list(by_future)):
             p, cost = by_future[fut]

@@ -141,7 +141,7 @@ def test_ctrl_c_keeps_finished_points_and_the_sweep_resumes(tmp_path):
     path = _sweep_file(tmp_path, {"shape": ["8x4x4", "8x4x2"], "algorithm": ["baseline", "routed"],
                                   "updates": [4096], "seed": [0, 1, 2]})
     store = tmp_path / "store"
-    argv = GUPSIM + ["sweep", str(path), "--store", str(store), "--workers", "1", "--threads", "--no-progress"]
+    argv = GUPSIM + ["sweep", str(path), "--store", str(store), "--workers", "1", "--in-process", "--no-progress"]
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     deadline = time.time() + 120
@@ -186,7 +186,7 @@ def test_sweep_and_results_and_plot_from_the_command_line(tmp_path, capsys):
                        record={"links": True, "histograms": True, "sample_interval_s": 2e-6})
     store = tmp_path / "store"
     with pytest.raises(SystemExit) as exc:
-        main(["sweep", str(path), "--store", str(store), "--workers", "1", "--threads", "--no-progress"])
+        main(["sweep", str(path), "--store", str(store), "--workers", "1", "--in-process", "--no-progress"])
         raise SystemExit(0)
     assert exc.value.code == 0
     assert "2 points: 0 already done, 2 run, 0 failed" in capsys.readouterr().out
@@ -294,7 +294,7 @@ def test_a_scaling_plot_of_two_sweep_files_in_one_store_draws_every_run(tmp_path
     for name, grid in (("a", {"shape": ["2x2x2"], "engine": ["auto", "simpy"], "updates": [64]}),
                        ("b", {"shape": ["2x2x2", "4x2x2"], "algorithm": ["routed"], "updates": [64]})):
         result = CliRunner().invoke(cli, ["sweep", str(_sweep_file(tmp_path, grid, name=name)), "--store", str(store),
-                                          "--workers", "1", "--threads", "--no-progress"])
+                                          "--workers", "1", "--in-process", "--no-progress"])
         assert result.exit_code == 0, result.output
     drawn = []
     monkeypatch.setattr(plots, "save_figure", lambda fig, *a, **_: drawn.append(fig) or [])
@@ -335,7 +335,7 @@ def test_a_store_that_may_be_read_but_not_written(tmp_path, monkeypatch):
 
     monkeypatch.setattr(ResultsStore, "check_writable", denied)
     result = CliRunner().invoke(cli, ["sweep", str(_sweep_file(tmp_path, {"shape": ["2x2x2"], "updates": [8]})),
-                                      "--store", str(store.path), "--workers", "1", "--threads", "--no-progress"])
+                                      "--store", str(store.path), "--workers", "1", "--in-process", "--no-progress"])
     assert result.exit_code == 2 and result.stderr.strip() == f"gupsim: error: --store {store.path}: Permission denied"
 
 

@@ -7,7 +7,7 @@ machine; counted into ``wall_s`` it would make the first run in a process look 5
 Numba announces its work through :mod:`numba.core.event`: ``numba:compiler_lock`` is held while a dispatcher
 compiles a signature or loads it from the cache, and ``numba:compile`` starts only when there is no cached
 version, i.e. a real compilation.  The listeners are process-wide, so runs in threads of one process
-(``gupsim sweep --threads``) also count the time they waited for the compiler lock while another run held it.
+(``gupsim sweep --in-process``) also count the time they waited for the compiler lock while another run held it.
 
 **One signature per function.**  Numba compiles a function once per tuple of argument types, and a call from
 compiled code passes a module constant as its own literal type (``flush_cpu(..., PH_SENT)`` is compiled for
