@@ -11,13 +11,14 @@ Issue 46 asks two questions of the X1 models that no constant of theirs answers 
 * **Where an MPI round's time goes** (item 2).  ``alltoall`` (HPCC 0.5b, 2,048-slot buckets) times each
   process's fill, barrier (with the wait for the slowest filler), exchange and apply, and its record gives
   their shares over the full rounds (:func:`gupsim.algorithms.alltoall.round_shares`).  The runs hold about
-  :data:`MPI_ROUNDS` rounds at each of :data:`MPI_SHAPES`, so that two are full.
+  :data:`MPI_ROUNDS` rounds at each of :data:`MPI_SHAPES`, so that two are full.  The optimised kernel's
+  bucket size is found in no source, so it is swept (:data:`BUCKET_SWEEP`) at :data:`BUCKET_SWEEP_MSPS` MSPs.
 
 The runs are ``gupsim run`` records, one JSON file each, in a folder; this module names them, makes the
 missing ones (``--run``, SimPy: neither algorithm has a fast kernel), and writes ``crayx1-upc-window`` and
-``crayx1-mpi-rounds`` (CSV, PNG, SVG):
+``crayx1-mpi-rounds`` (CSV, PNG, SVG) and ``crayx1-mpi-buckets.csv``:
 
-    python -m gupsim.studies.crayx1_mechanisms RECORDS_DIR OUT_DIR [--run] [--part upc|mpi]
+    python -m gupsim.studies.crayx1_mechanisms RECORDS_DIR OUT_DIR [--run] [--part upc|mpi|bucket]
 """
 
 from __future__ import annotations
@@ -44,23 +45,27 @@ UPC_UPDATES = 512
 MPI_SHAPES = {8: "2x1x1", 16: "2x2x1", 32: "4x2x1", 60: "5x3x1", 128: "8x4x1"}
 #: Rounds a run holds: 2 full ones and the partly empty last (HPCC 0.5b's buckets are 2,048 slots).
 MPI_ROUNDS, BUCKET_SLOTS, POISSON_FILL = 2.5, 2048, 0.95
+#: The optimised kernel's bucket size is not in any source found (docs/research/crayx1-mpi-buckets.md), so it
+#: is swept at one size: 0.5b's comment gives "range 2K to 32K" (MPIRandomAccess.c:51 @ 50a87b6).
+BUCKET_SWEEP_MSPS, BUCKET_SWEEP = 32, (512, 2048, 8192)
 #: The published MPI rows (seed 004 L107-L111) are compared at their own MSP counts: 124 against the 128 run.
 PUBLISHED_FOR_RUN = {32: 32, 60: 60, 128: 124}
 #: The issue's target on each judged row: within 25 %.
 TARGET = 0.25
 
 
-def mpi_updates(msps: int) -> int:
+def mpi_updates(msps: int, bucket: int = BUCKET_SLOTS) -> int:
     """Updates per MSP for :data:`MPI_ROUNDS` rounds of full buckets, to the thousand."""
-    return int(round(MPI_ROUNDS * POISSON_FILL * BUCKET_SLOTS * msps, -3))
+    return int(round(MPI_ROUNDS * POISSON_FILL * bucket * msps, -3))
 
 
 def upc_name(window: int) -> str:
     return f"{MACHINE}_upc_{SHAPES[UPC_MSPS]}_u{UPC_UPDATES}_window{window}.json"
 
 
-def mpi_name(msps: int) -> str:
-    return f"{MACHINE}_alltoall_{MPI_SHAPES[msps]}_u{mpi_updates(msps)}.json"
+def mpi_name(msps: int, bucket: int = BUCKET_SLOTS) -> str:
+    extra = "" if bucket == BUCKET_SLOTS else f"_bucket{bucket}"
+    return f"{MACHINE}_alltoall_{MPI_SHAPES[msps]}_u{mpi_updates(msps, bucket)}{extra}.json"
 
 
 def _upc_latency(records_dir: Path) -> float:
@@ -94,10 +99,12 @@ def upc_records(records_dir: Path, run_missing: bool = False) -> tuple[list[dict
     return records, latency
 
 
-def mpi_records(records_dir: Path, run_missing: bool = False, sizes=tuple(MPI_SHAPES)) -> list[dict]:
-    return [_load(records_dir / mpi_name(p), make_run_config(
-        machine=MACHINE, shape=MPI_SHAPES[p], algorithm="alltoall", updates_per_process=mpi_updates(p)),
-        run_missing) for p in sizes]
+def mpi_records(records_dir: Path, run_missing: bool = False, sizes=tuple(MPI_SHAPES),
+                bucket: int = BUCKET_SLOTS) -> list[dict]:
+    options = {} if bucket == BUCKET_SLOTS else {"bucket_size": bucket}
+    return [_load(records_dir / mpi_name(p, bucket), make_run_config(
+        machine=MACHINE, shape=MPI_SHAPES[p], algorithm="alltoall", updates_per_process=mpi_updates(p, bucket),
+        algorithm_options=options), run_missing) for p in sizes]
 
 
 def upc_table(records: list[dict], latency_cycles: float, clock_hz: float) -> pd.DataFrame:
@@ -128,6 +135,7 @@ def mpi_table(records: list[dict]) -> pd.DataFrame:
         pub = mpi.get(PUBLISHED_FOR_RUN.get(p), float("nan"))
         rows.append({
             "msps": p, "shape": rec["shape"], "updates_per_msp": rec["updates_per_process"],
+            "bucket_size": rec["config"]["algorithm_options"].get("bucket_size", BUCKET_SLOTS),
             "full_rounds": rec["alg_full_rounds"], "round_ms": rec["alg_round_s"] * 1e3,
             **{f"share_{k}": rec[f"alg_share_{k}"] for k in ("fill", "barrier", "exchange", "apply")},
             "fill_cv": rec["alg_fill_cv"], "fill_wait_share": rec["alg_fill_wait_share"],
@@ -136,7 +144,7 @@ def mpi_table(records: list[dict]) -> pd.DataFrame:
             "rel_err": rec["alg_full_round_gups"] / pub - 1 if pub == pub else float("nan"),
             "link_utilisation_max": rec["link_utilisation_max"], "wall_s": rec["wall_s"],
             "peak_rss_mb": rec["peak_rss_mb"]})
-    return pd.DataFrame(rows).sort_values("msps")
+    return pd.DataFrame(rows).sort_values(["msps", "bucket_size"])
 
 
 def plot_upc(table: pd.DataFrame, published_gups: float, out_dir: Path) -> list[Path]:
@@ -194,7 +202,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("records", type=Path, help="folder of the run records (made with --run)")
     parser.add_argument("out", type=Path, help="folder for the CSV tables and the figures")
     parser.add_argument("--run", action="store_true", help="simulate the records that are missing")
-    parser.add_argument("--part", choices=("upc", "mpi", "all"), default="all")
+    parser.add_argument("--part", choices=("upc", "mpi", "bucket", "all"), default="all")
     parser.add_argument("--sizes", default=",".join(map(str, MPI_SHAPES)),
                         help=f"MSP counts of the MPI part, of {sorted(MPI_SHAPES)} (comma-separated)")
     args = parser.parse_args(argv)
@@ -215,6 +223,11 @@ def main(argv: list[str] | None = None) -> None:
         table = mpi_table(mpi_records(args.records, args.run, sizes))
         table.to_csv(args.out / "crayx1-mpi-rounds.csv", index=False)
         plot_mpi(table, args.out)
+        print(table.to_string(index=False))
+    if args.part in ("bucket", "all"):
+        table = mpi_table([rec for b in BUCKET_SWEEP
+                           for rec in mpi_records(args.records, args.run, (BUCKET_SWEEP_MSPS,), b)])
+        table.to_csv(args.out / "crayx1-mpi-buckets.csv", index=False)
         print(table.to_string(index=False))
 
 

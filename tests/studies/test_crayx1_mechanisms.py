@@ -19,6 +19,7 @@ def test_an_mpi_run_holds_two_full_rounds_and_a_partial_one():
         assert 4 * x * y * z == p  # 4 MSPs a node
     assert study.mpi_name(60) == "cray-x1_alltoall_5x3x1_u292000.json"
     assert study.upc_name(256) == "cray-x1_upc_9x7x1_u512_window256.json"
+    assert study.mpi_name(32, 8192) == "cray-x1_alltoall_4x2x1_u623000_bucket8192.json"  # 2.5 rounds of its buckets
 
 
 def test_a_missing_record_is_made_once_then_read(tmp_path, capsys):
@@ -48,7 +49,8 @@ def test_the_upc_table_gives_littles_bound_and_the_share_of_time_the_window_was_
 
 
 def _mpi(p, shape, full_gups):
-    return {"processes": p, "shape": shape, "updates_per_process": 1000, "alg_full_rounds": 2.0, "alg_round_s": 2e-3,
+    return {"processes": p, "shape": shape, "updates_per_process": 1000, "config": {"algorithm_options": {}},
+            "alg_full_rounds": 2.0, "alg_round_s": 2e-3,
             "alg_share_fill": 0.1, "alg_share_barrier": 0.2, "alg_share_exchange": 0.6, "alg_share_apply": 0.1,
             "alg_fill_cv": 0.01, "alg_fill_wait_share": 0.002, "alg_full_round_gups": full_gups, "gups": full_gups / 2,
             "link_utilisation_max": 0.05, "wall_s": 1.0, "peak_rss_mb": 100.0}
@@ -63,6 +65,10 @@ def test_the_mpi_table_sets_each_run_against_its_published_row():
     assert by.loc[32, "published_gups"] == 1.06 and by.loc[32, "rel_err"] == pytest.approx(0.53 / 1.06 - 1)
     assert by.loc[128, "published_msps"] == 124 and by.loc[128, "published_gups"] == 1.52
     assert by.loc[128, "round_ms"] == pytest.approx(2.0)
+    assert set(table["bucket_size"]) == {2048}  # 0.5b's size when the run names none
+    swept = study.mpi_table([_mpi(32, "4x2x1", 0.5) | {"config": {"algorithm_options": {"bucket_size": 512}}},
+                             _mpi(32, "4x2x1", 0.7)])
+    assert list(swept["bucket_size"]) == [512, 2048]
 
 
 def test_an_unknown_size_is_one_line_and_exit_2(tmp_path, capsys):
