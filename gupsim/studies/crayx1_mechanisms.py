@@ -37,9 +37,10 @@ from gupsim.studies.experiments.crayx1_hpcc import (SHAPES, UPC_FIT_ROW, UPC_MSP
 from gupsim.studies.figures import pyplot, save_figure
 
 MACHINE = "cray-x1"
-#: References in flight per MSP, swept; the reproduce target's assumed 256 is among them.
-WINDOWS = (16, 32, 64, 128, 256, 512, 1024)
-#: Updates per MSP of a UPC run: twice the largest window that still binds below the network's own limit.
+#: References in flight per MSP, swept; the reproduce target's assumed 256 is among them.  At 512 every update of a
+#: run (:data:`UPC_UPDATES`) may be in flight at once, so the window never binds: the network's own limit.
+WINDOWS = (16, 32, 64, 128, 256, 512)
+#: Updates per MSP of a UPC run: twice the assumed window (a run of 252 MSPs takes 6-9 minutes of SimPy here).
 UPC_UPDATES = 512
 #: MSPs -> XxYx1 nodes of 4 MSPs; 124 MSPs are 31 nodes, a prime, so that size runs 128 (as crayx1_hpcc).
 MPI_SHAPES = {8: "2x1x1", 16: "2x2x1", 32: "4x2x1", 60: "5x3x1", 128: "8x4x1"}
