@@ -69,15 +69,16 @@ def mpi_name(msps: int, bucket: int = BUCKET_SLOTS) -> str:
     return f"{MACHINE}_alltoall_{MPI_SHAPES[msps]}_u{mpi_updates(msps, bucket)}{extra}.json"
 
 
-def _upc_latency(records_dir: Path) -> float:
-    """The remote latency every UPC run uses, fitted once (as the reproduce target does) and kept beside them."""
+def _upc_fit(records_dir: Path) -> dict:
+    """The remote latency every UPC run uses, fitted once (as the reproduce target does) and kept beside them,
+    with the simulated network round trip it was added to."""
     path = records_dir / "upc_remote_latency.json"
     if not path.exists():
         target_us = float(reference_rows().set_index("row").loc[UPC_FIT_ROW, "value"])
         latency, round_trip = fit_upc_remote_latency(target_us)
         path.write_text(json.dumps({"remote_latency_cycles": latency, "round_trip_cycles": round_trip,
                                     "fitted_on": f"{UPC_FIT_ROW}, {target_us} us"}))
-    return json.loads(path.read_text())["remote_latency_cycles"]
+    return json.loads(path.read_text())
 
 
 def _load(path: Path, config, run_missing: bool) -> dict:
@@ -92,12 +93,13 @@ def _load(path: Path, config, run_missing: bool) -> dict:
 
 
 def upc_records(records_dir: Path, run_missing: bool = False) -> tuple[list[dict], float]:
-    """The UPC window series and the remote latency its runs share."""
-    latency = _upc_latency(records_dir)
+    """The UPC window series and the time of one reference (fitted latency + network round trip), in cycles."""
+    fit = _upc_fit(records_dir)
+    latency = fit["remote_latency_cycles"]
     records = [_load(records_dir / upc_name(w), make_run_config(
         machine=MACHINE, shape=SHAPES[UPC_MSPS], algorithm="upc", updates_per_process=UPC_UPDATES,
         algorithm_options={"window": w, "remote_latency_cycles": latency}), run_missing) for w in WINDOWS]
-    return records, latency
+    return records, latency + fit["round_trip_cycles"]
 
 
 def mpi_records(records_dir: Path, run_missing: bool = False, sizes=tuple(MPI_SHAPES),
@@ -108,7 +110,7 @@ def mpi_records(records_dir: Path, run_missing: bool = False, sizes=tuple(MPI_SH
         algorithm_options=options), run_missing) for p in sizes]
 
 
-def upc_table(records: list[dict], latency_cycles: float, clock_hz: float) -> pd.DataFrame:
+def upc_table(records: list[dict], reference_cycles: float, clock_hz: float) -> pd.DataFrame:
     """One row per window: the simulated rate, Little's bound and how often the window held a process back."""
     rows = []
     for rec in records:
@@ -118,8 +120,8 @@ def upc_table(records: list[dict], latency_cycles: float, clock_hz: float) -> pd
             "window": window, "msps": ranks, "updates_per_msp": rec["updates_per_process"],
             "gups": rec["gups"], "gups_ci_low": rec["gups_ci_low"], "gups_ci_high": rec["gups_ci_high"],
             "gups_total": rec["gups_total"], "steady_state": rec["steady_state"],
-            # Little's law: W references in flight, each at least the fitted reference time (latency + network).
-            "little_bound_gups": ranks * window / (latency_cycles / clock_hz) / 1e9,
+            # Little's law: W references in flight, each taking the fitted reference time (latency + network).
+            "little_bound_gups": ranks * window / (reference_cycles / clock_hz) / 1e9,
             "network_bound_gups": rec["network_bound_gups"],
             "window_full_share": rec["alg_window_full_s"] / (ranks * rec["sim_time_s"]),
             "link_utilisation_max": rec["link_utilisation_max"], "wall_s": rec["wall_s"]})
@@ -214,8 +216,8 @@ def main(argv: list[str] | None = None) -> None:
     for folder in (args.records, args.out):
         folder.mkdir(parents=True, exist_ok=True)
     if args.part in ("upc", "all"):
-        records, latency = upc_records(args.records, args.run)
-        table = upc_table(records, latency, load_machine(MACHINE).cpu.clock_hz)
+        records, reference_cycles = upc_records(args.records, args.run)
+        table = upc_table(records, reference_cycles, load_machine(MACHINE).cpu.clock_hz)
         table.to_csv(args.out / "crayx1-upc-window.csv", index=False)
         published = reference_rows()
         plot_upc(table, float(published[published["row"] == "X1 252 RandomAccess UPC"]["value"].iloc[0]), args.out)

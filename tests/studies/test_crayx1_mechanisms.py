@@ -41,7 +41,7 @@ def _upc(window, gups, window_full_s, sim_time_s=1e-3):
 
 
 def test_the_upc_table_gives_littles_bound_and_the_share_of_time_the_window_was_full():
-    table = study.upc_table([_upc(64, 1.8, 0.126), _upc(16, 0.5, 0.252)], latency_cycles=8_000, clock_hz=800e6)
+    table = study.upc_table([_upc(64, 1.8, 0.126), _upc(16, 0.5, 0.252)], reference_cycles=8_000, clock_hz=800e6)
     assert list(table["window"]) == [16, 64]
     # 252 MSPs x 16 references / 10 us per reference
     assert table.iloc[0]["little_bound_gups"] == pytest.approx(252 * 16 / 10e-6 / 1e9)
@@ -88,3 +88,15 @@ def test_the_tables_and_figures_are_written_from_records(tmp_path):
     study.main([str(records), str(out), "--part", "mpi", "--sizes", "8,32"])
     assert (out / "crayx1-mpi-rounds.csv").read_text().splitlines()[0].startswith("msps,shape,")
     assert (out / "crayx1-mpi-rounds.png").stat().st_size > 0
+
+
+def test_the_upc_runs_share_one_fitted_latency_and_littles_bound_counts_the_network_round_trip(tmp_path):
+    (tmp_path / "upc_remote_latency.json").write_text(json.dumps({"remote_latency_cycles": 6000.0,
+                                                                  "round_trip_cycles": 900.0}))
+    for w in study.WINDOWS:
+        (tmp_path / study.upc_name(w)).write_text(json.dumps(_upc(w, 1.0, 0.0)))
+    records, reference_cycles = study.upc_records(tmp_path)
+    assert reference_cycles == 6900.0 and len(records) == len(study.WINDOWS)
+    (tmp_path / study.upc_name(study.WINDOWS[-1])).unlink()
+    with pytest.raises(SystemExit, match="no such record"):
+        study.upc_records(tmp_path)
