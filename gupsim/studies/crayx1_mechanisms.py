@@ -164,7 +164,13 @@ def plot_upc(table: pd.DataFrame, published_gups: float, out_dir: Path) -> list[
     ax.axvline(UPC_WINDOW, color="tab:blue", ls="--", label=f"assumed window {UPC_WINDOW} (no source found)")
     ax.set(xscale="log", yscale="log", xlabel="remote references in flight per MSP (window)", ylabel="GUPS",
            title="Cray X1 UPC RandomAccess at 252 MSPs against the window")
+    ax.plot(table["window"], table["gups_total"], "s", color="tab:orange", mfc="none",
+            label="simulated, whole run (start and drain included)")
+    ax.axhline(table["network_bound_gups"].iloc[0], color="grey", ls="-.", lw=1, label="network bound (seed 000 eq. 2)")
+    from matplotlib.ticker import NullFormatter
+
     ax.set_xticks(list(table["window"]), [str(w) for w in table["window"]])
+    ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_ylim(top=max(table["little_bound_gups"].min() * 40, table["gups_ci_high"].max() * 1.5))
     ax.legend(fontsize=7, loc="upper left")
     return save_figure(fig, out_dir, "crayx1-upc-window")
