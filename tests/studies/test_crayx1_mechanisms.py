@@ -100,3 +100,16 @@ def test_the_upc_runs_share_one_fitted_latency_and_littles_bound_counts_the_netw
     (tmp_path / study.upc_name(study.WINDOWS[-1])).unlink()
     with pytest.raises(SystemExit, match="no such record"):
         study.upc_records(tmp_path)
+
+
+def test_the_upc_table_and_figure_are_written_from_records(tmp_path):
+    records, out = tmp_path / "r", tmp_path / "o"
+    records.mkdir()
+    (records / "upc_remote_latency.json").write_text(json.dumps({"remote_latency_cycles": 6000.0,
+                                                                 "round_trip_cycles": 900.0}))
+    for w in study.WINDOWS:
+        (records / study.upc_name(w)).write_text(json.dumps(_upc(w, w / 40, 0.0)))
+    study.main([str(records), str(out), "--part", "upc"])
+    table = (out / "crayx1-upc-window.csv").read_text().splitlines()
+    assert table[0].startswith("window,msps,") and len(table) == 1 + len(study.WINDOWS)
+    assert (out / "crayx1-upc-window.svg").stat().st_size > 0
