@@ -23,6 +23,14 @@ docs/research/cray-x1-t3e.md).  One round of every process:
 and it stops after the round in which every bucket it received was marked done, so a process that ran out
 early keeps sending empty done blocks until all have run out, as 0.5b does.
 
+Where a round's time goes (issue 46, item 2; seed 004 L116, L118): every process times its four phases, and
+the record gives their shares over the *full* rounds (those in which no process ran out of updates, so the
+first-round and last-round effects of a short run stay out).  The fill and the apply are pure processor time,
+read from the cycles spent before they are flushed, so the timing adds no event; the barrier phase is what is
+left between the end of the fill and the start of the exchange: the barrier's own messages and the wait for
+the slowest filler.  The spread of the fill across the processes of a round (its coefficient of variation,
+and the mean wait for the slowest filler) is the load imbalance that seed 004 names.
+
 A process holds up to P x ``bucket_size`` updates between rounds: 0.5b predates HPCC's 1,024-pending rule, so
 this algorithm does not (and may not) call ``check_pending``.  No fast kernel models it (SimPy only).
 """
@@ -54,6 +62,71 @@ class Tagged(Message):
     def __init__(self, updates: list[int], nbytes: int, npackets: int, tag: tuple, src: int, done: bool = False):
         super().__init__(updates, nbytes, npackets)
         self.tag, self.src, self.done = tag, src, done
+
+
+#: The phases of a round each process times, in order (:class:`RoundTimes`).
+PHASES = ("fill", "barrier", "exchange", "apply")
+
+
+class RoundTimes:
+    """One round's phase times summed over the processes that have finished it, and its fill spread.
+
+    ``done`` is True once any process ran out of updates in this round: such a round is partly empty and is
+    left out of the shares (a short run's first and last rounds weigh far more than a real run's).
+    """
+
+    __slots__ = ("processes", "updates", "fill", "fill_sq", "fill_max", "barrier", "exchange", "apply", "done")
+
+    def __init__(self):
+        self.processes = self.updates = 0
+        self.fill = self.fill_sq = self.fill_max = self.barrier = self.exchange = self.apply = 0.0
+        self.done = False
+
+    def add(self, updates: int, fill: float, barrier: float, exchange: float, apply: float, done: bool) -> None:
+        self.processes += 1
+        self.updates += updates
+        self.fill += fill
+        self.fill_sq += fill * fill
+        self.fill_max = max(self.fill_max, fill)
+        self.barrier += barrier
+        self.exchange += exchange
+        self.apply += apply
+        self.done = self.done or done
+
+
+def round_shares(rounds: list[RoundTimes], processes: int) -> dict[str, float]:
+    """Shares of the full rounds' time per phase, the fill's spread and the wait for the slowest filler.
+
+    ``fill_cv`` is the mean over full rounds of the fill time's coefficient of variation across processes;
+    ``fill_wait_share`` the mean over full rounds of (slowest fill - mean fill) / mean round time, the part of
+    a round a process spends, on average, waiting at the barrier for the slowest filler.  ``full_round_gups``
+    is the updates generated in the full rounds over their mean duration: the rate of a run of many rounds,
+    without the short run's first and last.
+    """
+    full = [r for r in rounds if r.processes == processes and not r.done]
+    out = {"full_rounds": float(len(full))}
+    if not full:
+        return out | {f"share_{phase}": float("nan") for phase in PHASES} | {
+            "round_s": float("nan"), "fill_cv": float("nan"), "fill_wait_share": float("nan"),
+            "full_round_gups": float("nan")}
+    sums = {phase: sum(getattr(r, phase) for r in full) for phase in PHASES}
+    total = sum(sums.values())
+    cvs, waits = [], []
+    for r in full:
+        mean = r.fill / processes
+        var = max(0.0, r.fill_sq / processes - mean * mean)
+        cvs.append(var**0.5 / mean if mean > 0 else 0.0)
+        round_s = sum(getattr(r, phase) for phase in PHASES) / processes
+        waits.append((r.fill_max - mean) / round_s if round_s > 0 else 0.0)
+    return out | {f"share_{phase}": sums[phase] / total for phase in PHASES} | {
+        "round_s": total / processes / len(full), "fill_cv": sum(cvs) / len(cvs),
+        "fill_wait_share": sum(waits) / len(waits),
+        "full_round_gups": sum(r.updates for r in full) / (total / processes) / 1e9}
+
+
+#: What :func:`round_shares` gives, in the record as ``alg_<key>``.
+ROUND_SHARE_KEYS = ("full_rounds", *(f"share_{phase}" for phase in PHASES), "round_s", "fill_cv", "fill_wait_share",
+                    "full_round_gups")
 
 
 #: The largest bucket: 512 times HPCC's, 8 MB per peer per round with the fixed exchange.
@@ -96,6 +169,8 @@ class AllToAll(Algorithm):
         self.slots_sent = 0
         self.barrier_s = 0.0
         self.exchange_s = 0.0
+        #: Per round, every process's phase times (:func:`round_shares` reads them).
+        self.round_times: list[RoundTimes] = []
         self.barrier_steps = max(1, (ranks - 1).bit_length()) if ranks > 1 else 0
         # A round holds a process's buckets and what it received, up to P x bucket_size updates each: refuse in
         # one line a run whose rounds would not fit, before the first one fills.
@@ -195,6 +270,7 @@ class AllToAll(Algorithm):
         round_no = 0
         while True:
             buckets: list[list[int]] = [[] for _ in range(p)]
+            before = stream.remaining
             while stream.remaining:
                 value, dest = stream.take()
                 buckets[dest].append(value)
@@ -202,27 +278,38 @@ class AllToAll(Algorithm):
                 if len(buckets[dest]) >= size:
                     break
             done = not stream.remaining
+            fill_s = cpu.debt_s  # flushed by the barrier's first send: no event of its own
             start = env.now
             yield from self._barrier(rank, cpu, round_no)
             mid = env.now
             blocks = yield from self._exchange(rank, cpu, round_no, buckets, done)
+            end = env.now
             if rank == 0:
                 self.rounds += 1
                 self.barrier_s += mid - start
-                self.exchange_s += env.now - mid
+                self.exchange_s += end - mid
             for block in blocks:
                 if block.updates:
                     cpu.spend(cost.update * len(block.updates))
                     sim.apply(rank, block.updates, delay_s=cpu.debt_s)
+            self._time_round(round_no, before - stream.remaining, fill_s, mid - start - fill_s, end - mid,
+                             cpu.debt_s, done)
             yield cpu.flush()
             round_no += 1
             if all(block.done for block in blocks):
                 return
 
+    def _time_round(self, round_no: int, updates: int, fill_s: float, barrier_s: float, exchange_s: float,
+                    apply_s: float, done: bool) -> None:
+        if round_no == len(self.round_times):
+            self.round_times.append(RoundTimes())
+        self.round_times[round_no].add(updates, fill_s, barrier_s, exchange_s, apply_s, done)
+
     def counters(self) -> dict[str, float]:
         return {"updates": self.updates_sent, "messages": self.messages_sent, "packets": self.packets_sent,
                 "data_messages": self.data_messages, "slots": self.slots_sent, "rounds": self.rounds,
-                "barrier_s": self.barrier_s, "exchange_s": self.exchange_s}
+                "barrier_s": self.barrier_s, "exchange_s": self.exchange_s} | round_shares(
+                    self.round_times, self.sim.num_ranks)
 
     def metrics(self, window, totals) -> dict[str, float]:
         d = window_counts(window, totals, WINDOW_COUNTERS, ("data_messages",))
@@ -234,4 +321,4 @@ class AllToAll(Algorithm):
             "slot_fill": d["updates"] / d["slots"] if d["slots"] else float("nan"),
             "rank0_barrier_s": totals["barrier_s"],
             "rank0_exchange_s": totals["exchange_s"],
-        }
+        } | {key: totals[key] for key in ROUND_SHARE_KEYS}

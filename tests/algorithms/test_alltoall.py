@@ -105,3 +105,49 @@ def test_a_run_whose_rounds_cannot_fit_is_refused_in_one_line():
     with pytest.raises(GupsimError, match=r"^alltoall on 16x16x8 \(2,048 processes, up to 4,194,304 updates held "
                                           r"per process per round\) needs about [\d.]+ (GB|TB)[^\n]*$"):
         simulate(run)
+
+
+# ---------------------------------------------------------------- where a round's time goes (issue 46, item 2)
+
+def test_a_full_rounds_fill_and_apply_are_the_cost_models_cycles_for_its_updates():
+    """The fill is generate + insert per update a process generated, the apply one update per update it received;
+    in a full round every bucket sent is received in it, so both follow from the round's generated updates."""
+    sim, rec = _run("4x2x1", 300, bucket_size=8)
+    alg, cost, cycle_s = sim.algorithm, sim.cost, 1 / sim.machine.cpu.clock_hz
+    full = [r for r in alg.round_times if not r.done]
+    assert len(full) == rec["alg_full_rounds"] >= 2
+    for r in full:
+        assert r.processes == sim.num_ranks and r.updates > 0
+        assert r.fill == pytest.approx(r.updates * (cost.generate + cost.bucket_insert) * cycle_s)
+        assert r.apply == pytest.approx(r.updates * cost.update * cycle_s)
+        assert r.barrier > 0 and r.exchange > 0
+
+
+def test_the_shares_cover_the_full_rounds_only_and_add_up():
+    """A run of about 2.5 rounds of full buckets: the last rounds, in which a process ran out, are left out."""
+    sim, rec = _run("4x2x1", 300, bucket_size=8)
+    shares = [rec[f"alg_share_{phase}"] for phase in ("fill", "barrier", "exchange", "apply")]
+    assert all(0 < s < 1 for s in shares) and sum(shares) == pytest.approx(1)
+    assert rec["alg_full_rounds"] < rec["alg_rounds"]
+    assert all(r.done for r in sim.algorithm.round_times[int(rec["alg_full_rounds"]):])
+    # the full rounds' rate leaves out the partly empty last rounds, so it is above the whole run's
+    assert rec["alg_full_round_gups"] > rec["gups"]
+
+
+def test_round_shares_spread_and_wait_by_hand():
+    from gupsim.algorithms.alltoall import RoundTimes, round_shares
+
+    r = RoundTimes()
+    r.add(10, 1.0, 2.0, 6.0, 1.0, done=False)  # a round time of 10 s
+    r.add(30, 3.0, 0.0, 6.0, 1.0, done=False)  # 10 s: it waited for nobody
+    late = RoundTimes()
+    late.add(5, 1.0, 1.0, 1.0, 1.0, done=True)
+    late.add(0, 0.0, 1.0, 1.0, 1.0, done=False)
+    out = round_shares([r, late], processes=2)
+    assert out["full_rounds"] == 1
+    assert out["share_fill"] == pytest.approx(4 / 20) and out["share_exchange"] == pytest.approx(12 / 20)
+    assert out["fill_cv"] == pytest.approx(0.5)  # fills 1 and 3: mean 2, deviation 1
+    assert out["fill_wait_share"] == pytest.approx((3 - 2) / 10)
+    assert out["round_s"] == pytest.approx(10) and out["full_round_gups"] == pytest.approx(40 / 10 / 1e9)
+    none = round_shares([late], processes=2)
+    assert none["full_rounds"] == 0 and math.isnan(none["share_fill"]) and math.isnan(none["full_round_gups"])

@@ -62,8 +62,10 @@ MPI_UPDATES = {32: 380_000, 60: 360_000, 124: 620_000}
 QUICK_MPI_UPDATES = 4_096
 UPC_MSPS, UPC_UPDATES, QUICK_UPC_UPDATES = 252, 1_024, 32
 #: Remote references an MSP keeps in flight: an MSP is 4 SSPs (Dunigan, ORNL X1 evaluation, S), each streaming
-#: its share of the loop in 64-element vector strips (the X1's vector length, assumed: not checked against a
-#: primary source here), one strip's gather in flight per SSP.  A choice, not a fit: no row identifies it.
+#: its share of the loop in 64-element vector strips (a vector load fills a 64-element register: UMD CMSC 714 X1
+#: lecture notes after Worley & Dunigan, CUG 2003, S), one strip's gather in flight per SSP.  A choice, not a
+#: fit: no source found gives the X1's outstanding-reference limit and no row identifies it
+#: (docs/research/cray-x1-t3e.md, "Item 4"; gupsim.studies.crayx1_mechanisms sweeps it).
 UPC_WINDOW = 4 * 64
 #: The row ``upc``'s remote latency is fitted on, and the updates per MSP of the window-1 run that measures the
 #: network's own round trip for it.
