@@ -65,17 +65,19 @@ CASES = [
 # agree as bluegene-l's do, for every algorithm that runs on a torus (issue 44)
 VC = {"network.topology": "torus", "network.router.name": "bgl-vc", "network.link_bytes_per_s": 1e7}
 ADAPTIVE_VC = {**VC, "network.routing": "adaptive"}
-VC_CASES = [
-    ("one-packet", "2x2x2", 400, VC, {}),
+VC_CASES = [  # the CI runs those not marked slow: one per algorithm, with several VCs, token delays and orders
+    pytest.param("one-packet", "2x2x2", 400, VC, {}, marks=pytest.mark.slow),
     ("one-packet", "4x4x2", 300, {**ADAPTIVE_VC, "network.router.escape_vcs": 2, "network.router.token_return_ns": 200.0}, {}),
-    ("one-packet", "4x4x4", 150, {**ADAPTIVE_VC, **IN_ORDER, "network.half_ring_ties": "source-parity"}, {}),
-    ("routed", "2x2x2", 400, ADAPTIVE_VC, {}),
+    pytest.param("one-packet", "4x4x4", 150, {**ADAPTIVE_VC, **IN_ORDER, "network.half_ring_ties": "source-parity"}, {},
+                 marks=pytest.mark.slow),
+    pytest.param("routed", "2x2x2", 400, ADAPTIVE_VC, {}, marks=pytest.mark.slow),
     ("routed", "4x4x2", 400, {**VC, **PER_DIM, **IN_ORDER, "network.router.escape_vcs": 3}, {}),
     ("routed", "4x4x4", 200, {**ADAPTIVE_VC, **PER_DIM, "network.half_ring_ties": "source-parity",
                               "network.router.dynamic_vcs": 1, "network.router.token_return_ns": 100.0}, {}),
-    ("baseline", "2x2x2", 200, ADAPTIVE_VC, {}),
+    pytest.param("baseline", "2x2x2", 200, ADAPTIVE_VC, {}, marks=pytest.mark.slow),
     ("baseline", "4x4x2", 150, {**VC, "network.router.escape_vcs": 2, "network.router.vc_depth_chunks": 16}, {}),
-    ("baseline", "4x4x4", 100, {**ADAPTIVE_VC, **IN_ORDER, "network.router.dynamic_vcs": 3}, {}),
+    pytest.param("baseline", "4x4x4", 100, {**ADAPTIVE_VC, **IN_ORDER, "network.router.dynamic_vcs": 3}, {},
+                 marks=pytest.mark.slow),
 ]
 
 
@@ -237,7 +239,7 @@ def _vc_what_if(draw):
     return algorithm, shape, updates, sets, options, seed, warm
 
 
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=8, deadline=None)  # the bluegene-l what-ifs above draw 20; these add the VC draws
 @given(_vc_what_if())
 def test_fast_engine_reproduces_the_simpy_reference_on_random_vc_router_what_ifs(what_if):
     """bgl-vc's VCs, depths and token delays mixed with the other what-ifs: both engines agree record for record."""
