@@ -340,12 +340,13 @@ def _share_cores(jobs: int, threads: int | None) -> int:
 def _threads(cfg: Any, asked: int | None, checkpoint: Any) -> int:
     """``gupsim run --threads``: the threads the run gets (default: the cores this process may use).  Asked for
     more than one and refused by the engine that makes the run, it is one line; by default the run just uses one."""
-    threads = usable_cores() if asked is None else asked
-    if threads == 1:
+    if asked is None:  # the engine uses what it can of them, and says nothing (the record gives how many)
+        return usable_cores()
+    if asked == 1:
         return 1
     engine = ENGINES.engine_for(cfg)
-    used, why = engine.threads_for(cfg, threads, checkpoint)
-    if why is not None and asked is not None:
+    used, why = engine.threads_for(cfg, asked, checkpoint)
+    if why is not None:
         raise GupsimError(f"--threads {asked}: {why}")
     return used
 

@@ -31,7 +31,7 @@ SUMMARY_ROWS = (
     ("events", "events", "{:,}"),
     ("wall_s", "wall time [s]", "{:.2f}"),
     ("compile_s", "kernel compile time [s]", "{:.2f}"),
-    ("threads", "threads", "{:d}"),
+    ("threads", "threads", "{:.0f}"),
     ("parallel_efficiency", "threads' time running events", "{:.0%}"),
     ("events_per_s", "events per wall second", "{:,.0f}"),
     ("peak_rss_mb", "peak memory [MB]", "{:.0f}"),

@@ -438,10 +438,11 @@ def _queue_stats(ctr: np.ndarray) -> dict[str, int]:
             "buckets_moved": int(ctr[tb.C_MOVED]), "overflow_refiled": int(ctr[tb.C_REFILED])}
 
 
-def simulate_fast(run: RunConfig, checkpoint: Any = None, progress: Any = None) -> FastSimulation:
-    """Run ``run`` on the fast engine (saving and resuming through ``checkpoint``: :mod:`gupsim.engines.fast.driver`)."""
+def simulate_fast(run: RunConfig, checkpoint: Any = None, progress: Any = None, parts: int = 1) -> FastSimulation:
+    """Run ``run`` on the fast engine (saving and resuming through ``checkpoint``: :mod:`gupsim.engines.fast.driver`;
+    in ``parts`` on as many threads: :mod:`gupsim.engines.fast.partitioned`)."""
     sim = FastSimulation(run)
-    sim.execute(checkpoint, progress=progress)
+    sim.execute(checkpoint, progress=progress, parts=parts)
     return sim
 
 
@@ -499,8 +500,7 @@ class FastEngine:
         is the time Numba spent compiling it or loading it from its cache."""
         parts, _ = self.threads_for(run, threads, checkpoint)
         with compile_time() as compile_s:
-            sim = FastSimulation(run)
-            sim.execute(checkpoint, progress=progress, parts=parts)
+            sim = simulate_fast(run, checkpoint, progress, parts)
         return Simulated(sim, compile_s[0], sim.parts_used, sim.parallel_efficiency)
 
     def threads_for(self, run: RunConfig, threads: int, checkpoint: Any = None) -> tuple[int, str | None]:

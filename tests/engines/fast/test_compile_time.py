@@ -24,8 +24,8 @@ def test_wall_time_leaves_out_the_kernels_compile_time(monkeypatch):
     real = fast.simulate_fast
     told = []
 
-    def simulate_fast(run, checkpoint=None, progress=None):
-        sim = real(run, checkpoint, progress)  # the kernels are compiled or cached already: no time on the clock
+    def simulate_fast(run, checkpoint=None, progress=None, parts=1):
+        sim = real(run, checkpoint, progress, parts)  # the kernels are compiled or cached already: no time on the clock
         with event.trigger_event("numba:compiler_lock"), event.trigger_event("numba:compile"):
             clock[0] += 30.0
         clock[0] += 10.0
