@@ -4,6 +4,7 @@ saved (as a killed process would be)."""
 
 from __future__ import annotations
 
+
 import os
 import time
 
@@ -17,6 +18,10 @@ from gupsim.engines.fast import driver
 from gupsim.engines.fast.engine import KERNELS, simulate_fast
 from gupsim.engines.run import compile_all, make_run_config
 from gupsim.studies.validation import reference_table
+
+# Two xdist workers share the CI's two cores: each test's runs take one thread unless a test asks for more
+# (gupsim.base.cores.default_threads).
+os.environ.setdefault("GUPSIM_THREADS", "1")
 
 # No wall-clock deadline on any property test: speed lives in benchmarks/, and on a loaded 2-core box a
 # deadline fails a property test for the machine's load, not for the code.

@@ -26,7 +26,7 @@ from typing import Any, Iterator, NoReturn
 
 import click
 
-from gupsim.base.cores import usable_cores
+from gupsim.base.cores import default_threads
 from gupsim.base.errors import GupsimError, cannot_write
 from gupsim.config.loading import load_machine
 from gupsim.config.overrides import parse_set_options
@@ -240,8 +240,8 @@ def cli() -> None:
               help="bar (a terminal), plain (a line on stderr every 30 s), none; auto: bar on a terminal, else plain")
 @click.option("--no-progress", is_flag=True, help="the same as --progress none")
 @click.option("--threads", type=click.IntRange(min=1), default=None, metavar="N",
-              help="threads for one run (default: the cores this process may use); the record is the same on any "
-                   "number")
+              help="threads for one run (default: the cores this process may use, or $GUPSIM_THREADS); the record is "
+                   "the same on any number")
 def run(machine, shape, algorithm, updates, seed, precision, fixed_length, all_rates, warm_start, sets, options,
         log2_table_size, verify, engine, as_json, links, histograms, sample_interval_s, checkpoint_path,
         checkpoint_every_s, progress_mode, no_progress, threads) -> None:
@@ -328,7 +328,7 @@ def _print_or_keep(text: str, record: dict, cfg: Any) -> None:
 def _share_cores(jobs: int, threads: int | None) -> int:
     """The threads each of ``jobs`` runs at a time gets: as asked, or the usable cores shared out among them (at
     least one each); said in one line, with a warning when jobs x threads is more than the cores."""
-    cores = usable_cores()
+    cores = default_threads()
     each = threads if threads is not None else max(1, cores // jobs)
     busy = jobs * each
     note = f" (more than the {cores} usable cores: they will share them)" if busy > cores else ""
@@ -341,7 +341,7 @@ def _threads(cfg: Any, asked: int | None, checkpoint: Any) -> int:
     """``gupsim run --threads``: the threads the run gets (default: the cores this process may use).  Asked for
     more than one and refused by the engine that makes the run, it is one line; by default the run just uses one."""
     if asked is None:  # the engine uses what it can of them, and says nothing (the record gives how many)
-        return usable_cores()
+        return default_threads()
     if asked == 1:
         return 1
     engine = ENGINES.engine_for(cfg)
@@ -557,7 +557,7 @@ def sweep(sweep_file, store_path, scheduler, workers, in_process, threads, dry_r
     with _writing("--store", store):  # a folder that cannot be made or written fails now, not at the first point
         ResultsStore(store).check_writable()
     try:
-        each = threads if scheduler is not None else _share_cores(workers or usable_cores(), threads)
+        each = threads if scheduler is not None else _share_cores(workers or default_threads(), threads)
         summary = run_sweep(spec, points, store, scheduler=scheduler, workers=workers, processes=not in_process,
                             progress=not no_progress, threads=each or 1)
     except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (gupsim.studies.cluster.Interrupted)

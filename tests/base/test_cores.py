@@ -31,3 +31,17 @@ def test_usable_cores_is_capped_by_the_quota(monkeypatch):
     assert cores.usable_cores() == 2
     monkeypatch.setattr(cores, "cgroup_quota", lambda: None)
     assert cores.usable_cores() == 4
+
+
+def test_gupsim_threads_sets_the_default_and_a_bad_value_is_one_line(monkeypatch):
+    from gupsim.base.errors import GupsimError
+
+    monkeypatch.setenv("GUPSIM_THREADS", "3")
+    assert cores.default_threads() == 3
+    monkeypatch.setenv("GUPSIM_THREADS", "")
+    monkeypatch.setattr(cores, "usable_cores", lambda: 5)
+    assert cores.default_threads() == 5
+    for bad in ("0", "two", "-1"):
+        monkeypatch.setenv("GUPSIM_THREADS", bad)
+        with pytest.raises(GupsimError, match="GUPSIM_THREADS"):
+            cores.default_threads()
