@@ -67,7 +67,8 @@ VC = {"network.topology": "torus", "network.router.name": "bgl-vc", "network.lin
 ADAPTIVE_VC = {**VC, "network.routing": "adaptive"}
 VC_CASES = [  # the CI runs those not marked slow: one per algorithm, with several VCs, token delays and orders
     pytest.param("one-packet", "2x2x2", 400, VC, {}, marks=pytest.mark.slow),
-    ("one-packet", "4x4x2", 300, {**ADAPTIVE_VC, "network.router.escape_vcs": 2, "network.router.token_return_ns": 200.0}, {}),
+    pytest.param("one-packet", "4x4x2", 300, {**ADAPTIVE_VC, "network.router.escape_vcs": 2,
+                                               "network.router.token_return_ns": 200.0}, {}, marks=pytest.mark.slow),
     pytest.param("one-packet", "4x4x4", 150, {**ADAPTIVE_VC, **IN_ORDER, "network.half_ring_ties": "source-parity"}, {},
                  marks=pytest.mark.slow),
     pytest.param("routed", "2x2x2", 400, ADAPTIVE_VC, {}, marks=pytest.mark.slow),
@@ -239,7 +240,8 @@ def _vc_what_if(draw):
     return algorithm, shape, updates, sets, options, seed, warm
 
 
-@settings(max_examples=8, deadline=None)  # the bluegene-l what-ifs above draw 20; these add the VC draws
+@pytest.mark.slow  # the CI keeps the VC cases above and the decision-trace scripts (test_router_conformance)
+@settings(max_examples=20, deadline=None)
 @given(_vc_what_if())
 def test_fast_engine_reproduces_the_simpy_reference_on_random_vc_router_what_ifs(what_if):
     """bgl-vc's VCs, depths and token delays mixed with the other what-ifs: both engines agree record for record."""

@@ -18,9 +18,10 @@ CASES = [
     # (shape, updates per process, machine overrides, precision); the CI runs the cases not marked slow
     pytest.param("8x4x4", 300, TORUS, None, marks=pytest.mark.slow),
     pytest.param("6x4x2", 400, {**TORUS, **SLOW, "network.fifos": "per-dimension"}, None, marks=pytest.mark.slow),
-    ("6x4x4", 300, {**TORUS, **SLOW, "network.buffer_order": "fifo", "network.routing": "adaptive"}, None),
+    pytest.param("6x4x4", 300, {**TORUS, **SLOW, "network.buffer_order": "fifo", "network.routing": "adaptive"},
+                 None, marks=pytest.mark.slow),
     ("8x2x2", 300, {**SLOW, "cpu.processes_per_node": 2}, None),  # a mesh, virtual-node mode
-    ("8x4x4", 3000, TORUS, 0.05),  # the stopping rule ends it
+    pytest.param("8x4x4", 3000, TORUS, 0.05, marks=pytest.mark.slow),  # the stopping rule ends it
     # Blue Gene/L's VC router: two escape VCs, adaptive, tokens back 200 ns after the tail (issue 44)
     ("6x4x4", 300, {**TORUS, **SLOW, "network.router.name": "bgl-vc", "network.routing": "adaptive",
                     "network.router.escape_vcs": 2, "network.router.token_return_ns": 200.0}, None),
@@ -120,7 +121,7 @@ def test_more_parts_than_planes_is_refused():
         partitioned.slabs(np.zeros((64, 3), dtype=np.int64), (4, 4, 4), 5)
 
 
-@pytest.mark.parametrize("resumed_parts", [2, 1])
+@pytest.mark.parametrize("resumed_parts", [2, pytest.param(1, marks=pytest.mark.slow)])
 def test_a_partitioned_run_resumes_from_its_checkpoint(tmp_path, monkeypatch, resumed_parts):
     """Stopped after its third save, the run resumes from the file (in parts, or serially: the file is the
     serial engine's state) and gives the uninterrupted serial record."""
