@@ -121,11 +121,19 @@ def _check_stop(a: dict, now: float, stop_rule: Callable[[np.ndarray, int], bool
     ctr = a["counters"]
     if stop_rule is None or ctr[tb.C_STOP_T] != NO_STOP:
         return
+    if rule_holds(a, stop_rule):
+        ctr[tb.C_STOP_T] = np.float64(now).view(np.int64)
+
+
+def rule_holds(a: dict, stop_rule: Callable[[np.ndarray, int], bool]) -> bool:
+    """Whether the stopping rule holds at one of its mark counts crossed since it was last evaluated (which are
+    then marked evaluated, ``C_CHECKED``)."""
+    ctr = a["counters"]
     crossed = int(ctr[tb.C_MARK_INDEX])
     first = int(a["int_params"][tb.I_FIRST_CHECK])
-    if any(stop_rule(a["applied_times"], c) for c in check_points(int(ctr[tb.C_CHECKED]), crossed, first)):
-        ctr[tb.C_STOP_T] = np.float64(now).view(np.int64)
+    held = any(stop_rule(a["applied_times"], c) for c in check_points(int(ctr[tb.C_CHECKED]), crossed, first))
     ctr[tb.C_CHECKED] = crossed
+    return held
 
 
 def network_of(a: dict) -> Network:
@@ -136,24 +144,29 @@ def network_of(a: dict) -> Network:
 def _between_batches(kernel: Kernel, a: dict) -> None:
     """Keep the queue's margin, and double the per-packet tables when short of rows."""
     ctr = a["counters"]
-    a[QUEUE] = _grow_queue(a[QUEUE], ctr)
+    a[QUEUE] = grow_queue(a[QUEUE], ctr)
     if ctr[tb.C_NFREE] < tb.PACKET_MARGIN:
-        old = a["packets"].shape[0]
-        for name in NETWORK_PACKET_ARRAYS + kernel.packet_arrays:
-            a[name] = tb.grow_on_lines(a[name], 2 * old)
-        c.link_free_list(a["packets"], old, 2 * old, ctr)
+        grow_packets(kernel, a, ctr)
     if kernel.grow_tables is not None:
         kernel.grow_tables(a)
 
 
-def _grow_queue(queue: tuple, ctr: np.ndarray) -> tuple:
-    """The event queue with its heap and far table grown (doubled, or more) to hold every pending event and
-    :data:`gupsim.engines.fast.events.HEAP_MARGIN` free slots, the margin ``events.needs_room`` checks.
+def grow_packets(kernel: Kernel, a: dict, ctr: np.ndarray) -> None:
+    """Double the packet tables (the network's and the kernel's); the new rows go to the free list of ``ctr``."""
+    old = a["packets"].shape[0]
+    for name in NETWORK_PACKET_ARRAYS + kernel.packet_arrays:
+        a[name] = tb.grow_on_lines(a[name], 2 * old)
+    c.link_free_list(a["packets"], old, 2 * old, ctr)
+
+
+def grow_queue(queue: tuple, ctr: np.ndarray, extra: int = 0) -> tuple:
+    """The event queue with its heap and far table grown (doubled, or more) to hold every pending event, ``extra``
+    more and :data:`gupsim.engines.fast.events.HEAP_MARGIN` free slots, the margin ``events.needs_room`` checks.
 
     In NumPy here: a few calls a run, while compiling them (with ``np.empty``'s error formatting, Numba's string
     code) took 8.5 of a cold first run's 65 CPU seconds of compiling (docs/performance-log.md)."""
     heap, calendar, far, seqs = queue
-    need = int(ctr[tb.C_HEAP_N] + ctr[tb.C_FAR_N]) + ev.HEAP_MARGIN
+    need = int(ctr[tb.C_HEAP_N] + ctr[tb.C_FAR_N]) + extra + ev.HEAP_MARGIN
     if need > heap.shape[0]:
         heap = tb.grow_on_lines(heap, max(2 * heap.shape[0], need))
     if need > far.shape[0]:

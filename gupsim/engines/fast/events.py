@@ -207,7 +207,8 @@ def bucket_seconds(hop_s, ranks):
     (a head's chunk plus the router delay), so ``hop_s * BUCKET_RANKS / ranks`` keeps a bucket, and the
     heap, at a few hundred events at any machine size."""
     return hop_s * BUCKET_RANKS / max(ranks, BUCKET_RANKS)
-_NO_BUCKET = (1 << 62) - 1
+#: ``C_OV_MIN`` while nothing overflows the calendar.
+NO_BUCKET = (1 << 62) - 1
 
 
 def new_queue(n, ctr, bucket_s=1e-9, slots=CAL_SLOTS, entities=1):
@@ -218,7 +219,7 @@ def new_queue(n, ctr, bucket_s=1e-9, slots=CAL_SLOTS, entities=1):
     far = np.empty((n, 4), dtype=np.int64)
     ctr[C_CUR], ctr[C_FAR_N], ctr[C_CAL_N], ctr[C_FAR_TOP], ctr[C_MOVED] = 0, 0, 0, 0, 0
     ctr[C_INV_W] = np.float64(1.0 / bucket_s).view(np.int64)
-    ctr[C_OV_MIN], ctr[C_FAR_FREE] = _NO_BUCKET, -1
+    ctr[C_OV_MIN], ctr[C_FAR_FREE] = NO_BUCKET, -1
     return new_heap(n), cal, far, np.zeros(entities, dtype=np.int64)
 
 
@@ -294,7 +295,7 @@ def _advance(q, ctr):
         # the 64-rack UPC run, whose CPU steps of about 3 us outreach the slots' 2.3 us, then slows from
         # 0.43 to 0.12 M events per second as it goes; docs/performance-log.md.)
         if ctr[C_OV_MIN] <= cur:
-            ctr[C_OV_MIN] = _NO_BUCKET
+            ctr[C_OV_MIN] = NO_BUCKET
             for k in range(CAL_LISTS):
                 e = cal[slots, k]
                 cal[slots, k] = -1

@@ -34,7 +34,7 @@ import numpy as np
 from numba import njit
 
 from gupsim.base.errors import GupsimError
-from gupsim.engines.fast import core as c, credits as cr, events as ev, tables as tb
+from gupsim.engines.fast import core as c, credits as cr, driver, events as ev, tables as tb
 from gupsim.engines.fast.contract import QUEUE, Kernel, Network
 
 #: Counters that are sums over the events that ran, added up over the parts (every other counter is the
@@ -87,7 +87,7 @@ def drain_queue(q, ctr, out):
                 e = far[e, 3]
             cal[s, k] = -1
     ctr[tb.C_HEAP_N], ctr[tb.C_FAR_N], ctr[tb.C_CAL_N] = 0, 0, 0
-    ctr[tb.C_FAR_TOP], ctr[tb.C_FAR_FREE], ctr[tb.C_OV_MIN] = 0, -1, (1 << 62) - 1
+    ctr[tb.C_FAR_TOP], ctr[tb.C_FAR_FREE], ctr[tb.C_OV_MIN] = 0, -1, ev.NO_BUCKET
     return n
 
 
@@ -165,10 +165,12 @@ class Part:
     logged: list = field(default_factory=list)
     short_of_packets: bool = False
     busy_s: float = 0.0
+    #: never written: a part's kernel logs its applies instead of keeping the window's marks
+    window_times: np.ndarray = field(default_factory=lambda: np.full(2, np.nan))
 
     def network(self, a: dict) -> Network:
         own = {QUEUE: self.queue, "counters": self.counters, "int_params": self.int_params,
-               "applied_times": self.log, "outbox": self.outbox, "window_times": np.full(2, np.nan),
+               "applied_times": self.log, "outbox": self.outbox, "window_times": self.window_times,
                "node_part": self.node_part}
         return Network(*(own.get(name, a.get(name)) for name in Network._fields))
 
@@ -184,17 +186,6 @@ class Part:
 
 def _entries(rows: int) -> np.ndarray:
     return np.empty((max(rows, 1), 3), dtype=np.int64)
-
-
-def queue_with_room(q: tuple, ctr: np.ndarray, extra: int) -> tuple:
-    """``q`` with room for ``extra`` more events and the queue's margin."""
-    heap, cal, far, seqs = q
-    need = int(ctr[tb.C_HEAP_N] + ctr[tb.C_FAR_N]) + extra + ev.HEAP_MARGIN
-    if need > heap.shape[0]:
-        heap = tb.grow_on_lines(heap, max(2 * heap.shape[0], need))
-    if need > far.shape[0]:
-        far = tb.grow_on_lines(far, max(2 * far.shape[0], need))
-    return heap, cal, far, seqs
 
 
 @dataclass
@@ -258,7 +249,7 @@ class Partition:
             for name, value in part.summed.items():
                 a[name] += value
         entries = np.concatenate(drained) if drained else _entries(0)[:0]
-        a[QUEUE] = queue_with_room(a[QUEUE], ctr, len(entries))
+        a[QUEUE] = driver.grow_queue(a[QUEUE], ctr, len(entries))
         push_entries(a[QUEUE], ctr, entries, np.arange(len(entries)))
         self.parts = []
 

@@ -28,9 +28,8 @@ import numpy as np
 from gupsim.base.errors import GupsimError
 from gupsim.base.memory import peak_rss_mb
 from gupsim.engines.fast import core as c, credits as cr, driver, tables as tb
-from gupsim.engines.fast.contract import NETWORK_PACKET_ARRAYS, QUEUE, Kernel
-from gupsim.engines.fast.partitioned import OUTBOX_MARGIN, Part, Partition, deliver, queue_with_room
-from gupsim.model.output_analysis import check_points
+from gupsim.engines.fast.contract import QUEUE, Kernel
+from gupsim.engines.fast.partitioned import OUTBOX_MARGIN, Part, Partition, deliver
 
 #: The window narrower than the lookahead by this share: a sum of floats may round an effect a few ulps early.
 WINDOW_SHRINK = 1e-6
@@ -74,7 +73,8 @@ class WindowLoop:
         self.stop_rule, self.threads, self.batch_events = stop_rule, threads, batch_events
         self.ranks = int(a["int_params"][tb.I_NRANKS])
         self.points = _ordered_points(a["int_params"], marks, stop_rule is not None)
-        self.at = WindowStats(now=now, window=int(math.floor(now / self.width)), applied=int(a["counters"][tb.C_APPLIED]))
+        self.at = WindowStats(now=now, window=int(math.floor(now / self.width)),
+                              applied=int(a["counters"][tb.C_APPLIED]))
 
     def run(self, progress: Callable[[int, int], None] | None = None, checkpoint: driver.Checkpoint | None = None,
             earlier: tuple[float, float] = (0.0, 0.0)) -> float:
@@ -168,17 +168,11 @@ class WindowLoop:
         return bool(over)
 
     def _check_rule(self) -> None:
-        """The stopping rule at each of its mark counts crossed since it was last evaluated (as
-        :func:`gupsim.engines.fast.driver._check_stop`, whose ``C_STOP_T`` here also ends each window)."""
-        ctr, at = self.a["counters"], self.at
-        if self.stop_rule is None or at.rule_stop != driver.NO_STOP:
-            return
-        crossed = int(ctr[tb.C_MARK_INDEX])
-        first = int(self.a["int_params"][tb.I_FIRST_CHECK])
-        times = self.a["applied_times"]
-        if any(self.stop_rule(times, k) for k in check_points(int(ctr[tb.C_CHECKED]), crossed, first)):
+        """The stopping rule at the mark counts crossed since it was last evaluated; its time is kept apart from
+        ``C_STOP_T``, which here also ends each window."""
+        at = self.at
+        if self.stop_rule is not None and at.rule_stop == driver.NO_STOP and driver.rule_holds(self.a, self.stop_rule):
             at.rule_stop = int(np.float64(at.now).view(np.int64))
-        ctr[tb.C_CHECKED] = crossed
 
     # -------------------------------------------------------------- parallel
 
@@ -194,7 +188,7 @@ class WindowLoop:
             list(pool.map(lambda part: _run_part(self.kernel, part, a), running))
             running = [part for part in running if part.short_of_packets]
             for part in running:
-                _grow_packets(self.kernel, a, part)
+                driver.grow_packets(self.kernel, a, part.counters)  # the new rows to the part short of them
         at.busy_s += sum(part.busy_s for part in parts)
         self._exchange(end_bits)
         self._place_marks()
@@ -221,7 +215,7 @@ class WindowLoop:
             rows = np.flatnonzero(posts[:, 3] == part.index)
             if not len(rows):
                 continue
-            part.queue = queue_with_room(part.queue, part.counters, len(rows))
+            part.queue = driver.grow_queue(part.queue, part.counters, len(rows))
             if not deliver(posts, rows, part.queue, part.counters, a["packets"], a["pools"], a["deferred"],
                            a["ranks"], part.int_params, end_bits):
                 raise GupsimError("partitioned run: an event crossed parts within its window (the lookahead is "
@@ -256,7 +250,7 @@ class WindowLoop:
 
 def _ordered_points(ip: np.ndarray, marks: np.ndarray, rule: bool) -> np.ndarray:
     """The update counts at which the run needs its global order: the window's two marks, the last update and,
-    with a stopping rule, each of its checks (the mark counts of ``driver.check_points``)."""
+    with a stopping rule, each of its checks (the mark counts of ``output_analysis.check_points``)."""
     points = [int(ip[tb.I_MARK0]), int(ip[tb.I_MARK1]), int(ip[tb.I_TOTAL])]
     every, first = int(ip[tb.I_CHECK_EVERY]), int(ip[tb.I_FIRST_CHECK])
     if rule and every > 0:
@@ -277,18 +271,10 @@ def _run_part(kernel: Kernel, part: Part, a: dict) -> None:
             return
         part.take_log()
         pc[tb.C_PAUSE_AT] = np.iinfo(np.int64).max
-        part.queue = driver._grow_queue(part.queue, pc)
+        part.queue = driver.grow_queue(part.queue, pc)
         if pc[tb.C_OUT_N] > pc[tb.C_OUT_ROOM]:
             part.outbox = tb.grow_on_lines(part.outbox, 2 * part.outbox.shape[0])
             pc[tb.C_OUT_ROOM] = part.outbox.shape[0] - OUTBOX_MARGIN
         if pc[tb.C_NFREE] < tb.PACKET_MARGIN:
             part.short_of_packets = True
             return
-
-
-def _grow_packets(kernel: Kernel, a: dict, part: Part) -> None:
-    """Double the shared packet tables; the new rows go to ``part``, which ran short."""
-    old = a["packets"].shape[0]
-    for name in NETWORK_PACKET_ARRAYS + kernel.packet_arrays:
-        a[name] = tb.grow_on_lines(a[name], 2 * old)
-    c.link_free_list(a["packets"], old, 2 * old, part.counters)
