@@ -107,13 +107,31 @@ class GupsimGroup(click.Group):
             sys.exit(exc.exit_code)
         except click.UsageError as exc:
             _fail(exc.format_message(), exc.exit_code)
-        except click.exceptions.Abort as exc:  # Ctrl-C, or a signal gupsim.app.entry answers (its signum)
-            click.echo("gupsim: aborted", err=True)
-            sys.exit(128 + getattr(exc.__context__, "signum", 2))
+        except _StoppedOutsideItsHandling as exc:
+            _interrupted(exc.stop, "the command stopped before it kept anything", resumable=False)
+        except click.exceptions.Abort as exc:  # Ctrl-C, or a signal gupsim.app.entry answers, while parsing
+            _interrupted(exc.__context__ or KeyboardInterrupt(), "while reading the command; nothing was done",
+                         resumable=False)
         except click.ClickException as exc:
             exc.show()
             sys.exit(exc.exit_code)
         return code
+
+    def invoke(self, ctx: click.Context) -> Any:
+        """The command, with a stop that its own handling did not catch (a signal in the instant before or
+        after it) passed to :meth:`main` as itself: click would print an empty line and say "Aborted"."""
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt as exc:
+            raise _StoppedOutsideItsHandling(exc) from None
+
+
+class _StoppedOutsideItsHandling(Exception):
+    """A KeyboardInterrupt (Ctrl-C, or a signal gupsim.app.entry answers) that left a command unhandled."""
+
+    def __init__(self, stop: KeyboardInterrupt) -> None:
+        super().__init__(str(stop))
+        self.stop = stop
 
 
 def _fail(message: str, code: int = 2) -> None:
@@ -254,8 +272,8 @@ def run(machine, shape, algorithm, updates, seed, precision, fixed_length, all_r
                           log2_table_size=log2_table_size, algorithm_options=algorithm_options, engine=engine)
     telemetry = make_telemetry(links=links, histograms=histograms, sample_interval_s=sample_interval_s)
     checkpoint = _checkpoint(cfg, checkpoint_path, checkpoint_every_s, telemetry.wanted)
-    first_run.say_estimate(cfg, telemetry.kinds if telemetry.wanted else ())
-    try:
+    try:  # a signal just after the estimate is this run's interruption too
+        first_run.say_estimate(cfg, telemetry.kinds if telemetry.wanted else ())
         with interruptible(), \
                 progress.reporting(f"{cfg.shape} {cfg.algorithm}", "none" if no_progress else progress_mode) as tell:
             sim, record = simulate(cfg, telemetry if telemetry.wanted else None, checkpoint, tell,

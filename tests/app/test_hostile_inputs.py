@@ -12,6 +12,7 @@ import json
 import os
 import pickle
 import resource
+import select
 import signal
 import subprocess
 import sys
@@ -313,12 +314,20 @@ def test_a_run_stopped_by_a_signal_says_one_line(tmp_path, signum):
     proc = subprocess.Popen([sys.executable, "-m", "gupsim.app.entry", "run", "--shape", "8x8x8", "--updates",
                              "100000", "--engine", "simpy", "--no-progress"], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, cwd=tmp_path)
-    time.sleep(8)  # imports done, the run under way, on an idle machine
+    first = _first_stderr_line(proc, deadline_s=60)  # the estimate: imports done, the run starting
+    assert first.startswith("gupsim: this run is expected"), first
     proc.send_signal(signum)
     _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 128 + signum, err
-    lines = [line for line in err.splitlines() if not line.startswith("gupsim: this run is expected")]  # estimate
-    assert len(lines) == 1 and lines[0].startswith("gupsim: interrupted: "), err
+    assert proc.returncode == 128 + signum, first + err
+    lines = err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("gupsim: interrupted: "), first + err
+
+
+def _first_stderr_line(proc: subprocess.Popen, deadline_s: float) -> str:
+    """The first line the process writes to stderr, waited for as long as it takes and no longer than
+    ``deadline_s`` (a fixed sleep was both slow and, on a loaded box, too short)."""
+    ready, _, _ = select.select([proc.stderr], [], [], deadline_s)
+    return proc.stderr.readline() if ready else "(nothing on stderr within the deadline)"
 
 
 def test_the_script_says_why_it_cannot_start_in_one_line():

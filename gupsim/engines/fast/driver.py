@@ -144,7 +144,7 @@ def network_of(a: dict) -> Network:
 def _between_batches(kernel: Kernel, a: dict) -> None:
     """Keep the queue's margin, and double the per-packet tables when short of rows."""
     ctr = a["counters"]
-    a[QUEUE] = grow_queue(a[QUEUE], ctr)
+    a[QUEUE] = ev.grow_queue(a[QUEUE], ctr)
     if ctr[tb.C_NFREE] < tb.PACKET_MARGIN:
         grow_packets(kernel, a, ctr)
     if kernel.grow_tables is not None:
@@ -157,21 +157,6 @@ def grow_packets(kernel: Kernel, a: dict, ctr: np.ndarray) -> None:
     for name in NETWORK_PACKET_ARRAYS + kernel.packet_arrays:
         a[name] = tb.grow_on_lines(a[name], 2 * old)
     c.link_free_list(a["packets"], old, 2 * old, ctr)
-
-
-def grow_queue(queue: tuple, ctr: np.ndarray, extra: int = 0) -> tuple:
-    """The event queue with its heap and far table grown (doubled, or more) to hold every pending event, ``extra``
-    more and :data:`gupsim.engines.fast.events.HEAP_MARGIN` free slots, the margin ``events.needs_room`` checks.
-
-    In NumPy here: a few calls a run, while compiling them (with ``np.empty``'s error formatting, Numba's string
-    code) took 8.5 of a cold first run's 65 CPU seconds of compiling (docs/performance-log.md)."""
-    heap, calendar, far, seqs = queue
-    need = int(ctr[tb.C_HEAP_N] + ctr[tb.C_FAR_N]) + extra + ev.HEAP_MARGIN
-    if need > heap.shape[0]:
-        heap = tb.grow_on_lines(heap, max(2 * heap.shape[0], need))
-    if need > far.shape[0]:
-        far = tb.grow_on_lines(far, max(2 * far.shape[0], need))
-    return heap, calendar, far, seqs
 
 
 def _log_progress(checkpoint: Checkpoint, ctr: np.ndarray, total_updates: int, wall_s: float) -> None:

@@ -28,7 +28,7 @@ from numba import njit
 
 # The phases are part of push's signature, so the kernels take them from here with it.
 from gupsim.engines.order import MAX_ENTITIES, NORMAL, URGENT, order_key  # noqa: F401
-from gupsim.engines.fast.tables import EV_GIVE, C_ACTIVE, C_CAL_N, C_CUR, C_EVENTS, C_FAR_FREE, C_FAR_N, C_FAR_TOP, C_HEAP_N, C_INV_W, C_MOVED, C_NFREE, C_OUT_N, C_OUT_ROOM, C_OV_MIN, C_PAUSE_AT, C_REFILED, C_SEEN_K, C_SEEN_T, C_STOP_T, PACKET_MARGIN, f2i, i2f
+from gupsim.engines.fast.tables import EV_GIVE, C_ACTIVE, C_CAL_N, C_CUR, C_EVENTS, C_FAR_FREE, C_FAR_N, C_FAR_TOP, C_HEAP_N, C_INV_W, C_MOVED, C_NFREE, C_OUT_N, C_OUT_ROOM, C_OV_MIN, C_PAUSE_AT, C_REFILED, C_SEEN_K, C_SEEN_T, C_STOP_T, PACKET_MARGIN, f2i, grow_on_lines, i2f
 
 
 #: A payload has a column of its own in the queue; below 2^PAYLOAD_BITS.
@@ -368,3 +368,18 @@ def batch_over(ctr):
     each event, so that a loop always makes progress even when a test's limit is below the number of
     pending events)."""
     return ctr[C_EVENTS] >= ctr[C_PAUSE_AT]
+
+
+def grow_queue(queue: tuple, ctr: np.ndarray, extra: int = 0) -> tuple:
+    """The event queue with its heap and far table grown (doubled, or more) to hold every pending event, ``extra``
+    more and :data:`HEAP_MARGIN` free slots, the margin ``needs_room`` checks.
+
+    In NumPy here: a few calls a run, while compiling them (with ``np.empty``'s error formatting, Numba's string
+    code) took 8.5 of a cold first run's 65 CPU seconds of compiling (docs/performance-log.md)."""
+    heap, calendar, far, seqs = queue
+    need = int(ctr[C_HEAP_N] + ctr[C_FAR_N]) + extra + HEAP_MARGIN
+    if need > heap.shape[0]:
+        heap = grow_on_lines(heap, max(2 * heap.shape[0], need))
+    if need > far.shape[0]:
+        far = grow_on_lines(far, max(2 * far.shape[0], need))
+    return heap, calendar, far, seqs

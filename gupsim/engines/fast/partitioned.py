@@ -34,7 +34,7 @@ import numpy as np
 from numba import njit
 
 from gupsim.base.errors import GupsimError
-from gupsim.engines.fast import core as c, credits as cr, driver, events as ev, tables as tb
+from gupsim.engines.fast import core as c, credits as cr, events as ev, tables as tb
 from gupsim.engines.fast.contract import QUEUE, Kernel, Network
 
 #: Counters that are sums over the events that ran, added up over the parts (every other counter is the
@@ -249,7 +249,7 @@ class Partition:
             for name, value in part.summed.items():
                 a[name] += value
         entries = np.concatenate(drained) if drained else _entries(0)[:0]
-        a[QUEUE] = driver.grow_queue(a[QUEUE], ctr, len(entries))
+        a[QUEUE] = ev.grow_queue(a[QUEUE], ctr, len(entries))
         push_entries(a[QUEUE], ctr, entries, np.arange(len(entries)))
         self.parts = []
 

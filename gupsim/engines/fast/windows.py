@@ -27,7 +27,7 @@ import numpy as np
 
 from gupsim.base.errors import GupsimError
 from gupsim.base.memory import peak_rss_mb
-from gupsim.engines.fast import core as c, credits as cr, driver, tables as tb
+from gupsim.engines.fast import core as c, credits as cr, driver, events as ev, tables as tb
 from gupsim.engines.fast.contract import QUEUE, Kernel
 from gupsim.engines.fast.partitioned import OUTBOX_MARGIN, Part, Partition, deliver
 
@@ -215,7 +215,7 @@ class WindowLoop:
             rows = np.flatnonzero(posts[:, 3] == part.index)
             if not len(rows):
                 continue
-            part.queue = driver.grow_queue(part.queue, part.counters, len(rows))
+            part.queue = ev.grow_queue(part.queue, part.counters, len(rows))
             if not deliver(posts, rows, part.queue, part.counters, a["packets"], a["pools"], a["deferred"],
                            a["ranks"], part.int_params, end_bits):
                 raise GupsimError("partitioned run: an event crossed parts within its window (the lookahead is "
@@ -271,7 +271,7 @@ def _run_part(kernel: Kernel, part: Part, a: dict) -> None:
             return
         part.take_log()
         pc[tb.C_PAUSE_AT] = np.iinfo(np.int64).max
-        part.queue = driver.grow_queue(part.queue, pc)
+        part.queue = ev.grow_queue(part.queue, pc)
         if pc[tb.C_OUT_N] > pc[tb.C_OUT_ROOM]:
             part.outbox = tb.grow_on_lines(part.outbox, 2 * part.outbox.shape[0])
             pc[tb.C_OUT_ROOM] = part.outbox.shape[0] - OUTBOX_MARGIN

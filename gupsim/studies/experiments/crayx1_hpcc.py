@@ -59,7 +59,7 @@ QUICK_MPI_SIMULATED = (32, 60)
 #: Updates per MSP: about 6 rounds of HPCC 0.5b's 2,048-slot buckets at 32 and 60 MSPs, about 2.5 at 124 (its
 #: whole-run rate then holds a partly empty last round, and is biased low).
 MPI_UPDATES = {32: 380_000, 60: 360_000, 124: 620_000}
-QUICK_MPI_UPDATES = 4_096
+QUICK_MPI_UPDATES = 2_048
 UPC_MSPS, UPC_UPDATES, QUICK_UPC_UPDATES = 252, 1_024, 32
 #: Remote references an MSP keeps in flight: an MSP is 4 SSPs (Dunigan, ORNL X1 evaluation, S), each streaming
 #: its share of the loop in 64-element vector strips (a vector load fills a 64-element register: UMD CMSC 714 X1
