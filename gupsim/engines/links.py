@@ -3,6 +3,7 @@ topology, the bytes it carried and the seconds it was busy and blocked (seed 000
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -25,3 +26,10 @@ def link_stats(topology: Any, link_bytes: Any, link_busy_s: Any, link_blocked_s:
         "busy_s": (np.asarray(link_busy_s) - beyond)[links],
         "blocked_s": np.asarray(link_blocked_s)[links],
     }
+
+
+def throttled_total_s(per_link_s: Any) -> float:
+    """The seconds BG/P's DMA held packets back at their first link, over the run: each link's own sum (which
+    both engines add in the link's event order, a partitioned run's part included) summed exactly
+    (``math.fsum``), so that the total does not depend on the order the links are visited in."""
+    return math.fsum(float(s) for s in np.asarray(per_link_s, dtype=float))

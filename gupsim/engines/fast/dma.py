@@ -28,9 +28,9 @@ The engines' state: the link table's column ``LF_LOCAL_END`` (the end of the las
 injection on each link) and, below the links (from row ``I_DMA_ROW``), one row per node with its two engines'
 free-at times and busy seconds, and below those, one row per link with its throttle queue's head and tail packets
 (``TQ_*``, from row ``I_THROTTLE_ROW``; the queue is linked through ``PK_NEXT``, which a held-back packet does not
-otherwise use).  The throttle's counters: ``C_THROTTLE_WAITS`` (packets held back), ``C_THROTTLED_S`` (the
-seconds they were held, float bits), ``C_THROTTLE_POLLS`` (the head's back-off polls) and ``C_THROTTLE_QUEUED``
-(those held behind another).
+otherwise use).  The throttle's counters: ``C_THROTTLE_WAITS`` (packets held back), ``C_THROTTLE_POLLS`` (the
+head's back-off polls) and ``C_THROTTLE_QUEUED`` (those held behind another); the seconds packets were held back
+are summed per link (``TQ_THROTTLED_S``), and the run's total over the links in link order.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from __future__ import annotations
 from numba import njit
 
 from gupsim.engines.fast.events import NORMAL, event, push
-from gupsim.engines.fast.tables import C_THROTTLE_POLLS, C_THROTTLE_QUEUED, C_THROTTLE_WAITS, C_THROTTLED_S, EV_HOP, EV_TAIL, F_BACKOFF_S, F_DMA_RATE, F_RATE, F_RX_OVERHEAD_S, I_DMA_ROW, I_THROTTLE_ROW, LF_FREE, LF_LOCAL_END, LF_RX_BUSY, LF_RX_FREE, LF_TX_BUSY, LF_TX_FREE, PF_ASKED, PK_DMA, PK_DST, PK_NEXT, PK_NODE, PK_SRC, PK_WIRE, TQ_HEAD, TQ_TAIL, f2i, i2f, node_of
+from gupsim.engines.fast.tables import C_THROTTLE_POLLS, C_THROTTLE_QUEUED, C_THROTTLE_WAITS, EV_HOP, EV_TAIL, F_BACKOFF_S, F_DMA_RATE, F_RATE, F_RX_OVERHEAD_S, I_DMA_ROW, I_THROTTLE_ROW, LF_FREE, LF_LOCAL_END, LF_RX_BUSY, LF_RX_FREE, LF_TX_BUSY, LF_TX_FREE, PF_ASKED, PK_DMA, PK_DST, PK_NEXT, PK_NODE, PK_SRC, PK_WIRE, TQ_HEAD, TQ_TAIL, TQ_THROTTLED_S, node_of
 
 DMA_NEW, DMA_TX, DMA_THROTTLE, DMA_NET, DMA_RX = 0, 1, 2, 3, 4
 
@@ -83,7 +83,7 @@ def throttled(pk, pf, lf, ip, fp, hh, ctr, p, link, now):
             ctr[C_THROTTLE_POLLS] += 1
             push(hh, ctr, now + (free - now + fp[F_BACKOFF_S]), NORMAL, event(EV_HOP, p))
             return True
-        ctr[C_THROTTLED_S] = f2i(i2f(ctr[C_THROTTLED_S]) + (now - pf[p, PF_ASKED]))
+        lf[q, TQ_THROTTLED_S] += now - pf[p, PF_ASKED]
         nxt = pk[p, PK_NEXT]
         lf[q, TQ_HEAD] = nxt
         if nxt >= 0:  # the next held packet heads the queue and looks at the link at once

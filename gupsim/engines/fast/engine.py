@@ -19,7 +19,7 @@ from gupsim.model import hpcc
 from gupsim.algorithms.base import algorithm_class, validate_options
 from gupsim.base.errors import DeadlockError, GupsimError, SimulationError
 from gupsim.base.memory import FAST_BASE_BYTES, FAST_MARGIN_BYTES, FAST_NODE_BYTES, check_fits
-from gupsim.engines.links import link_stats
+from gupsim.engines.links import link_stats, throttled_total_s
 from gupsim.engines.order import MAX_ENTITIES, entities
 from gupsim.engines.outcome import RunOutcome
 from gupsim.model.costs import CostModel
@@ -329,8 +329,6 @@ class FastSimulation:
         if not kernel.summed_arrays:
             return f"the {kernel.name} kernel runs on one thread only (partitioned kernels: " \
                    f"{', '.join(sorted(k.name for k in KERNELS.values() if k.summed_arrays))})"
-        if getattr(run.machine, "dma", None) is not None:
-            return "a machine with a DMA engine (BG/P) runs on one thread only"
         longest = max(parse_shape(run.shape))
         if parts > longest:
             return f"{parts} parts: the longest dimension of {run.shape} has only {longest} planes to cut"
@@ -425,7 +423,7 @@ def _dma_stats(a: dict[str, Any]) -> dict[str, Any]:
     ctr = a["counters"]
     return {"tx_busy_s": nodes[:, tb.LF_TX_BUSY].copy(), "rx_busy_s": nodes[:, tb.LF_RX_BUSY].copy(),
             "throttle_waits": int(ctr[tb.C_THROTTLE_WAITS]),
-            "throttled_s": float(ctr[tb.C_THROTTLED_S:tb.C_THROTTLED_S + 1].view(np.float64)[0]),
+            "throttled_s": throttled_total_s(a["link_times"][ip[tb.I_THROTTLE_ROW]:, tb.TQ_THROTTLED_S]),
             "throttle_polls": int(ctr[tb.C_THROTTLE_POLLS]), "throttle_queued": int(ctr[tb.C_THROTTLE_QUEUED])}
 
 

@@ -40,7 +40,8 @@ from gupsim.engines.fast.contract import QUEUE, Kernel, Network
 #: Counters that are sums over the events that ran, added up over the parts (every other counter is the
 #: queue's own bookkeeping or the run's state, kept by the serial engine).
 SUMMED_COUNTERS = (tb.C_INJECTED, tb.C_WIRE, tb.C_DELIVERED, tb.C_EVENTS, tb.C_APPLIED, tb.C_HOPS, tb.C_LAZY,
-                   tb.C_RESCHEDULED, tb.C_DEFER_FULL, tb.C_MOVED, tb.C_REFILED)
+                   tb.C_RESCHEDULED, tb.C_DEFER_FULL, tb.C_MOVED, tb.C_REFILED, tb.C_THROTTLE_WAITS,
+                   tb.C_THROTTLE_POLLS, tb.C_THROTTLE_QUEUED)
 #: A part's apply log and outbox rows (they are emptied whenever they fill; the log keeps LOG_MARGIN free).
 LOG_ROWS = 1 << 16
 OUTBOX_ROWS = 1 << 14

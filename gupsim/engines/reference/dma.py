@@ -65,6 +65,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from gupsim.engines.links import throttled_total_s
 from gupsim.engines.reference.torus_network import Mailbox, Network, Packet
 
 if TYPE_CHECKING:
@@ -108,7 +109,7 @@ class DmaNetwork(Network):
         self.dma_rx_busy_s = [0.0] * nodes
         self._local_end = [-1.0] * (nodes * topology.ports)  # end of the last reservation made by injection
         self.throttle_waits = 0
-        self.throttled_s = 0.0
+        self.throttled_s_per_link = [0.0] * (nodes * topology.ports)  # summed at the end: links.throttled_total_s
         self.throttle_polls = 0
         self.throttle_queued = 0
         self._held: dict[int, deque] = {}  # per first link: the node's packets held back, in injection order
@@ -159,7 +160,7 @@ class DmaNetwork(Network):
         while self.link_free_at[link] > env.now:
             self.throttle_polls += 1
             yield env.timeout(self.link_free_at[link] - env.now + self._backoff_s)
-        self.throttled_s += env.now - began
+        self.throttled_s_per_link[link] += env.now - began
         held.popleft()
         if held:
             held[0].succeed()  # the next packet heads the queue and looks at the link at once
@@ -167,7 +168,7 @@ class DmaNetwork(Network):
     def dma_stats(self) -> dict[str, Any]:
         """The engines' busy seconds per node and the throttle's back-offs (:attr:`gupsim.engines.outcome.RunOutcome.dma`)."""
         return {"tx_busy_s": np.array(self.dma_tx_busy_s), "rx_busy_s": np.array(self.dma_rx_busy_s),
-                "throttle_waits": self.throttle_waits, "throttled_s": self.throttled_s,
+                "throttle_waits": self.throttle_waits, "throttled_s": throttled_total_s(self.throttled_s_per_link),
                 "throttle_polls": self.throttle_polls, "throttle_queued": self.throttle_queued}
 
     def dma_receive(self, box: DmaMailbox, pkt: Packet) -> None:

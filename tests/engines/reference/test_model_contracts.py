@@ -554,7 +554,7 @@ def test_dma_sender_backs_off_from_a_link_held_by_other_traffic_but_not_from_its
     backoff = m.dma.throttle_backoff_ns * 1e-9
     assert held_until > pkt.wire_bytes / dma_rate  # the DMA is done before the link frees
     assert net.throttle_waits == 1
-    assert net.throttled_s == pytest.approx(held_until + backoff - pkt.wire_bytes / dma_rate, rel=1e-12)
+    assert net.dma_stats()["throttled_s"] == pytest.approx(held_until + backoff - pkt.wire_bytes / dma_rate, rel=1e-12)
     assert net.packets_delivered == 1 and net.inbox[1].items[0] is pkt
 
     # The node's own packets queue behind each other on the link without backing off.
