@@ -114,7 +114,7 @@ def record_run(run: RunConfig) -> tuple[np.ndarray, FastSimulation, dict, float]
             break
         if n >= rec.shape[0]:
             rec = np.concatenate([rec, np.zeros_like(rec)])
-        driver._between_batches(kernel, a)
+        driver.between_batches(kernel, a)
     if not a["counters"][tb.C_DONE]:
         raise SystemExit(f"{run.shape}: the recorded run did not finish (error {a['counters'][tb.C_ERROR]})")
     return rec[:n], sim, a, now

@@ -23,7 +23,7 @@ docs/research/cray-x1-t3e.md).  One round of every process:
 and it stops after the round in which every bucket it received was marked done, so a process that ran out
 early keeps sending empty done blocks until all have run out, as 0.5b does.
 
-Where a round's time goes (issue 46, item 2; seed 004 L116, L118): every process times its four phases, and
+Where a round's time goes (seed 004 L116, L118): every process times its four phases, and
 the record gives their shares over the *full* rounds (those in which no process ran out of updates, so the
 first-round and last-round effects of a short run stay out).  The fill and the apply are pure processor time,
 read from the cycles spent before they are flushed, so the timing adds no event; the barrier phase is what is

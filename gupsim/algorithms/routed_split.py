@@ -1,6 +1,6 @@
 """``routed-split``: software routing with the cores of a node specialised into routers and workers.
 
-Issue 5 (after seed 000 §4.2-4.3 and §6.2): in ``routed`` every process
+After seed 000 §4.2-4.3 and §6.2: in ``routed`` every process
 generates, routes and updates, and in virtual-node mode the core is a fourth
 software dimension.  Later Blue Gene/P RandomAccess work instead split a
 node's cores: some only *route* (they own the buckets, the torus packets and

@@ -1,5 +1,5 @@
 """``routed``'s warm start: buckets pre-filled from each process's own HPCC stream, as a long run holds them
-(issue 35; seed 000 §4.2-4.3 for the buckets).
+(seed 000 §4.2-4.3 for the buckets).
 
 HPCC's real runs apply millions of updates a process, so seed 000's numbers are steady-state numbers; a
 simulated run starts cold, every bucket empty, and its buckets fill *together*: all of a process's

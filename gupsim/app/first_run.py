@@ -56,8 +56,8 @@ def estimate_line(cfg: Any) -> str | None:
 
 
 def _faster(cfg: Any, run_s: float) -> str:
-    """Where an engine other than the chosen one could make the run sooner, its estimate (``run --shape 64x32x32
-    --engine simpy`` had said nothing for minutes, issue 48)."""
+    """Where an engine other than the chosen one could make the run sooner, its estimate (a long run on the slower engine
+    would otherwise say nothing for minutes)."""
     chosen = choose_engine(cfg)
     processes = math.prod(parse_shape(cfg.shape)) * cfg.machine.cpu.processes_per_node
     for name, engine in ENGINES.items():

@@ -1,5 +1,5 @@
 """Checks the command line makes before any work: outputs that would destroy an input, empty paths, absurd
-counts, names that name nothing (issue 48's classes, each one function every command calls).
+counts, names that name nothing (each one function every command calls).
 
 * **An output never overwrites an input.**  ``gupsim results S --csv S/results.parquet`` had written CSV over
   the store's own table, and the next read called the store corrupt: its rows were gone.  :func:`refuse_overwrite`

@@ -1,6 +1,6 @@
 """Files a user hands gupsim, read and written so that none can hang it, exhaust its memory or be destroyed.
 
-Three rules (issue 48's classes), each one function every reader or writer calls:
+Three rules, each one function every reader or writer calls:
 
 * **Only regular files are read.**  A named pipe blocks ``open`` until a writer comes, forever if none
   does; a device (``/dev/zero``, ``/dev/urandom``) never ends.  :func:`regular_file` looks at what a path

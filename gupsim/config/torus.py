@@ -161,7 +161,7 @@ class CpuConfig(BaseModel):
     @model_validator(mode="after")
     def _a_mode_a_node_has(self) -> "CpuConfig":
         # Every torus machine's node has 1, 2 or 4 cores, and its modes run one process per core or one per
-        # node; 3 on BG/L's two cores had run as if it were a machine (issue 48).
+        # node; any other count (3 on BG/L's two cores) is no machine that was built.
         if self.processes_per_node not in NODE_MODES:
             raise ValueError(f"processes_per_node={self.processes_per_node} is not a mode of a torus node "
                              f"({', '.join(map(str, NODE_MODES))}: one process per node, per pair of cores, or per core)")

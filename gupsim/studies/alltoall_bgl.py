@@ -1,6 +1,6 @@
 """``alltoall`` beside ``baseline`` and ``routed`` on BG/L at 512 and 8,192 nodes: the runs, a table, one figure.
 
-Issue 38 asks what a BG/L user would see running HPCC 0.5b's bulk-synchronous RandomAccess (a bucket sort,
+It shows what a BG/L user would see running HPCC 0.5b's bulk-synchronous RandomAccess (a bucket sort,
 a barrier and one all-to-all per round, :mod:`gupsim.algorithms.alltoall`) beside HPCC's later MPI code
 (``baseline``, seed 000 §6.1) and seed 000's software routing (``routed``, §4.2).  The runs are ``gupsim run``
 records, one JSON file each, in a folder; this module names them (:data:`RUNS`), runs the missing ones

@@ -11,7 +11,7 @@ was kept.  So local worker processes are started with SIGINT blocked (a signal
 mask a thread passes to the threads and processes it starts, through ``exec``),
 and gupsim alone answers Ctrl-C, by closing the cluster, which stops them.  It
 is blocked, not ignored: an ignored Ctrl-C in the seconds the cluster takes to
-start was lost, and the whole job then ran to its end and exited 0 (issue 48);
+start would be lost, and the whole job would then run to its end and exit 0;
 a blocked one waits, and is answered as soon as the cluster is up
 (:func:`_signals_wait_while_starting`).  After an interruption the
 Dask, Tornado and asyncio loggers are silenced while the cluster closes: what
@@ -105,7 +105,7 @@ def _check_open_files() -> None:
 
 
 #: Seconds to wait for an existing scheduler to answer.  Dask's own time-out covers the connection, not the
-#: handshake: an HTTP server at the address had kept ``sweep --scheduler`` waiting for ever (issue 48).
+#: handshake: an HTTP server at the address would keep ``sweep --scheduler`` waiting for ever.
 CONNECT_S = 30.0
 
 

@@ -1,14 +1,14 @@
 """Cray X1 (seed 004): the UPC rate against its window, and where an MPI round's time goes, from run records.
 
-Issue 46 asks two questions of the X1 models that no constant of theirs answers by itself:
+It answers two questions of the X1 models that no constant of theirs answers by itself:
 
-* **The UPC window** (item 4).  ``upc`` keeps ``window`` remote references in flight per MSP.  No source found
+* **The UPC window.**  ``upc`` keeps ``window`` remote references in flight per MSP.  No source found
   gives the X1's outstanding-reference limit (docs/research/cray-x1-t3e.md, "The UPC window"), so the
   reproduce target's 256 (4 SSPs x 64-element strips, :data:`gupsim.studies.experiments.crayx1_hpcc.UPC_WINDOW`)
   stays an assumption, and this study shows the rate at 252 MSPs against the window instead: the same
   remote latency as the reproduce target (fitted on the UPC random-ring latency, never on the 3.5 GUPS row),
   :data:`WINDOWS` references in flight, :data:`UPC_UPDATES` updates per MSP.
-* **Where an MPI round's time goes** (item 2).  ``alltoall`` (HPCC 0.5b, 2,048-slot buckets) times each
+* **Where an MPI round's time goes.**  ``alltoall`` (HPCC 0.5b, 2,048-slot buckets) times each
   process's fill, barrier (with the wait for the slowest filler), exchange and apply, and its record gives
   their shares over the full rounds (:func:`gupsim.algorithms.alltoall.round_shares`).  The runs hold about
   :data:`MPI_ROUNDS` rounds at each of :data:`MPI_SHAPES`, so that two are full.  The optimised kernel's

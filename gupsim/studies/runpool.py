@@ -29,7 +29,7 @@ configuration: editing a machine file or a model module starts afresh; editing
 the command line, the plots or this module does not.
 
 A kept run is JSON, never a pickle: a results folder is shared and downloaded, and unpickling a file runs
-whatever code it names (issue 48: a planted ``output.pkl`` ran its payload under ``gupsim runs``).  JSON holds
+whatever code it names (a planted ``output.pkl`` would run its payload under ``gupsim runs``).  JSON holds
 only numbers, text, lists and mappings, and Python's ``json`` reads back every float exactly; a record's
 ``NaN`` (a rate not measured) is written as the token ``NaN``, which Python reads back.  Folders of
 pickles that older versions kept (``runs/joblib``) are counted, never opened.

@@ -87,7 +87,7 @@ def drive(kernel: Kernel, a: dict, checkpoint: Checkpoint | None = None,
     if checkpoint is not None and checkpoint.path.exists():
         now, earlier_s, earlier_peak_mb = load(checkpoint, a, kernel)
     elif checkpoint is not None:
-        _check_writable(checkpoint.path)  # now, not at the first save ten minutes in
+        check_writable(checkpoint.path)  # now, not at the first save ten minutes in
     started = saved = time.monotonic()
     if progress is not None:
         progress(int(a["counters"][tb.C_APPLIED]), total_updates)
@@ -100,7 +100,7 @@ def drive(kernel: Kernel, a: dict, checkpoint: Checkpoint | None = None,
             now = cr.settle_all(a[QUEUE], ctr, a["pools"], a["deferred"], now)
         else:
             _check_stop(a, now, stop_rule)
-            _between_batches(kernel, a)
+            between_batches(kernel, a)
         if progress is not None:
             progress(int(ctr[tb.C_APPLIED]), total_updates)
         if finished:
@@ -141,7 +141,7 @@ def network_of(a: dict) -> Network:
     return Network(*(a[name] for name in Network._fields))
 
 
-def _between_batches(kernel: Kernel, a: dict) -> None:
+def between_batches(kernel: Kernel, a: dict) -> None:
     """Keep the queue's margin, and double the per-packet tables when short of rows."""
     ctr = a["counters"]
     a[QUEUE] = ev.grow_queue(a[QUEUE], ctr)
@@ -166,7 +166,7 @@ def _log_progress(checkpoint: Checkpoint, ctr: np.ndarray, total_updates: int, w
              f"{applied:,}", f"{total_updates:,}", share, f"{int(ctr[tb.C_EVENTS]):,}", f"{wall_s:,.0f}")
 
 
-def _check_writable(path: Path) -> None:
+def check_writable(path: Path) -> None:
     """Refuse, in one line, a checkpoint that could not be saved (its folder is a file, or read-only)."""
     try:
         probe_write(path.parent, path.name + ".part")
@@ -251,7 +251,7 @@ def load(checkpoint: Checkpoint, a: dict, kernel: Kernel) -> tuple[float, float,
 def _check_shapes(path: Path, saved: dict, fresh: dict, kernel: Kernel) -> None:
     """Refuse, naming the array, a saved array not shaped as this run's: an edited or damaged file that the
     kernels would read past the end of (a segmentation fault, not an error).  The tables that grow between
-    batches (:func:`_between_batches`: the packet tables, the event queue's, the kernel's own) may have more
+    batches (:func:`between_batches`: the packet tables, the event queue's, the kernel's own) may have more
     rows, the packet tables all the same number."""
     packet_arrays = NETWORK_PACKET_ARRAYS + kernel.packet_arrays
     grown = set(packet_arrays) | set(kernel.grown_arrays)

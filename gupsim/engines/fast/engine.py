@@ -341,7 +341,7 @@ class FastSimulation:
         if checkpoint is not None and checkpoint.path.exists():
             start, self.earlier_wall_s, self.earlier_peak_rss_mb = driver.load(checkpoint, a, self.kernel)
         elif checkpoint is not None:
-            driver._check_writable(checkpoint.path)
+            driver.check_writable(checkpoint.path)
         node_part = partitioned.slabs(a["coords"], self.topology.shape, parts)
         window_s = partitioned.lookahead_s(a["float_params"], net.chunk_bytes + net.wire_overhead_bytes)
         loop = windows.WindowLoop(self.kernel, a, partitioned.Partition(node_part, self.kernel.summed_arrays),

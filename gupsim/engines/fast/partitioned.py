@@ -1,6 +1,6 @@
 """A partitioned run of the fast engine: the torus cut into parts, one thread each, synchronised in windows.
 
-docs/design/partitioned-engine.md sets out the design; this module is its engine (issue 45).  The nodes are cut
+docs/design/partitioned-engine.md sets out the design; this module is its engine.  The nodes are cut
 into slabs along the torus's longest dimension (:func:`slabs`), one part each.  A part owns its nodes' entities
 in the canonical event order (:mod:`gupsim.engines.order`): their ranks and routers, and the state they write
 (a link's pool belongs to its near end, a buffer's order to its far end, a rank's FIFOs to its rank).  Each part

@@ -1,4 +1,4 @@
-"""Compiled ``routed-split``: the model of :mod:`gupsim.algorithms.routed_split` (issue 5's cores split into
+"""Compiled ``routed-split``: the model of :mod:`gupsim.algorithms.routed_split` (a node's cores split into
 routers and workers, after seed 000 §4.2-4.3 and §6.2), on the fast engine.
 
 Same model, same costs, spent in the same order as the SimPy class.  A node's last ``router_cores`` ranks are

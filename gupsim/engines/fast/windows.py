@@ -159,7 +159,7 @@ class WindowLoop:
             if finished:
                 break
             self._check_rule()
-            driver._between_batches(kernel, a)
+            driver.between_batches(kernel, a)
         at.applied = int(ctr[tb.C_APPLIED])
         at.serial_windows += 1
         over = ctr[tb.C_DONE] or ctr[tb.C_ERROR] or ctr[tb.C_HEAP_N] == 0 or at.rule_stop != driver.NO_STOP
