@@ -79,8 +79,8 @@ def test_bounds_json(capsys):
         (["run", "--threads", "2", "--algorithm", "baseline"], "--threads 2: the baseline kernel runs on one thread"),
         (["run", "--threads", "2", "--algorithm", "routed", "--engine", "simpy"],
          "--threads 2: the SimPy engine runs on one thread"),
-        (["run", "--threads", "3", "--algorithm", "routed", "--shape", "16x8x8", "--machine", "bgp"],
-         "--threads 3: a machine with a DMA engine"),
+        (["run", "--threads", "3", "--algorithm", "baseline", "--shape", "16x8x8", "--machine", "bgp"],
+         "--threads 3: the baseline kernel runs on one thread only"),
         (["run", "--threads", "2", "--algorithm", "routed", "--shape", "8x8x8"], "--threads 2: 8x8x8 has fewer than"),
         # a configuration the algorithm cannot finish (tests/test_routed.py): one line on either engine
         (["run", "--shape", "16x2x2", "--algorithm", "routed", "--updates", "1024", "--set", "fifos=shared",
