@@ -3,11 +3,11 @@
 Numba stamps a cached function with the hash of the file that defines it.
 The kernels (``one_packet.py``, ``routed.py``, ``routed_split.py``, ``baseline.py``) compile the
 helpers of ``core.py``, ``credits.py``, ``events.py``, ``tables.py`` and
-``stream.py`` into themselves, so an edit to a helper's file alone would leave
+``stream.py`` into themselves, and freeze the constants they import (from
+``gupsim.engines.order`` too), so an edit to a helper's file alone would leave
 stale machine code in their cache.  The locators below stamp every function
-of this package with the hash of all its kernel files together (``__init__.py``
-is plain Python); functions
-elsewhere keep Numba's own locators.  Imported first by the package's
+of this package with the hash of all the files its compiled code comes from
+(:func:`compiled_sources`); functions elsewhere keep Numba's own locators.  Imported first by the package's
 ``__init__.py``, which Python runs before any module of the package, so before
 any function is decorated.
 
@@ -27,6 +27,7 @@ line on stderr, and the function is compiled (and cached) afresh.
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import os
 import sys
@@ -36,16 +37,53 @@ from numba.core import caching
 from numba.misc.appdirs import AppDirs
 
 PACKAGE_DIR = Path(__file__).resolve().parent
+GUPSIM_DIR = PACKAGE_DIR.parents[1]
 
 
 def _package_hash() -> bytes:
     digest = hashlib.sha256()
-    for path in sorted(PACKAGE_DIR.glob("*.py")):
-        if path.name == "__init__.py":  # set-up code, not compiled
-            continue
-        digest.update(path.name.encode())
+    for path in compiled_sources():
+        digest.update(str(path.relative_to(GUPSIM_DIR)).encode())
         digest.update(path.read_bytes())
     return digest.digest()
+
+
+def compiled_sources() -> list[Path]:
+    """The files whose text can change the machine code Numba caches: every module of this package that defines
+    a compiled function, every module of gupsim those import (their constants are frozen into the code), followed
+    to the end, and the two modules that shape the compile (this one and ``compiling``).  Plain Python that only
+    calls the kernels (the engine, the driver, the window loop) is left out: editing it compiles nothing again."""
+    todo = [path for path in PACKAGE_DIR.glob("*.py") if "@njit" in path.read_text()]
+    todo += [PACKAGE_DIR / "kernel_cache.py", PACKAGE_DIR / "compiling.py"]
+    sources: set[Path] = set()
+    while todo:
+        path = todo.pop()
+        if path not in sources:
+            sources.add(path)
+            todo += _imported_files(path)
+    return sorted(sources)
+
+
+def _imported_files(path: Path) -> list[Path]:
+    """The files of the gupsim modules ``path`` imports: ``from gupsim.x import y`` counts ``gupsim.x.y`` where
+    that is a module, and ``gupsim.x`` where it imports a name defined there."""
+    names: list[str] = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("gupsim"):
+            subs = [f"{node.module}.{alias.name}" for alias in node.names]
+            modules = [name for name in subs if _module_file(name)]
+            names += modules + ([node.module] if len(modules) < len(subs) else [])
+        elif isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names if alias.name.startswith("gupsim")]
+    return [file for file in map(_module_file, names) if file is not None]
+
+
+def _module_file(name: str) -> Path | None:
+    base = GUPSIM_DIR.joinpath(*name.split(".")[1:])
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
 
 
 class _PackageStamp:
