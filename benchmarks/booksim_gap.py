@@ -17,6 +17,7 @@ from BookSim switched at a time, so that the page can say which differences matt
   channel's cycle: ``token_return_ns`` of one packet time), half-ring ties by source parity (BookSim breaks
   them at random), no bubble (``flow_control: none``), and these combined.
 * ``pipeline``: saturation against the router delay and token return delay (in packet times), 1 and 4 VCs.
+* ``classes`` (no simulation): how BookSim2's dateline classes split each ring link's uniform random traffic.
 
 Every figure is one fast-engine run past saturation (seed ``--seed``); the record's 95% interval is printed
 beside it.  With ``--plot FILE`` the depth sweep (and the pipeline sweep, if run) is drawn to FILE; figures are
@@ -114,7 +115,36 @@ def pipeline_part(args) -> list[dict]:
     return rows
 
 
-PARTS = {"depth": depth_part, "whatif": whatif_part, "pipeline": pipeline_part}
+def class_shares(k: int) -> list[float]:
+    """Per link of a k-ring's + direction, the share of its uniform random traffic in the busier of BookSim2's two
+    dateline classes.  BookSim's ``dor_next_torus`` (routefunc.cpp) picks a packet's class once, as it turns into a
+    dimension: class 1 if its minimal route wraps past k-1 -> 0, class 0 if not, for the whole ring; a half-ring tie
+    goes either way with probability 1/2.  (The - direction mirrors it.)"""
+    shares = []
+    for link in range(k):  # the link from node ``link`` to node ``link + 1``
+        load = [0.0, 0.0]
+        for src in range(k):
+            for dst in range(k):
+                hops = (dst - src) % k
+                weight = 1.0 if 0 < 2 * hops < k else 0.5 if 2 * hops == k else 0.0
+                if weight and any((src + h) % k == link for h in range(hops)):
+                    load[int(src > dst)] += weight
+        shares.append(max(load) / sum(load))
+    return shares
+
+
+def classes_part(args) -> list[dict]:
+    rows = []
+    for k in args.k:
+        shares = class_shares(k)
+        row = {"part": "classes", "case": "busier dateline class per link", "k": k, "shares": shares,
+               "mean": sum(shares) / k}
+        print(json.dumps(row), file=sys.stderr, flush=True)
+        rows.append(row)
+    return rows
+
+
+PARTS = {"depth": depth_part, "whatif": whatif_part, "pipeline": pipeline_part, "classes": classes_part}
 
 
 def _fmt(row: dict) -> str:
@@ -126,7 +156,10 @@ def _fmt(row: dict) -> str:
 
 
 def print_tables(rows: list[dict]) -> None:
-    for part in PARTS:
+    for r in (r for r in rows if r["part"] == "classes"):
+        print(f"\nk={r['k']}: share of a + link's traffic in its busier BookSim dateline class, links 0->1 .. "
+              f"{r['k'] - 1}->0: {', '.join(f'{x:.2f}' for x in r['shares'])} (mean {r['mean']:.2f})")
+    for part in ("depth", "whatif", "pipeline"):
         mine = [r for r in rows if r["part"] == part]
         if not mine:
             continue
