@@ -31,6 +31,9 @@ Usage::
     BOOKSIM=/path/to/booksim python benchmarks/booksim_compare.py
     python benchmarks/booksim_compare.py --booksim /path/to/booksim \\
         --k 8 --vcs-per-class 1 4 --rates 0.1 0.2 0.3 0.5 0.8 --jobs 2
+    # a what-if on BookSim's side: its router pipeline shortened to one cycle per packet
+    python benchmarks/booksim_compare.py --booksim /path/to/booksim --k 8 --vcs-per-class 1 \\
+        --rates 0.5 0.6 --booksim-set routing_delay=0 --booksim-set speculative=1
 
 A run of the 8-ary 3-cube takes 30-90 s of one core at the default sample
 lengths; the defaults (two radices, two VC counts, eight rates) take roughly
