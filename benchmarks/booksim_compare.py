@@ -31,6 +31,9 @@ Usage::
     BOOKSIM=/path/to/booksim python benchmarks/booksim_compare.py
     python benchmarks/booksim_compare.py --booksim /path/to/booksim \\
         --k 8 --vcs-per-class 1 4 --rates 0.1 0.2 0.3 0.5 0.8 --jobs 2
+    # a what-if on BookSim's side: its router pipeline shortened to one cycle per packet
+    python benchmarks/booksim_compare.py --booksim /path/to/booksim --k 8 --vcs-per-class 1 \\
+        --rates 0.5 0.6 --booksim-set routing_delay=0 --booksim-set speculative=1
 
 A run of the 8-ary 3-cube takes 30-90 s of one core at the default sample
 lengths; the defaults (two radices, two VC counts, eight rates) take roughly
@@ -90,6 +93,8 @@ class Case:
     vc_buf_size: int
     rate: float
     seed: int
+    #: further BookSim configuration lines ("key = value;"), e.g. a shorter router pipeline (what-ifs)
+    extra: tuple[str, ...] = ()
 
 
 def config_text(case: Case) -> str:
@@ -108,14 +113,16 @@ def config_text(case: Case) -> str:
             f"injection_rate = {case.rate};",
             "sim_type = throughput;",
             f"seed = {case.seed};",
+            *case.extra,
             "",
         ]
     )
 
 
 def run_case(booksim: str, case: Case, workdir: str) -> tuple[Case, float | None, str]:
+    tag = re.sub(r"[^A-Za-z0-9]+", "_", "".join(case.extra))
     path = os.path.join(
-        workdir, f"k{case.k}_n{case.n}_v{case.vcs_per_class}_b{case.vc_buf_size}_r{case.rate}.cfg"
+        workdir, f"k{case.k}_n{case.n}_v{case.vcs_per_class}_b{case.vc_buf_size}_r{case.rate}{tag}.cfg"
     )
     with open(path, "w") as fh:
         fh.write(config_text(case))
@@ -132,21 +139,21 @@ def run_case(booksim: str, case: Case, workdir: str) -> tuple[Case, float | None
 
 def gupsim_saturation(k: int, routing: str, vcs_per_class: int, router: str, vc_buf_size: int,
                       link_bytes_per_s: float | None, clock_hz: float | None, updates: int, seed: int,
-                      token_return_ns: float = 0.0, engine: str = "auto") -> dict:
+                      token_return_ns: float = 0.0, engine: str = "auto", sets: dict | None = None) -> dict:
     """One configuration's accepted load past saturation, from one ``one-packet`` run (the docstring says
-    how it stands in for BookSim's)."""
+    how it stands in for BookSim's); ``sets`` are further machine settings, applied last (what-ifs)."""
     from gupsim.config import load_machine
     from gupsim.engines.run import make_run_config, simulate
 
-    sets = {"network.topology": "torus", **({"cpu.clock_hz": clock_hz} if clock_hz else {}),
+    base = {"network.topology": "torus", **({"cpu.clock_hz": clock_hz} if clock_hz else {}),
             **({"network.link_bytes_per_s": link_bytes_per_s} if link_bytes_per_s else {}),
             "network.max_chunks_per_packet": 1, "network.link_buffer_chunks": vc_buf_size,
             "network.routing": "adaptive" if routing == "adaptive" else "deterministic",
             "network.router.name": router}
     if router == "bgl-vc":
-        sets |= {"network.router.escape_vcs": vcs_per_class, "network.router.vc_depth_chunks": vc_buf_size,
+        base |= {"network.router.escape_vcs": vcs_per_class, "network.router.vc_depth_chunks": vc_buf_size,
                  "network.router.token_return_ns": token_return_ns}
-    machine = load_machine("bgl", sets)
+    machine = load_machine("bgl", base | dict(sets or {}))
     run = make_run_config(machine=machine, shape=f"{k}x{k}x{k}", algorithm="one-packet",
                           updates_per_process=updates, seed=seed, engine=engine)
     rec = simulate(run)[1]
@@ -199,6 +206,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rates", type=float, nargs="+", default=list(DEFAULT_RATES),
                     help="offered loads, flits/node/cycle")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--booksim-set", action="append", default=[], metavar="KEY=VALUE",
+                    help="BookSim: a further configuration line, e.g. routing_delay=0 or speculative=1 (repeatable)")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--gupsim-only", action="store_true", help="run gupsim's side only, no BookSim")
     ap.add_argument("--json", action="store_true", help="with --gupsim-only: print a JSON list")
@@ -224,8 +233,10 @@ def main(argv: list[str] | None = None) -> int:
         print("booksim_compare: no BookSim binary (set BOOKSIM or pass --booksim); nothing to do.")
         return 0
 
+    extra = tuple(f"{key.strip()} = {value.strip()};" for key, _, value in
+                  (item.partition("=") for item in args.booksim_set))
     cases = [
-        Case(k, args.n, v, args.vc_buf_size, r, args.seed)
+        Case(k, args.n, v, args.vc_buf_size, r, args.seed, extra)
         for k in args.k
         for v in args.vcs_per_class
         for r in args.rates
