@@ -32,4 +32,4 @@ def throttled_total_s(per_link_s: Any) -> float:
     """The seconds BG/P's DMA held packets back at their first link, over the run: each link's own sum (which
     both engines add in the link's event order, a partitioned run's part included) summed exactly
     (``math.fsum``), so that the total does not depend on the order the links are visited in."""
-    return math.fsum(float(s) for s in np.asarray(per_link_s, dtype=float))
+    return math.fsum(np.asarray(per_link_s, dtype=float))

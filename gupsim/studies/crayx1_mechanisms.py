@@ -217,10 +217,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--sizes", default=",".join(map(str, MPI_SHAPES)),
                         help=f"MSP counts of the MPI part, of {sorted(MPI_SHAPES)} (comma-separated)")
     args = parser.parse_args(argv)
-    sizes = tuple(int(s) for s in args.sizes.split(",") if s.strip().isdigit())
-    bad = [s for s in args.sizes.split(",") if not s.strip().isdigit() or int(s) not in MPI_SHAPES]
+    tokens = args.sizes.split(",")
+    bad = [s for s in tokens if not s.strip().isdigit() or int(s) not in MPI_SHAPES]
     if bad:
         parser.error(f"--sizes: {', '.join(bad)} not among {sorted(MPI_SHAPES)}")
+    sizes = tuple(int(s) for s in tokens)
     for folder in (args.records, args.out):
         folder.mkdir(parents=True, exist_ok=True)
     if args.part in ("upc", "all"):

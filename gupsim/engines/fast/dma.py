@@ -30,7 +30,7 @@ free-at times and busy seconds, and below those, one row per link with its throt
 (``TQ_*``, from row ``I_THROTTLE_ROW``; the queue is linked through ``PK_NEXT``, which a held-back packet does not
 otherwise use).  The throttle's counters: ``C_THROTTLE_WAITS`` (packets held back), ``C_THROTTLE_POLLS`` (the
 head's back-off polls) and ``C_THROTTLE_QUEUED`` (those held behind another); the seconds packets were held back
-are summed per link (``TQ_THROTTLED_S``), and the run's total over the links in link order.
+are summed per link (``TQ_THROTTLED_S``), and the run's total is their exact sum (``links.throttled_total_s``).
 """
 
 from __future__ import annotations

@@ -96,7 +96,7 @@ C_STOP_T, C_CHECKED = 33, 34
 # the entity whose event runs (gupsim.engines.order): what it schedules is keyed by it
 C_ACTIVE = 35
 # BG/P's DMA (gupsim.engines.fast.dma): sends that found their first link held by other traffic (the seconds
-# they backed off are kept per link, TQ_THROTTLED_S); row 41 is free
+# they backed off are kept per link, TQ_THROTTLED_S); index 41 is free
 C_THROTTLE_WAITS = 40
 # BG/P's DMA: the throttle's back-off polls (events that look at a held first link again)
 C_THROTTLE_POLLS = 42
@@ -146,7 +146,7 @@ LF_TX_FREE, LF_RX_FREE, LF_TX_BUSY, LF_RX_BUSY = 0, 1, 2, 3
 # (DMA) below the nodes' rows, one row per link: the throttle's queue of the node's packets held back at it, its
 # head and tail packets (as floats; -1 for none), linked through PK_NEXT, and the seconds its packets were held
 # back.  Kept per link, not in one counter, so that a partitioned run adds each link's in the serial run's order
-# (a link's events are its near end's part's) and the run's total in link order, as the reference does.
+# (a link's events are its near end's part's); the run's total is their exact sum (links.throttled_total_s).
 TQ_HEAD, TQ_TAIL, TQ_THROTTLED_S = 0, 1, 2
 #: Free packet rows the kernels' outer loop keeps (:func:`gupsim.engines.fast.events.needs_room`).
 PACKET_MARGIN = 1 << 12
