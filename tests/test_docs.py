@@ -301,3 +301,12 @@ def test_no_tracked_text_file_keeps_a_merge_conflict_marker():
     marked = [name for name in files.stdout.split()
               if re.search(r"^(<{7}|>{7}) ", (REPO_ROOT / name).read_text(errors="replace"), re.M)]
     assert not marked, f"merge conflict markers in {marked}"
+
+
+def test_ci_runs_exactly_the_readme_s_second_command():
+    """`.ci/run` is the README's test command, install included, so what CI proves is what a user types."""
+    commands = [line for line in _shell_lines(REPO_ROOT / "README.md") if line.startswith("python3 -m venv")]
+    assert len(commands) == 2
+    ci_lines = (REPO_ROOT / ".ci" / "run").read_text().splitlines()
+    assert ci_lines[-1] == commands[1]
+    assert commands[0].split(" && ")[:2] == commands[1].split(" && ")[:2]
