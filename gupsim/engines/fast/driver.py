@@ -2,8 +2,8 @@
 
 Every kernel of :data:`gupsim.engines.fast.engine.KERNELS` has a compiled loop (:attr:`Kernel.loop
 <gupsim.engines.fast.contract.Kernel>`) that processes events until its batch ends: a table must grow, or the event
-count reached the driver's pause point (``tables.C_PAUSE_AT``, every
-:data:`BATCH_EVENTS` events).  Between batches this driver, in Python, grows the tables that are
+count reached the driver's pause point (``tables.C_PAUSE_AT``, set so that a batch lasts about
+:data:`BATCH_TARGET_S` of wall time: :class:`BatchPacer`).  Between batches this driver, in Python, grows the tables that are
 short of room, and, once every ``Checkpoint.every_s`` seconds of wall time,
 writes the whole state of the run (its arrays and the simulated time) to one
 ``.npz`` file.  Started again with the same checkpoint, the run resumes from
@@ -51,14 +51,39 @@ from gupsim.engines.fast import core as c, credits as cr, events as ev, tables a
 from gupsim.engines.fast.contract import NETWORK_PACKET_ARRAYS, QUEUE, Kernel, Network
 from gupsim.model.output_analysis import check_points
 
-#: Events per batch: the driver gets control back every few seconds of a whole-machine run.
+#: The most events a batch runs.
 BATCH_EVENTS = 1 << 24
+#: Wall seconds a batch aims at.  A signal (Ctrl-C, SIGTERM) reaches Python only between batches, since the
+#: compiled loop holds the main thread: on a loaded box a batch of a fixed 2^24 events took over two minutes.
+BATCH_TARGET_S = 0.5
+#: The first batch's events, before the loop's rate is known, and the most a batch grows over the last one.
+FIRST_BATCH_EVENTS, BATCH_GROWTH = 1 << 16, 4
 #: ``C_STOP_T`` while the stopping rule has not held (no event time's bits exceed it).
 NO_STOP = np.iinfo(np.int64).max
 #: Wall seconds between two saves: about 1% of the run for the whole machine's 1.6 GB (docs/performance.md).
 CHECKPOINT_EVERY_S = 600.0
 #: One line per save: how far an hour-long run has got (``gupsim reproduce`` and ``gupsim run`` show it).
 log = logging.getLogger(__name__)
+
+
+@dataclass
+class BatchPacer:
+    """How many events the next batch runs: what the last batch's rate runs in :data:`BATCH_TARGET_S`, at most
+    ``cap`` and at most :data:`BATCH_GROWTH` times the last batch.  Where a batch ends changes no record
+    (module docstring), so pacing batches by the wall clock keeps a run a function of its config and seed."""
+
+    cap: int
+    events: int = FIRST_BATCH_EVENTS
+
+    def __post_init__(self) -> None:
+        self.events = min(self.events, self.cap)
+
+    def took(self, events: int, wall_s: float) -> None:
+        """The last batch ran ``events`` events in ``wall_s`` seconds."""
+        if events <= 0:
+            return
+        paced = events * BATCH_TARGET_S / wall_s if wall_s > 0 else float(self.cap)
+        self.events = int(max(1, min(self.cap, BATCH_GROWTH * events, paced)))
 
 
 @dataclass(frozen=True)
@@ -91,11 +116,14 @@ def drive(kernel: Kernel, a: dict, checkpoint: Checkpoint | None = None,
     started = saved = time.monotonic()
     if progress is not None:
         progress(int(a["counters"][tb.C_APPLIED]), total_updates)
+    pacer = BatchPacer(batch_events)
     while True:
         ctr = a["counters"]
-        ctr[tb.C_PAUSE_AT] = ctr[tb.C_EVENTS] + batch_events
+        ctr[tb.C_PAUSE_AT] = ctr[tb.C_EVENTS] + pacer.events
+        events_before, batch_started = int(ctr[tb.C_EVENTS]), time.monotonic()
         # rebuilt every batch: the tables that grew between batches are new arrays
         now, finished = kernel.loop(kernel.state_of(a), network_of(a), now)
+        pacer.took(int(ctr[tb.C_EVENTS]) - events_before, time.monotonic() - batch_started)
         if finished:
             now = cr.settle_all(a[QUEUE], ctr, a["pools"], a["deferred"], now)
         else:

@@ -70,7 +70,7 @@ class WindowLoop:
                  batch_events: int = driver.BATCH_EVENTS, now: float = 0.0) -> None:
         self.kernel, self.a, self.partition, self.marks = kernel, a, partition, marks
         self.width = window_s * (1.0 - WINDOW_SHRINK)
-        self.stop_rule, self.threads, self.batch_events = stop_rule, threads, batch_events
+        self.stop_rule, self.threads, self.pacer = stop_rule, threads, driver.BatchPacer(batch_events)
         self.ranks = int(a["int_params"][tb.I_NRANKS])
         self.points = _ordered_points(a["int_params"], marks, stop_rule is not None)
         self.at = WindowStats(now=now, window=int(math.floor(now / self.width)),
@@ -152,10 +152,12 @@ class WindowLoop:
         end_bits = self._end_bits()
         while True:
             ctr[tb.C_STOP_T] = min(at.rule_stop, end_bits - 1)
-            ctr[tb.C_PAUSE_AT] = ctr[tb.C_EVENTS] + self.batch_events
-            started = time.perf_counter()
+            ctr[tb.C_PAUSE_AT] = ctr[tb.C_EVENTS] + self.pacer.events
+            started, events_before = time.perf_counter(), int(ctr[tb.C_EVENTS])
             at.now, finished = kernel.loop(kernel.state_of(a), driver.network_of(a), at.now)
-            at.busy_s += time.perf_counter() - started
+            took_s = time.perf_counter() - started
+            at.busy_s += took_s
+            self.pacer.took(int(ctr[tb.C_EVENTS]) - events_before, took_s)
             if finished:
                 break
             self._check_rule()

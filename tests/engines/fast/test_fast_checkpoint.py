@@ -151,3 +151,20 @@ def test_gupsim_run_with_checkpoint_resumes_a_stopped_run_to_the_same_record(tmp
         return model_fields(record)
 
     assert model(resumed) == model(uncut)
+
+
+def test_batches_are_paced_by_the_wall_clock_within_their_cap():
+    """A signal is answered between batches: a batch aims at BATCH_TARGET_S of wall time, grows at most
+    BATCH_GROWTH-fold over the last, and never passes its cap (a fixed 2^24-event batch took minutes under load)."""
+    pacer = driver.BatchPacer(cap=10**9)
+    assert pacer.events == driver.FIRST_BATCH_EVENTS
+    pacer.took(pacer.events, 1e-6)  # fast: grows, but at most BATCH_GROWTH-fold
+    assert pacer.events == driver.BATCH_GROWTH * driver.FIRST_BATCH_EVENTS
+    pacer.took(4_000_000, 8 * driver.BATCH_TARGET_S)  # slow: shrinks to what the target's wall time runs
+    assert pacer.events == 500_000
+    pacer.took(0, 1.0)  # a batch that ran nothing (a table had to grow) says nothing of the rate
+    assert pacer.events == 500_000
+    assert driver.BatchPacer(cap=311).events == 311
+    capped = driver.BatchPacer(cap=1000)
+    capped.took(1000, 1e-9)
+    assert capped.events == 1000
