@@ -3,12 +3,14 @@ and 3 parts (3 is more threads than the 2-core CI box has, on purpose), and its 
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
 from gupsim.app.reporting import MEASURED_KEYS, model_fields
 from gupsim.base.errors import GupsimError
-from gupsim.engines.fast import FastSimulation, partitioned, windows
+from gupsim.engines.fast import FastSimulation, core as c, partitioned, tables as tb, windows
 from gupsim.engines.run import make_record, make_run_config
 from tests.engines.fast.conftest import kernel_machine
 
@@ -156,3 +158,38 @@ def test_a_partitioned_run_resumes_from_its_checkpoint(tmp_path, monkeypatch, re
     sim.execute(driver.Checkpoint(checkpoint.path, key="k"), parts=resumed_parts)  # saved every 10 min: not again
     assert not checkpoint.path.exists()
     assert_same_run(serial_sim, serial, sim, model_fields(make_record(sim.outcome(), 0.0)))
+
+
+
+def _free_rows(pk, ctr):
+    """The rows on the free list of counters ``ctr``."""
+    rows, p = [], int(ctr[tb.C_FREE_HEAD])
+    while p != -1:
+        rows.append(p)
+        p = int(pk[p, tb.PK_NEXT])
+    assert len(rows) == ctr[tb.C_NFREE]
+    return rows
+
+
+@pytest.mark.parametrize("short_free,rich_free,moved", [
+    (10, 5 * tb.PACKET_MARGIN, (5 * tb.PACKET_MARGIN - 10) // 2),  # half the difference: both end even
+    (10, 4 * tb.PACKET_MARGIN - 100, 0),  # too little to leave both two margins: the tables grow instead
+])
+def test_a_part_short_of_packet_rows_takes_half_the_richest_part_s_surplus(monkeypatch, short_free, rich_free, moved):
+    """A packet's row returns to the part that delivers it, so rows drift between parts; growing the shared tables
+    whenever one part ran short doubled them once more than a serial run (2-thread peak RSS 1.2x the serial's)."""
+    pk = np.zeros((short_free + rich_free + 7, tb.PK_COLS), dtype=np.int32)
+    parts = []
+    for first, last in ((0, short_free), (short_free, short_free + rich_free), (short_free + rich_free, len(pk))):
+        ctr = np.zeros(tb.N_COUNTERS, dtype=np.int64)
+        ctr[tb.C_FREE_HEAD] = -1
+        c.link_free_list(pk, first, last, ctr)
+        parts.append(SimpleNamespace(counters=ctr))
+    grown = []
+    monkeypatch.setattr(windows.driver, "grow_packets", lambda kernel, a, ctr: grown.append(ctr))
+    windows._refill(None, {"packets": pk}, parts[0], parts)
+    assert parts[0].counters[tb.C_NFREE] == short_free + moved
+    assert parts[1].counters[tb.C_NFREE] == rich_free - moved
+    assert grown == ([] if moved else [parts[0].counters])
+    rows = [_free_rows(pk, part.counters) for part in parts]
+    assert sorted(sum(rows, [])) == list(range(len(pk)))  # no row lost or on two lists
