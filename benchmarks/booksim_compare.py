@@ -144,6 +144,7 @@ def gupsim_saturation(k: int, routing: str, vcs_per_class: int, router: str, vc_
     how it stands in for BookSim's); ``sets`` are further machine settings, applied last (what-ifs)."""
     from gupsim.config import load_machine
     from gupsim.engines.run import make_run_config, simulate
+    from gupsim.studies.headline import headline_record
 
     base = {"network.topology": "torus", **({"cpu.clock_hz": clock_hz} if clock_hz else {}),
             **({"network.link_bytes_per_s": link_bytes_per_s} if link_bytes_per_s else {}),
@@ -156,7 +157,7 @@ def gupsim_saturation(k: int, routing: str, vcs_per_class: int, router: str, vc_
     machine = load_machine("bgl", base | dict(sets or {}))
     run = make_run_config(machine=machine, shape=f"{k}x{k}x{k}", algorithm="one-packet",
                           updates_per_process=updates, seed=seed, engine=engine)
-    rec = simulate(run)[1]
+    rec = headline_record(simulate(run)[1])  # the steady-state rate, the one its interval is of
     return {"k": k, "routing": routing, "vcs_per_class": vcs_per_class, "router": router,
             "saturation": rec["network_bound_fraction"], "saturation_ci": _bound_interval(rec),
             "send_blocking_factor": rec["send_blocking_factor"],

@@ -155,3 +155,10 @@ def test_compile_profile_refuses_an_unknown_family_in_one_line():
                          capture_output=True, text=True)
     assert out.returncode == 2
     assert out.stderr.strip().splitlines()[-1].startswith("compile_profile.py: error: --families: unknown nope (valid: first,")
+
+
+def test_alltoall_peak_refuses_a_scale_that_does_not_divide_the_machines_in_one_line():
+    script = Path(__file__).resolve().parent.parent / "benchmarks" / "alltoall_peak.py"
+    out = subprocess.run([sys.executable, str(script), "--scale", "3"], capture_output=True, text=True)
+    assert out.returncode == 2 and out.stdout == ""  # nothing ran
+    assert out.stderr.strip() == "alltoall_peak: --scale 3 does not divide every dimension of 64x32x32, 40x32x16"
