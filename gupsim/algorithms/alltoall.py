@@ -173,7 +173,10 @@ class AllToAll(Algorithm):
         self.round_times: list[RoundTimes] = []
         self.barrier_steps = max(1, (ranks - 1).bit_length()) if ranks > 1 else 0
         # A round holds a process's buckets and what it received, up to P x bucket_size updates each: refuse in
-        # one line a run whose rounds would not fit, before the first one fills.
+        # one line a run whose rounds would not fit, before the first one fills.  Only the SimPy engine (the one
+        # with an environment) holds the updates themselves; the fast kernel keeps their counts.
+        if getattr(sim, "env", None) is None:
+            return
         held = min(sim.run.updates_per_process, ranks * options.bucket_size)
         check_fits(ranks, self.memory_per_rank_bytes + 2 * held * HELD_UPDATE_BYTES, f"alltoall on {sim.run.shape}",
                    detail=f"up to {held:,} updates held per process per round")

@@ -34,6 +34,7 @@ from gupsim.engines.fast import one_packet
 from gupsim.engines.fast import routed
 from gupsim.engines.fast import routed_split
 from gupsim.engines.fast import baseline
+from gupsim.engines.fast import alltoall
 from gupsim.engines.fast import core as c, credits as cr, events as ev, stream, tables as tb
 from gupsim.engines.fast import driver, partitioned, windows
 from gupsim.engines.fast.compiling import compile_time
@@ -53,7 +54,7 @@ MAX_FAST_UPDATES = np.iinfo(np.int64).max
 #: Algorithms with a fast kernel (each module's ``KERNEL``, checked against the contract as it registers);
 #: the others always run on SimPy.
 KERNELS = KernelRegistry()
-for _kernel in (one_packet.KERNEL, routed.KERNEL, routed_split.KERNEL, baseline.KERNEL):
+for _kernel in (one_packet.KERNEL, routed.KERNEL, routed_split.KERNEL, baseline.KERNEL, alltoall.KERNEL):
     register_kernel(KERNELS, _kernel)
 
 
