@@ -32,7 +32,8 @@ the slowest filler.  The spread of the fill across the processes of a round (its
 and the mean wait for the slowest filler) is the load imbalance that seed 004 names.
 
 A process holds up to P x ``bucket_size`` updates between rounds: 0.5b predates HPCC's 1,024-pending rule, so
-this algorithm does not (and may not) call ``check_pending``.  No fast kernel models it (SimPy only).
+this algorithm does not (and may not) call ``check_pending``.  The fast engine runs it too, bit for bit
+(:mod:`gupsim.engines.fast.alltoall`, on one thread: ``--threads`` runs it serially).
 """
 
 from __future__ import annotations

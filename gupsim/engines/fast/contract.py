@@ -1,7 +1,7 @@
 """What a fast kernel provides, what the fast engine gives it, and the registry that checks the two meet.
 
 A kernel is one algorithm's compiled event loop (``one_packet.py``, ``routed.py``, ``routed_split.py``,
-``baseline.py``).  The
+``baseline.py``, ``alltoall.py``).  The
 engine (:mod:`gupsim.engines.fast.engine`) builds the network's state, asks the kernel for its own, runs the
 kernel's loop batch by batch (:mod:`gupsim.engines.fast.driver`) and, once the run ends, asks the kernel what
 it counted.  Everything it asks for is a member of :class:`Kernel`; a kernel module exports one instance,
