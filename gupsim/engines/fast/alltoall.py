@@ -26,8 +26,10 @@ differs, and every SimPy event whose place in the order can matter at equal time
   the order processes finish the round, as :class:`gupsim.algorithms.alltoall.RoundTimes` sums them, and
   :func:`gupsim.algorithms.alltoall.round_shares` makes the record's shares from them.
 
-The run cannot be split over threads (no ``summed_arrays``): a round's barrier and exchange tie every
-process to every other at each step, which leaves a partitioned run's windows nothing to do in parallel.
+The kernel runs on one thread (no ``summed_arrays``), as ``baseline``'s does: ``--threads`` above 1 is refused
+in one line, and the default runs it serially (:meth:`gupsim.engines.fast.engine.FastEngine.threads_for`).  A run
+in parts would have to rebuild the round tables' float sums in the order the processes finish each round
+across the whole machine.
 
 Checked bit for bit against SimPy in ``tests/engines/fast/test_fast_alltoall.py``.
 """
