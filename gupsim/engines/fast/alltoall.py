@@ -581,8 +581,9 @@ def error_message(code: int, state: dict) -> str:
 
 
 #: Arrays per process: two rows of P bucket and block sizes (4 bytes each), barrier mail and its state rows;
-#: the messages in flight are a few per process.  Sized for 1,024 processes and checked on the rows measured
-#: (docs/performance-log.md).
+#: the messages in flight are a few per process: 9 KB at 1,024 processes.  The two rows grow with P, so above
+#: about 1,900 processes this figure falls short of them (8,192 processes: 64 KB each).  The 128- and 252-MSP
+#: rows peaked at 250 MB, the engine's fixed part (docs/performance-log.md).
 KERNEL = Kernel(name="alltoall", state=State, loop=_loop, prepare=prepare, counters=counters,
                 window_counters=window_counters, ended=ended, updates_left=updates_left, error_message=error_message,
                 per_rank_bytes=16_000, options=frozenset({"bucket_size", "exchange", "schedule"}),
