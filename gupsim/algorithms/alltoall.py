@@ -143,6 +143,11 @@ class AllToAll(Algorithm):
     needs_mpi = True
     rate_over_whole_run = True  # every round's updates are applied in one burst after its exchange
     holds_pending = True
+    #: What the fast kernel (gupsim.engines.fast.alltoall) reads through the algorithm registry, so that the
+    #: engines do not import this module: a block's header words, and the round sums and the shares made of them.
+    header_words = BUCKET_HEADER_WORDS
+    round_times_class = RoundTimes
+    shares = staticmethod(round_shares)
 
     class Options(BaseModel):
         model_config = OPTIONS_CONFIG

@@ -49,8 +49,8 @@ def test_a_run_is_a_function_of_its_config_and_seed():
     a, b = (_run("4x2x1", 300, bucket_size=8)[1] for _ in range(2))
     same = [repr({k: v for k, v in r.items() if k not in VOLATILE}) for r in (a, b)]  # repr: nan == nan
     assert same[0] == same[1]
-    c = simulate(make_run_config(machine="bgl", shape="4x2x1", algorithm="alltoall", updates_per_process=300, engine="simpy",
-                                 log2_table_size=20, seed=1, algorithm_options={"bucket_size": 8}))[1]
+    c = simulate(make_run_config(machine="bgl", shape="4x2x1", algorithm="alltoall", updates_per_process=300,
+                                 engine="simpy", log2_table_size=20, seed=1, algorithm_options={"bucket_size": 8}))[1]
     assert c["sim_time_s"] != a["sim_time_s"]
 
 

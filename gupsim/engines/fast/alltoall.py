@@ -24,7 +24,8 @@ differs, and every SimPy event whose place in the order can matter at equal time
   condition is counted in ``CI_STALE_WAKE`` and skipped when it pops.
 * **Round times.**  Each process's phase times are summed per round in ``round_times`` and ``round_counts`` in
   the order processes finish the round, as :class:`gupsim.algorithms.alltoall.RoundTimes` sums them, and
-  :func:`gupsim.algorithms.alltoall.round_shares` makes the record's shares from them.
+  :func:`gupsim.algorithms.alltoall.round_shares` makes the record's shares from them (reached through the
+  algorithm registry, which keeps the engines' import chains short: tests/test_architecture.py).
 
 The kernel runs on one thread (no ``summed_arrays``), as ``baseline``'s does: ``--threads`` above 1 is refused
 in one line, and the default runs it serially (:meth:`gupsim.engines.fast.engine.FastEngine.threads_for`).  A run
@@ -41,7 +42,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from gupsim.algorithms.alltoall import BUCKET_HEADER_WORDS, RoundTimes, round_shares
+from gupsim.algorithms.base import algorithm_class
 from gupsim.engines.fast import core as c, credits as cr, events as ev, stream, tables as tb
 from gupsim.engines.fast.baseline import (AC_MSG_FREE, AC_MSG_NFREE, EV_ISEND, EV_SEND_DONE, KT_RECV, KT_SEND,
                                           MS_COLS, MS_DST, MS_FIN, MS_K, MS_NEXT, MS_NPK, MS_RECV, MS_SENT,
@@ -76,12 +77,14 @@ AC_UPDATES, AC_DATA, AC_SLOTS, AC_MESSAGES, AC_PACKETS, AC_ROUNDS = range(6)
 AF_BARRIER, AF_EXCHANGE = range(2)  # rank 0's barrier and exchange seconds
 # integer parameters
 A_SIZE, A_FIXED, A_PAIRWISE, A_STEPS, A_NRANKS = range(5)
-# cost parameters: cycles per filled update (generate + bucket insert, summed as the reference sums them), per applied update
+# cost parameters: cycles per filled update (generate + bucket insert, summed as the reference sums them) and
+# per applied update
 K_FILL, K_UPD = range(2)
 # round_times columns (RoundTimes' float sums) and round_counts columns
 RT_FILL, RT_FILL_SQ, RT_FILL_MAX, RT_BARRIER, RT_EXCHANGE, RT_APPLY = range(6)
 RC_PROCESSES, RC_UPDATES, RC_DONE = range(3)
 COUNTER_NAMES = ("updates", "data_messages", "slots", "messages", "packets")
+KERNEL_NAME = "alltoall"
 
 
 class State(NamedTuple):
@@ -490,9 +493,9 @@ def _message_rows(sim, options) -> tuple[np.ndarray, np.ndarray]:
     """Per message row (0: barrier, then the blocks: one row if fixed, one per size if not), its packets and
     their sizes as ``packet_payloads`` cuts them, and its MPI send and receive cycles."""
     alg, net, cm = sim.algorithm, sim.net_cfg, sim.cost
-    size = options.bucket_size
-    words = [1] + ([BUCKET_HEADER_WORDS + size] if options.exchange == "fixed"
-                   else [BUCKET_HEADER_WORDS + n for n in range(size + 1)])
+    size, header_words = options.bucket_size, alg.header_words
+    words = [1] + ([header_words + size] if options.exchange == "fixed"
+                   else [header_words + n for n in range(size + 1)])
     tabs = np.zeros((len(words), T_COLS), dtype=np.int64)
     ktab = np.zeros((len(words), 2))
     data_bytes, header = alg.sim.net.max_data_bytes, alg.sim.net.data_header_bytes
@@ -516,7 +519,8 @@ def prepare(sim, options) -> dict:
     size = options.bucket_size
     tabs, ktab = _message_rows(sim, options)
     ai = np.zeros(8, dtype=np.int64)
-    ai[A_SIZE], ai[A_FIXED], ai[A_PAIRWISE] = size, int(options.exchange == "fixed"), int(options.schedule == "pairwise")
+    ai[A_SIZE], ai[A_FIXED] = size, int(options.exchange == "fixed")
+    ai[A_PAIRWISE] = int(options.schedule == "pairwise")
     ai[A_STEPS], ai[A_NRANKS] = sim.algorithm.barrier_steps, R
     ci = tb.line_aligned((R, CI_COLS), np.int64, 0)
     ci[:, CI_LEFT] = sim.run.updates_per_process
@@ -551,13 +555,13 @@ def window_counters(state: dict) -> list[dict]:
     return [dict(zip(COUNTER_NAMES, (int(v) for v in w))) for w in state["window_marks"]]
 
 
-def _round_times(state: dict) -> list[RoundTimes]:
-    """The per-round sums as the reference's :class:`RoundTimes`, for :func:`round_shares`."""
+def _round_times(state: dict, algorithm) -> list:
+    """The per-round sums as the reference's :class:`gupsim.algorithms.alltoall.RoundTimes`, for its shares."""
     out = []
     for times, counts in zip(state["round_times"], state["round_counts"]):
         if counts[RC_PROCESSES] == 0:
             break
-        rt = RoundTimes()
+        rt = algorithm.round_times_class()
         rt.processes, rt.updates, rt.done = int(counts[RC_PROCESSES]), int(counts[RC_UPDATES]), bool(counts[RC_DONE])
         rt.fill, rt.fill_sq, rt.fill_max, rt.barrier, rt.exchange, rt.apply = (float(v) for v in times)
         out.append(rt)
@@ -568,10 +572,11 @@ def counters(state: dict) -> dict:
     """The reference class's counters (:meth:`gupsim.algorithms.alltoall.AllToAll.counters`) at the end."""
     ac, af = state["alg_counters"], state["alg_times"]
     ranks = state["rank_ints"].shape[0]
+    algorithm = algorithm_class(KERNEL_NAME)  # the reference class, through the registry (its round shares)
     return {"updates": int(ac[AC_UPDATES]), "messages": int(ac[AC_MESSAGES]), "packets": int(ac[AC_PACKETS]),
             "data_messages": int(ac[AC_DATA]), "slots": int(ac[AC_SLOTS]), "rounds": int(ac[AC_ROUNDS]),
-            "barrier_s": float(af[AF_BARRIER]), "exchange_s": float(af[AF_EXCHANGE])} | round_shares(
-                _round_times(state), ranks)
+            "barrier_s": float(af[AF_BARRIER]), "exchange_s": float(af[AF_EXCHANGE])} | algorithm.shares(
+                _round_times(state, algorithm), ranks)
 
 
 def error_message(code: int, state: dict) -> str:
@@ -580,11 +585,12 @@ def error_message(code: int, state: dict) -> str:
     return f"alltoall fast kernel: internal error {code} ({what.get(int(code), 'unknown')})"
 
 
-#: Arrays per process: two rows of P bucket and block sizes (4 bytes each), barrier mail and its state rows;
-#: the messages in flight are a few per process: 9 KB at 1,024 processes.  The two rows grow with P, so above
-#: about 1,900 processes this figure falls short of them (8,192 processes: 64 KB each).  The 128- and 252-MSP
-#: rows peaked at 250 MB, the engine's fixed part (docs/performance-log.md).
-KERNEL = Kernel(name="alltoall", state=State, loop=_loop, prepare=prepare, counters=counters,
+#: Arrays per process besides its two rows of P bucket and block sizes (4 bytes each: ``per_rank_pair_bytes``):
+#: its state rows, barrier mail and the few messages it has in flight, and the network's tables beyond
+#: FAST_NODE_BYTES (a 4,096-process torus holds 170 MB of arrays, 134 MB of them the two P x P tables).  The 128-
+#: and 252-MSP rows peaked at 250 MB (docs/performance-log.md).
+KERNEL = Kernel(name=KERNEL_NAME, state=State, loop=_loop, prepare=prepare, counters=counters,
                 window_counters=window_counters, ended=ended, updates_left=updates_left, error_message=error_message,
-                per_rank_bytes=16_000, options=frozenset({"bucket_size", "exchange", "schedule"}),
+                per_rank_bytes=16_000, per_rank_pair_bytes=8,
+                options=frozenset({"bucket_size", "exchange", "schedule"}),
                 grow_tables=grow_tables, grown_arrays=("messages",))

@@ -109,6 +109,9 @@ class Kernel:
     * ``updates_left(arrays) -> int array (ranks,)``: updates each rank has still to generate.
     * ``error_message(code, arrays) -> str``: one line for a nonzero ``counters[C_ERROR]``.
     * ``per_rank_bytes``: measured peak bytes per process above the fixed part (the memory estimate).
+    * ``per_rank_pair_bytes``, optional: bytes per process *per process*, for a kernel whose tables hold a row of
+      P entries for each of the P processes (``alltoall``'s bucket and block sizes); the estimate adds P times it
+      to every process's ``per_rank_bytes``.
     * ``options``: the algorithm options the kernel implements; any other must keep its default, else the
       run goes to SimPy (:meth:`gupsim.engines.fast.engine.FastEngine.unsupported`).
     * ``packet_arrays``: the kernel's own per-packet tables (rows indexed by packet number), grown with the
@@ -132,6 +135,7 @@ class Kernel:
     error_message: Callable[[int, dict], str]
     per_rank_bytes: int
     options: frozenset = frozenset()
+    per_rank_pair_bytes: int = 0
     packet_arrays: tuple = ()
     grow_tables: Optional[Callable[[dict], None]] = None
     grown_arrays: tuple = ()

@@ -67,9 +67,12 @@ DMA_PACKET_BYTES = 272
 
 
 def per_rank_bytes(run: RunConfig) -> int:
-    """The memory estimate's part per process: the kernel's measured figure, or on a machine with a DMA engine
-    the packets its injection FIFO can hold past the DMA, whichever is larger."""
-    own = KERNELS[run.algorithm].per_rank_bytes
+    """The memory estimate's part per process: the kernel's measured figure (with its row of P entries, if it keeps
+    one per process), or on a machine with a DMA engine the packets its injection FIFO can hold past the DMA,
+    whichever is larger."""
+    kernel = KERNELS[run.algorithm]
+    ranks = math.prod(parse_shape(run.shape)) * run.machine.cpu.processes_per_node
+    own = kernel.per_rank_bytes + ranks * kernel.per_rank_pair_bytes
     if getattr(run.machine, "dma", None) is None:
         return own
     return max(own, run.machine.network.injection_fifo_chunks * DMA_PACKET_BYTES)
