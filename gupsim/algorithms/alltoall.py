@@ -32,7 +32,8 @@ the slowest filler.  The spread of the fill across the processes of a round (its
 and the mean wait for the slowest filler) is the load imbalance that seed 004 names.
 
 A process holds up to P x ``bucket_size`` updates between rounds: 0.5b predates HPCC's 1,024-pending rule, so
-this algorithm does not (and may not) call ``check_pending``.  No fast kernel models it (SimPy only).
+this algorithm does not (and may not) call ``check_pending``.  The fast engine runs it too, bit for bit
+(:mod:`gupsim.engines.fast.alltoall`, on one thread: ``--threads`` runs it serially).
 """
 
 from __future__ import annotations
@@ -142,6 +143,11 @@ class AllToAll(Algorithm):
     needs_mpi = True
     rate_over_whole_run = True  # every round's updates are applied in one burst after its exchange
     holds_pending = True
+    #: What the fast kernel (gupsim.engines.fast.alltoall) reads through the algorithm registry, so that the
+    #: engines do not import this module: a block's header words, and the round sums and the shares made of them.
+    header_words = BUCKET_HEADER_WORDS
+    round_times_class = RoundTimes
+    shares = staticmethod(round_shares)
 
     class Options(BaseModel):
         model_config = OPTIONS_CONFIG
@@ -173,7 +179,10 @@ class AllToAll(Algorithm):
         self.round_times: list[RoundTimes] = []
         self.barrier_steps = max(1, (ranks - 1).bit_length()) if ranks > 1 else 0
         # A round holds a process's buckets and what it received, up to P x bucket_size updates each: refuse in
-        # one line a run whose rounds would not fit, before the first one fills.
+        # one line a run whose rounds would not fit, before the first one fills.  Only the SimPy engine (the one
+        # with an environment) holds the updates themselves; the fast kernel keeps their counts.
+        if getattr(sim, "env", None) is None:
+            return
         held = min(sim.run.updates_per_process, ranks * options.bucket_size)
         check_fits(ranks, self.memory_per_rank_bytes + 2 * held * HELD_UPDATE_BYTES, f"alltoall on {sim.run.shape}",
                    detail=f"up to {held:,} updates held per process per round")

@@ -12,7 +12,7 @@ from tests.studies.conftest import check_page_lists_every_miss_with_its_explanat
 
 
 #: The experiment run once, in tests/studies/test_crayx1_hpcc.py, which applies this file's checks of every
-#: experiment to it: at its quick size it takes a minute (SimPy's alltoall runs), as long as all the others.
+#: experiment to it: at its quick size it takes about 15 s (its alltoall runs on the fast engine; 45 s on SimPy).
 OWN_FILE = ("crayx1-hpcc",)
 
 

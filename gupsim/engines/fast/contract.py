@@ -1,7 +1,7 @@
 """What a fast kernel provides, what the fast engine gives it, and the registry that checks the two meet.
 
 A kernel is one algorithm's compiled event loop (``one_packet.py``, ``routed.py``, ``routed_split.py``,
-``baseline.py``).  The
+``baseline.py``, ``alltoall.py``).  The
 engine (:mod:`gupsim.engines.fast.engine`) builds the network's state, asks the kernel for its own, runs the
 kernel's loop batch by batch (:mod:`gupsim.engines.fast.driver`) and, once the run ends, asks the kernel what
 it counted.  Everything it asks for is a member of :class:`Kernel`; a kernel module exports one instance,
@@ -109,6 +109,9 @@ class Kernel:
     * ``updates_left(arrays) -> int array (ranks,)``: updates each rank has still to generate.
     * ``error_message(code, arrays) -> str``: one line for a nonzero ``counters[C_ERROR]``.
     * ``per_rank_bytes``: measured peak bytes per process above the fixed part (the memory estimate).
+    * ``per_rank_pair_bytes``, optional: bytes per process *per process*, for a kernel whose tables hold a row of
+      P entries for each of the P processes (``alltoall``'s bucket and block sizes); the estimate adds P times it
+      to every process's ``per_rank_bytes``.
     * ``options``: the algorithm options the kernel implements; any other must keep its default, else the
       run goes to SimPy (:meth:`gupsim.engines.fast.engine.FastEngine.unsupported`).
     * ``packet_arrays``: the kernel's own per-packet tables (rows indexed by packet number), grown with the
@@ -132,6 +135,7 @@ class Kernel:
     error_message: Callable[[int, dict], str]
     per_rank_bytes: int
     options: frozenset = frozenset()
+    per_rank_pair_bytes: int = 0
     packet_arrays: tuple = ()
     grow_tables: Optional[Callable[[dict], None]] = None
     grown_arrays: tuple = ()

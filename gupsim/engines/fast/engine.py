@@ -34,6 +34,7 @@ from gupsim.engines.fast import one_packet
 from gupsim.engines.fast import routed
 from gupsim.engines.fast import routed_split
 from gupsim.engines.fast import baseline
+from gupsim.engines.fast import alltoall
 from gupsim.engines.fast import core as c, credits as cr, events as ev, stream, tables as tb
 from gupsim.engines.fast import driver, partitioned, windows
 from gupsim.engines.fast.compiling import compile_time
@@ -53,7 +54,7 @@ MAX_FAST_UPDATES = np.iinfo(np.int64).max
 #: Algorithms with a fast kernel (each module's ``KERNEL``, checked against the contract as it registers);
 #: the others always run on SimPy.
 KERNELS = KernelRegistry()
-for _kernel in (one_packet.KERNEL, routed.KERNEL, routed_split.KERNEL, baseline.KERNEL):
+for _kernel in (one_packet.KERNEL, routed.KERNEL, routed_split.KERNEL, baseline.KERNEL, alltoall.KERNEL):
     register_kernel(KERNELS, _kernel)
 
 
@@ -66,9 +67,12 @@ DMA_PACKET_BYTES = 272
 
 
 def per_rank_bytes(run: RunConfig) -> int:
-    """The memory estimate's part per process: the kernel's measured figure, or on a machine with a DMA engine
-    the packets its injection FIFO can hold past the DMA, whichever is larger."""
-    own = KERNELS[run.algorithm].per_rank_bytes
+    """The memory estimate's part per process: the kernel's measured figure (with its row of P entries, if it keeps
+    one per process), or on a machine with a DMA engine the packets its injection FIFO can hold past the DMA,
+    whichever is larger."""
+    kernel = KERNELS[run.algorithm]
+    ranks = math.prod(parse_shape(run.shape)) * run.machine.cpu.processes_per_node
+    own = kernel.per_rank_bytes + ranks * kernel.per_rank_pair_bytes
     if getattr(run.machine, "dma", None) is None:
         return own
     return max(own, run.machine.network.injection_fifo_chunks * DMA_PACKET_BYTES)

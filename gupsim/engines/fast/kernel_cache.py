@@ -1,7 +1,7 @@
 """Numba's on-disk cache, keyed on every fast-engine source file instead of one.
 
 Numba stamps a cached function with the hash of the file that defines it.
-The kernels (``one_packet.py``, ``routed.py``, ``routed_split.py``, ``baseline.py``) compile the
+The kernels (``one_packet.py``, ``routed.py``, ``routed_split.py``, ``baseline.py``, ``alltoall.py``) compile the
 helpers of ``core.py``, ``credits.py``, ``events.py``, ``tables.py`` and
 ``stream.py`` into themselves, and freeze the constants they import (from
 ``gupsim.engines.order`` too), so an edit to a helper's file alone would leave

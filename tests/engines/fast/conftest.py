@@ -40,7 +40,9 @@ def assert_engines_agree(fast_sim, fast, ref_sim, ref):
     f, r = fo.links, ro.links
     for column in ("bytes", "busy_s", "blocked_s"):
         np.testing.assert_array_equal(f[column], r[column])
-    assert fo.packets_delivered == fo.packets_injected
+    # every packet is in, except for an algorithm whose last messages carry no update (alltoall's empty done
+    # blocks): those may still be in flight when the last update is applied, on both engines alike
+    assert (fo.packets_injected, fo.packets_delivered) == (ro.packets_injected, ro.packets_delivered)
     assert (fo.dma is None) == (ro.dma is None)
     if ro.dma is not None:  # BG/P's DMA engines: every node's busy seconds, and the throttle's back-offs
         for column in ("tx_busy_s", "rx_busy_s"):

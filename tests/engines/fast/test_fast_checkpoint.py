@@ -23,7 +23,8 @@ def test_a_run_cut_into_short_batches_is_the_uncut_run(algorithm):
     config = _config(algorithm)
     uncut, sim = _record(config)
     assert uncut["events"] > 50 * 97  # many pauses below
-    assert _record(config, batch_events=97)[0] == uncut
+    # repr: a NaN field (alltoall's round shares, a run without a full round) equals itself there
+    assert repr(_record(config, batch_events=97)[0]) == repr(uncut)
 
 
 # routed-split and one-packet save the most state every batch here (a minute or more each on a 2-core box):
@@ -42,7 +43,7 @@ def test_a_run_stopped_after_a_save_resumes_from_it_to_the_same_record(algorithm
     resumed, sim = _record(config, checkpoint, batch_events=311)
     assert loaded == [1] and saves[-1] > 0
     assert sim.earlier_wall_s > 0  # the record's wall time counts the stopped piece
-    assert resumed == uncut
+    assert repr(resumed) == repr(uncut)  # repr: NaN fields equal (above)
     assert not checkpoint.path.exists()  # a finished run leaves no state behind
 
 

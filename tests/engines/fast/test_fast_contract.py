@@ -26,7 +26,7 @@ def _refusal(kernel: Kernel) -> str:
 
 
 def test_every_registered_kernel_meets_the_contract():
-    assert sorted(KERNELS) == ["baseline", "one-packet", "routed", "routed-split"]
+    assert sorted(KERNELS) == ["alltoall", "baseline", "one-packet", "routed", "routed-split"]
     for name, kernel in KERNELS.items():
         assert kernel.name == name and contract_problems(kernel) == []
 
@@ -79,7 +79,7 @@ def test_a_kernel_registered_twice_is_refused():
 def test_an_unknown_kernel_lists_the_registered_ones_in_one_line():
     with pytest.raises(UnknownKernel) as info:
         KERNELS["dv"]
-    assert str(info.value) == "no fast kernel for algorithm 'dv' (fast kernels: baseline, one-packet, routed, routed-split)"
+    assert str(info.value) == "no fast kernel for algorithm 'dv' (fast kernels: alltoall, baseline, one-packet, routed, routed-split)"
     assert isinstance(info.value, GupsimError) and isinstance(info.value, KeyError)
 
 
