@@ -8,8 +8,8 @@ records, one JSON file each, in a folder; this module names them (:data:`RUNS`),
 
     python -m gupsim.studies.alltoall_bgl RECORDS_DIR OUT_DIR [--run]
 
-``alltoall`` has no fast kernel, so its runs are SimPy's, at a batch size (``bucket_size``) far below 0.5b's
-2,048 so that a run of several rounds takes minutes: one round sends P - 1 blocks from every process, P(P - 1)
+``alltoall``'s runs here were made on SimPy (its fast kernel came later, with equal records), at a batch
+size (``bucket_size``) far below 0.5b's 2,048 so that a run of several rounds takes minutes: one round sends P - 1 blocks from every process, P(P - 1)
 messages, and at P = 8,192 that is 67 million messages per round.  Its 8,192-node run is therefore not made;
 the table gives its cost per round from the 512-node run's measured wall time per message instead.
 """

@@ -15,7 +15,7 @@ It answers two questions of the X1 models that no constant of theirs answers by 
   bucket size is found in no source, so it is swept (:data:`BUCKET_SWEEP`) at :data:`BUCKET_SWEEP_MSPS` MSPs.
 
 The runs are ``gupsim run`` records, one JSON file each, in a folder; this module names them, makes the
-missing ones (``--run``, SimPy: neither algorithm has a fast kernel), and writes ``crayx1-upc-window`` and
+missing ones (``--run``; ``upc`` on SimPy, ``alltoall`` on the fast engine where the run allows it), and writes ``crayx1-upc-window`` and
 ``crayx1-mpi-rounds`` (CSV, PNG, SVG) and ``crayx1-mpi-buckets.csv``:
 
     python -m gupsim.studies.crayx1_mechanisms RECORDS_DIR OUT_DIR [--run] [--part upc|mpi|bucket]

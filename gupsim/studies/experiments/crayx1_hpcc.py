@@ -15,12 +15,13 @@ and the RandomAccess rows are judged.  Both kinds are in one table, keyed by a r
   iteration also holds two ``upc_barrier`` s), it is the simulated round trip of one reference at window 1
   on 9x7x1 plus the fitted ``remote_latency_cycles`` (:func:`fit_upc_remote_latency`).
 * **RandomAccess rows** (``crayx1_hpcc2004.csv``), judged, each simulated where the simulator can run it:
-  X1 MPI at 32, 60 and 124 MSPs (the last on 128) with ``alltoall`` (HPCC 0.5b, SimPy only), X1 UPC at 252
+  X1 MPI at 32, 60 and 124 MSPs (the last on 128) with ``alltoall`` (HPCC 0.5b), X1 UPC at 252
   MSPs with ``upc`` (a remote read-modify-write per update, :data:`UPC_WINDOW` references in flight, SimPy
-  only).  X1 MPI at 252 MSPs and the T3E at 1,024 are listed with the reason they are not simulated:
-  ``alltoall`` has no fast kernel, and one round there holds about P x 2,048 x 0.95 updates per process
-  (486,000 at 252, about 1.9 million on 1,024 T3E processors), several rounds are needed for a rate, and the
-  SimPy engine takes hours for that (docs/performance-log.md, "alltoall on SimPy").
+  only).  X1 MPI at 252 MSPs and the T3E at 1,024 are listed with the reason they are not simulated here: one
+  round holds about P x 2,048 x 0.95 updates per process (486,000 at 252, about 1.9 million on 1,024 T3E
+  processors) and several rounds are needed for a rate.  ``alltoall``'s fast kernel runs the 252-MSP row in
+  about 2.5 minutes (docs/research/cray-x1-t3e.md, item 1), which this target does not yet include; the T3E
+  row would take about 2 hours (an estimate, docs/performance-log.md, "alltoall on the fast engine").
 
 Shapes: an X1 node holds 4 MSPs, so 32 MSPs is ``4x2x1`` (8 nodes) and 60 MSPs ``5x3x1`` (15 nodes); 124 MSPs
 would be 31 nodes, a prime, so that row runs 128 MSPs on ``8x4x1``; 252 is ``9x7x1`` (63 nodes).  The seed does not say how its partitions were laid out (docs/research/cray-x1-t3e.md,
@@ -191,11 +192,11 @@ def _runs(quick: bool, upc_latency_cycles: float) -> dict[str, object]:
 def _not_simulated(row: pd.Series) -> str:
     p = int(row["cpus"])
     if row["machine"] == "Cray T3E":
-        return ("Not simulated: `alltoall` has no fast kernel, and one round on 1,024 T3E processors holds about "
-                "1.9 million updates per process (1,024 x 2,048 x 0.92); several rounds on SimPy would take many "
-                "hours. Its target would be a factor of 2.")
-    return (f"Not simulated: `alltoall` has no fast kernel, and one round on {p} MSPs holds about "
-            f"{p * 2048 * 0.95 / 1e3:,.0f},000 updates per MSP; several rounds on SimPy would take hours.")
+        return ("Not simulated: one round on 1,024 T3E processors holds about 1.9 million updates per process "
+                "(1,024 x 2,048 x 0.92); several rounds on the fast engine would take about 2 hours (estimated). "
+                "Its target would be a factor of 2.")
+    return (f"Not simulated here: one round on {p} MSPs holds about {p * 2048 * 0.95 / 1e3:,.0f},000 updates per "
+            f"MSP; the fast engine runs 2.5 rounds in about 2.5 minutes (docs/research/cray-x1-t3e.md, item 1).")
 
 
 def reproduce(quick: bool = False, inputs: dict | None = None, pool: RunPool = SERIAL) -> Comparison:
