@@ -27,10 +27,11 @@ def test_a_run_cut_into_short_batches_is_the_uncut_run(algorithm):
     assert repr(_record(config, batch_events=97)[0]) == repr(uncut)
 
 
-# routed-split and one-packet save the most state every batch here (a minute or more each on a 2-core box):
-# slow, while baseline and routed keep the resume path in the default suite.
-@pytest.mark.parametrize("algorithm", [pytest.param(a, marks=pytest.mark.slow) if a in ("routed-split", "one-packet")
-                                       else a for a in sorted(KERNELS)])
+# routed-split, one-packet and alltoall save the most state every batch here (a minute or more each on a 2-core
+# box; alltoall 97 s): slow, while baseline and routed keep the resume path in the default suite.
+@pytest.mark.parametrize("algorithm", [pytest.param(a, marks=pytest.mark.slow)
+                                       if a in ("routed-split", "one-packet", "alltoall") else a
+                                       for a in sorted(KERNELS)])
 def test_a_run_stopped_after_a_save_resumes_from_it_to_the_same_record(algorithm, tmp_path, monkeypatch):
     config = _config(algorithm)
     uncut, _ = _record(config)

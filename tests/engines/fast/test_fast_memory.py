@@ -61,10 +61,11 @@ def test_the_memory_estimate_covers_a_measured_peak(machine, algorithm, shape, u
 
 
 def test_a_child_of_a_large_parent_reports_its_own_peak():
-    """``ru_maxrss`` would report the parent's 300 MB here; the child itself holds a few tens of MB."""
+    """``ru_maxrss`` would report the parent's 1 GB here; the child itself holds 185-240 MB (the import of the
+    engine: NumPy, pandas, Numba and LLVM, whose size depends on the wheels installed)."""
     grandchild = "from gupsim.engines.run import peak_rss_mb; print(peak_rss_mb())"
-    parent = (f"import subprocess, sys\nx = bytearray(300 * 2**20)\nx[::4096] = b'\\1' * len(x[::4096])\n"
+    parent = (f"import subprocess, sys\nx = bytearray(1024 * 2**20)\nx[::4096] = b'\\1' * len(x[::4096])\n"
               f"print(subprocess.run([sys.executable, '-c', {grandchild!r}], capture_output=True, text=True,"
               f" check=True).stdout)")
     out = subprocess.run([sys.executable, "-c", parent], check=True, capture_output=True, text=True)
-    assert float(out.stdout.split()[-1]) < 200.0, out.stdout
+    assert float(out.stdout.split()[-1]) < 600.0, out.stdout
