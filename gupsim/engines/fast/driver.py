@@ -54,7 +54,7 @@ from gupsim.model.output_analysis import check_points
 #: The most events a batch runs.
 BATCH_EVENTS = 1 << 24
 #: Wall seconds a batch aims at.  A signal (Ctrl-C, SIGTERM) reaches Python only between batches, since the
-#: compiled loop holds the main thread: on a loaded box a batch of a fixed 2^24 events took over two minutes.
+#: compiled loop holds the main thread, and a fixed count of 2^24 events can take minutes on a loaded box.
 BATCH_TARGET_S = 0.5
 #: The first batch's events, before the loop's rate is known, and the most a batch grows over the last one.
 FIRST_BATCH_EVENTS, BATCH_GROWTH = 1 << 16, 4
@@ -77,6 +77,18 @@ class BatchPacer:
 
     def __post_init__(self) -> None:
         self.events = min(self.events, self.cap)
+
+    def run_batch(self, kernel: Kernel, a: dict, now: float) -> tuple[float, bool, float]:
+        """Run one batch of ``kernel`` on the arrays ``a`` from ``now``; return the time reached, whether the run
+        is over, and the batch's wall seconds (which pace the next batch)."""
+        ctr = a["counters"]
+        ctr[tb.C_PAUSE_AT] = ctr[tb.C_EVENTS] + self.events
+        events_before, started = int(ctr[tb.C_EVENTS]), time.perf_counter()
+        # rebuilt every batch: the tables that grew between batches are new arrays
+        now, finished = kernel.loop(kernel.state_of(a), network_of(a), now)
+        wall_s = time.perf_counter() - started
+        self.took(int(ctr[tb.C_EVENTS]) - events_before, wall_s)
+        return now, finished, wall_s
 
     def took(self, events: int, wall_s: float) -> None:
         """The last batch ran ``events`` events in ``wall_s`` seconds."""
@@ -118,12 +130,8 @@ def drive(kernel: Kernel, a: dict, checkpoint: Checkpoint | None = None,
         progress(int(a["counters"][tb.C_APPLIED]), total_updates)
     pacer = BatchPacer(batch_events)
     while True:
+        now, finished, _ = pacer.run_batch(kernel, a, now)
         ctr = a["counters"]
-        ctr[tb.C_PAUSE_AT] = ctr[tb.C_EVENTS] + pacer.events
-        events_before, batch_started = int(ctr[tb.C_EVENTS]), time.monotonic()
-        # rebuilt every batch: the tables that grew between batches are new arrays
-        now, finished = kernel.loop(kernel.state_of(a), network_of(a), now)
-        pacer.took(int(ctr[tb.C_EVENTS]) - events_before, time.monotonic() - batch_started)
         if finished:
             now = cr.settle_all(a[QUEUE], ctr, a["pools"], a["deferred"], now)
         else:
