@@ -238,7 +238,8 @@ def _cached_run(config: RunConfig, cache_dir: str | None, code: str, threads: in
     if cache_dir is None:
         return "run", run(config, threads=_threads(config, threads, None))
     path, checkpoint = record_path(cache_dir, config, code), checkpoint_for(config, cache_dir, code)
-    origin = "resumed from its checkpoint" if checkpoint.path.exists() else "run"
+    # an engine that keeps no checkpoint (SimPy) gives None: its runs always start afresh
+    origin = "resumed from its checkpoint" if checkpoint is not None and checkpoint.path.exists() else "run"
     if path.exists():
         try:
             return "kept, reused", read_kept(path)["record"]

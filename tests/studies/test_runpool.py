@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -423,3 +424,13 @@ def test_a_kept_run_is_reused_from_another_checkout_of_the_same_code(tmp_path, m
     monkeypatch.setattr(runpool, "run", lambda c, checkpoint=None, threads=1: pytest.fail("ran again"))
     assert SerialPool(runs).records([moved]) == [first]
     assert runpool.kept_runs(runs, code_digest())["reused"].tolist() == [True]
+
+
+def test_a_kept_pool_runs_a_configuration_whose_engine_keeps_no_checkpoint(tmp_path):
+    """SimPy keeps no checkpoint (its engine gives None): a kept pool runs it, keeps it, and reuses it."""
+    config = make_run_config(machine="cray-x1", shape="2x1x1", algorithm="upc", updates_per_process=16,
+                             algorithm_options={"window": 1})
+    first = SerialPool(tmp_path).records([config])[0]
+    assert first["engine"] == "simpy" and first["updates_applied"] == 8 * 16
+    again = SerialPool(tmp_path).records([config])[0]
+    assert json.dumps(again, sort_keys=True, default=str) == json.dumps(first, sort_keys=True, default=str)  # NaNs
