@@ -45,6 +45,7 @@ from pydantic import BaseModel, Field
 from gupsim.algorithms.base import OPTIONS_CONFIG, Algorithm, register_algorithm, window_counts
 from gupsim.algorithms.baseline import UPDATE_BYTES, Message, inject_message, packet_payloads
 from gupsim.base.memory import check_fits
+from gupsim.model.output_analysis import t_975
 
 #: Words of a 0.5b bucket besides its slots: the done flag and the fill count.
 BUCKET_HEADER_WORDS = 2
@@ -102,14 +103,18 @@ def round_shares(rounds: list[RoundTimes], processes: int) -> dict[str, float]:
     ``fill_wait_share`` the mean over full rounds of (slowest fill - mean fill) / mean round time, the part of
     a round a process spends, on average, waiting at the barrier for the slowest filler.  ``full_round_gups``
     is the updates generated in the full rounds over their mean duration: the rate of a run of many rounds,
-    without the short run's first and last.
+    without the short run's first and last.  Its 95% interval (``full_round_gups_low``, ``_high``) is that rate
+    plus or minus Student's t times the standard error of the full rounds' own rates, each round a batch (a
+    round's fill starts afresh, so rounds are near independent); it needs two full rounds, and two give a wide
+    one (t = 12.7 at one degree of freedom).
     """
     full = [r for r in rounds if r.processes == processes and not r.done]
     out = {"full_rounds": float(len(full))}
     if not full:
         return out | {f"share_{phase}": float("nan") for phase in PHASES} | {
             "round_s": float("nan"), "fill_cv": float("nan"), "fill_wait_share": float("nan"),
-            "full_round_gups": float("nan")}
+            "full_round_gups": float("nan"), "full_round_gups_low": float("nan"),
+            "full_round_gups_high": float("nan")}
     sums = {phase: sum(getattr(r, phase) for r in full) for phase in PHASES}
     total = sum(sums.values())
     cvs, waits = [], []
@@ -117,17 +122,35 @@ def round_shares(rounds: list[RoundTimes], processes: int) -> dict[str, float]:
         mean = r.fill / processes
         var = max(0.0, r.fill_sq / processes - mean * mean)
         cvs.append(var**0.5 / mean if mean > 0 else 0.0)
-        round_s = sum(getattr(r, phase) for phase in PHASES) / processes
+        round_s = _round_total(r) / processes
         waits.append((r.fill_max - mean) / round_s if round_s > 0 else 0.0)
+    rate = sum(r.updates for r in full) / (total / processes) / 1e9
+    low, high = _round_interval(rate, [r.updates / (_round_total(r) / processes) / 1e9 for r in full])
     return out | {f"share_{phase}": sums[phase] / total for phase in PHASES} | {
         "round_s": total / processes / len(full), "fill_cv": sum(cvs) / len(cvs),
         "fill_wait_share": sum(waits) / len(waits),
-        "full_round_gups": sum(r.updates for r in full) / (total / processes) / 1e9}
+        "full_round_gups": rate, "full_round_gups_low": low, "full_round_gups_high": high}
+
+
+def _round_total(r: RoundTimes) -> float:
+    """A round's phase times summed over its processes."""
+    return sum(getattr(r, phase) for phase in PHASES)
+
+
+def _round_interval(rate: float, per_round: list[float]) -> tuple[float, float]:
+    """``rate`` plus or minus t times the standard error of the per-round rates (NaN with fewer than two)."""
+    n = len(per_round)
+    if n < 2:
+        return float("nan"), float("nan")
+    mean = sum(per_round) / n
+    sd = (sum((x - mean) ** 2 for x in per_round) / (n - 1)) ** 0.5
+    half = t_975(n - 1) * sd / n ** 0.5
+    return rate - half, rate + half
 
 
 #: What :func:`round_shares` gives, in the record as ``alg_<key>``.
 ROUND_SHARE_KEYS = ("full_rounds", *(f"share_{phase}" for phase in PHASES), "round_s", "fill_cv", "fill_wait_share",
-                    "full_round_gups")
+                    "full_round_gups", "full_round_gups_low", "full_round_gups_high")
 
 
 #: The largest bucket: 512 times HPCC's, 8 MB per peer per round with the fixed exchange.

@@ -125,7 +125,12 @@ def mser_cut(z: Sequence[float]) -> int:
 
 def t_975(df: int) -> float:
     """Student's t 97.5% point with ``df`` degrees of freedom, by the Cornish-Fisher expansion
-    (Abramowitz & Stegun 1964, 26.7.5; good to 1e-4 from 5 degrees of freedom)."""
+    (Abramowitz & Stegun 1964, 26.7.5; good to 1e-4 from 5 degrees of freedom), exact in closed form at 1 and 2
+    degrees of freedom, where the expansion is far off (11.3 for 12.71 at 1)."""
+    if df == 1:
+        return math.tan(math.pi * 0.475)  # the Cauchy distribution's quantile
+    if df == 2:
+        return 0.95 * math.sqrt(2 / (1 - 0.95 ** 2))
     z, v = Z_95, float(df)
     g1 = (z ** 3 + z) / 4
     g2 = (5 * z ** 5 + 16 * z ** 3 + 3 * z) / 96

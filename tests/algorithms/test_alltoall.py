@@ -155,3 +155,26 @@ def test_round_shares_spread_and_wait_by_hand():
     assert out["round_s"] == pytest.approx(10) and out["full_round_gups"] == pytest.approx(40 / 10 / 1e9)
     none = round_shares([late], processes=2)
     assert none["full_rounds"] == 0 and math.isnan(none["share_fill"]) and math.isnan(none["full_round_gups"])
+
+
+def test_the_full_round_rate_s_interval_by_hand():
+    """Two full rounds at 4 and 2 updates per second per process: the rate is their pooled 3, and the interval
+    is 3 plus or minus t(1) x the per-round rates' standard error (sd 1.414 over root 2, so 1) x 12.706."""
+    from gupsim.algorithms.alltoall import RoundTimes, round_shares
+
+    rounds = []
+    for updates in (4, 2):  # one process, a round of 1 s each
+        r = RoundTimes()
+        r.add(updates, 0.25, 0.25, 0.25, 0.25, done=False)
+        rounds.append(r)
+    out = round_shares(rounds, processes=1)
+    assert out["full_round_gups"] == pytest.approx(3e-9)
+    assert out["full_round_gups_low"] == pytest.approx(3e-9 - 12.7062e-9, rel=1e-4)
+    assert out["full_round_gups_high"] == pytest.approx(3e-9 + 12.7062e-9, rel=1e-4)
+    one = round_shares(rounds[:1], processes=1)  # a single full round gives no interval
+    assert one["full_round_gups"] == pytest.approx(4e-9) and math.isnan(one["full_round_gups_low"])
+
+
+def test_the_full_round_interval_holds_its_rate_on_a_run():
+    _, rec = _run("4x2x1", 300, bucket_size=8)
+    assert rec["alg_full_round_gups_low"] <= rec["alg_full_round_gups"] <= rec["alg_full_round_gups_high"]

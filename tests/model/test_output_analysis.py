@@ -35,6 +35,8 @@ def test_student_t_points():
     assert t_975(19) == pytest.approx(2.0930, abs=2e-4)
     assert t_975(10) == pytest.approx(2.2281, abs=5e-4)
     assert t_975(30) == pytest.approx(2.0423, abs=2e-4)
+    assert t_975(1) == pytest.approx(12.7062, abs=1e-4)  # exact forms, where the expansion is far off
+    assert t_975(2) == pytest.approx(4.3027, abs=1e-4)
 
 
 def test_mser_keeps_a_stationary_series_and_cuts_a_transient():
