@@ -87,3 +87,35 @@ def test_it_passes_the_checks_every_reproduced_table_passes(result, tmp_path):
     page = tmp_path / "validation.md"
     write_markdown([result], page, "gupsim reproduce crayx1-hpcc --quick")
     check_page_lists_every_miss_with_its_explanation([result], page.read_text())
+
+
+def test_the_full_target_simulates_every_randomaccess_row():
+    """Without --quick, every seed 004 RandomAccess row has a run: the X1 MPI rows at 32-252 MSPs and the T3E."""
+    runs = crayx1_hpcc._runs(quick=False, upc_latency_cycles=0.0)
+    labels = {"X1 32 RandomAccess MPI", "X1 60 RandomAccess MPI", "X1 124 RandomAccess MPI", "X1 252 RandomAccess MPI",
+              "T3E 1024 RandomAccess HPCC list", "X1 252 RandomAccess UPC"}
+    assert labels <= set(runs)
+    t3e = runs["T3E 1024 RandomAccess HPCC list"]
+    assert t3e.machine.name == "cray-t3e" and t3e.algorithm == "alltoall"
+    assert t3e.machine.cpu.processes_per_node * math.prod(map(int, t3e.shape.split("x"))) == 1024
+
+
+def test_an_alltoall_row_is_its_full_round_rate_with_that_rate_s_interval():
+    record = {"algorithm": "alltoall", "engine": "fast", "gups": 0.5, "gups_total": 0.5, "alg_full_rounds": 2.0,
+              "alg_full_round_gups": 0.8, "alg_full_round_gups_low": 0.7, "alg_full_round_gups_high": 0.9}
+    cells = crayx1_hpcc._simulated_rate(record)
+    assert (cells["sim_value"], cells["sim_value_low"], cells["sim_value_high"]) == (0.8, 0.7, 0.9)
+    assert "full-round rate over 2 full rounds" in cells["how"]
+    short = record | {"alg_full_rounds": 0.0, "alg_full_round_gups": math.nan}  # --quick: under one round
+    cells = crayx1_hpcc._simulated_rate(short)
+    assert cells["sim_value"] == 0.5 and math.isnan(cells["sim_value_low"]) and "whole-run" in cells["how"]
+
+
+@pytest.mark.parametrize("low, high, verdict", [(0.2, 0.3, "within a factor of 2"), (0.6, 0.7, "outside a factor of 2"),
+                                                (0.45, 0.55, "undecided against a factor of 2")])
+def test_the_t3e_row_is_judged_against_a_factor_of_2_by_its_interval(low, high, verdict):
+    import pandas as pd
+
+    row = pd.Series({"value": 0.25, "sim_value": (low + high) / 2, "sim_value_low": low, "sim_value_high": high,
+                     "sim_link_utilisation_max": 0.1})
+    assert verdict in crayx1_hpcc._t3e_note(row)
