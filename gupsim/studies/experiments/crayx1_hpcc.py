@@ -65,7 +65,8 @@ QUICK_MPI_SIMULATED = (32, 60)
 #: Updates per MSP: about 6 rounds of HPCC 0.5b's 2,048-slot buckets at 32 and 60 MSPs and 4.5 at 124 (run on 128),
 #: so that four rounds are full: with two, the full-round rate's interval is wide (t = 12.7 at one degree of
 #: freedom).  252 MSPs runs 2.5 rounds, two full: at 4.5 rounds (2,206,000 per MSP) the run stops in its third
-#: round with the engine's deadlock report (164 packets stuck; docs/research/cray-x1-t3e.md, "A deadlock").
+#: round with the engine's deadlock report: the torus model's bubble rule lets mixed packet sizes fragment a ring's
+#: free room (docs/research/cray-x1-t3e.md, "A deadlock in the X1 all-to-all"; tests/engines/test_bubble_fragmentation.py).
 MPI_UPDATES = {32: 380_000, 60: 360_000, 124: 1_121_000, 252: 1_226_000}
 #: The T3E row: 1,024 processors, one a node, on a 16x8x8 torus (a choice: the seed gives no layout), 2.5 rounds
 #: of 1,024 x 2,048 x 0.95 updates (two full).
