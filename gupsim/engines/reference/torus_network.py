@@ -24,7 +24,9 @@ the readable SimPy reference model of that network:
   a packet may enter a ring (be injected, or turn into a new dimension) only
   if the buffer it enters keeps room for one more full packet after it;
   continuing along the ring needs room for itself only.  Meshes have no
-  rings and need no bubble.
+  rings and need no bubble.  The rule counts chunks, so it is exact only for
+  packets of one size: mixed sizes can split a ring's free room between
+  buffers until none holds a packet (docs/model.md, "A known hole").
 * **Routing.**  ``deterministic``: dimension order (x, y, z), ties on a
   torus going ``+``.  ``adaptive`` (BG/L's dynamic routing, seed 000 §5.1):
   every link has a second input buffer, a dynamic virtual channel; at each
