@@ -22,21 +22,23 @@ and the RandomAccess rows are judged.  Both kinds are in one table, keyed by a r
   row").
 
 Shapes: an X1 node holds 4 MSPs, so 32 MSPs is ``4x2x1`` (8 nodes) and 60 MSPs ``5x3x1`` (15 nodes); 124 MSPs
-would be 31 nodes, a prime, so that row runs 128 MSPs on ``8x4x1``; 252 is ``9x7x1`` (63 nodes).  The seed does not say how its partitions were laid out (docs/research/cray-x1-t3e.md,
-finding 7): these near-square 2D tori are a choice.
+would be 31 nodes, a prime, so that row runs 128 MSPs on ``8x4x1``; 252 is ``9x7x1`` (63 nodes).  The seed
+does not say how its partitions were laid out (docs/research/cray-x1-t3e.md, finding 7): these near-square 2D
+tori are a choice.
 
 Which rate.  An ``alltoall`` row is judged by its *full-round* rate (``alg_full_round_gups``, with the 95%
 interval of the full rounds' own rates, :func:`gupsim.algorithms.alltoall.round_shares`), not by the whole
 short run's.  HPCC runs four updates per table word with the table about half the memory (HPCC rules), so a
-process of gigabytes runs millions of updates against a round of P x 2,048 x ~0.93: thousands of rounds, in
-which the first round's start and the last, partly empty round weigh nothing.  A simulated run of a few rounds
+process of gigabytes runs hundreds of millions of updates against a round of P x 2,048 x ~0.93 (about 240,000
+at 124 MSPs): thousands of rounds, in which the first round's start and the last, partly empty round weigh
+nothing.  A simulated run of a few rounds
 (:data:`MPI_UPDATES`) weighs them heavily: at 124 MSPs and 2.5 rounds the whole-run rate is 39% below the
 full-round rate.
 The rule is the benchmark's, not the rows': it moves the 124-MSP row from below the published value to above
 it, and the 252-MSP row further above it (docs/research/cray-x1-t3e.md gives both rates of every row).
 ``--quick`` runs :data:`QUICK_MPI_UPDATES` per MSP, less than one full round, so its MPI rows fall back to the
-whole-run rate, far below the full run's; it exists to keep the target running in the test suite.  UPC runs :data:`UPC_UPDATES` per MSP
-:data:`QUICK_UPC_UPDATES` with ``--quick``.
+whole-run rate, far below the full run's; it exists to keep the target running in the test suite.  UPC runs
+:data:`UPC_UPDATES` per MSP, :data:`QUICK_UPC_UPDATES` with ``--quick``.
 Run: ``gupsim reproduce crayx1-hpcc``.
 """
 
@@ -66,7 +68,8 @@ QUICK_MPI_SIMULATED = (32, 60)
 #: so that four rounds are full: with two, the full-round rate's interval is wide (t = 12.7 at one degree of
 #: freedom).  252 MSPs runs 2.5 rounds, two full: at 4.5 rounds (2,206,000 per MSP) the run stops in its third
 #: round with the engine's deadlock report: the torus model's bubble rule lets mixed packet sizes fragment a ring's
-#: free room (docs/research/cray-x1-t3e.md, "A deadlock in the X1 all-to-all"; tests/engines/test_bubble_fragmentation.py).
+#: free room (docs/research/cray-x1-t3e.md, "A deadlock in the X1 all-to-all";
+#: tests/engines/test_bubble_fragmentation.py).
 MPI_UPDATES = {32: 380_000, 60: 360_000, 124: 1_121_000, 252: 1_226_000}
 #: The T3E row: 1,024 processors, one a node, on a 16x8x8 torus (a choice: the seed gives no layout), 2.5 rounds
 #: of 1,024 x 2,048 x 0.95 updates (two full).
@@ -336,8 +339,9 @@ def _judge(frame: pd.DataFrame, notes: dict, quick: bool, upc_reference_cycles: 
             clock = load_machine("cray-x1").cpu.clock_hz
             bound = UPC_MSPS * UPC_WINDOW / (upc_reference_cycles / clock) / 1e9
             notes[(key, "value")] = (
-                f"`upc` reaches {row['sim_value']:.2f} GUPS with the busiest link {row['sim_link_utilisation_max']:.0%} "
-                f"busy; its window of {UPC_WINDOW} references per MSP over the fitted {upc_reference_cycles / clock * 1e6:.2f} "
+                f"`upc` reaches {row['sim_value']:.2f} GUPS with the busiest link "
+                f"{row['sim_link_utilisation_max']:.0%} busy; its window of {UPC_WINDOW} references per MSP over the "
+                f"fitted {upc_reference_cycles / clock * 1e6:.2f} "
                 f"us reference bounds it at {bound:.2f} GUPS (Little's law). The window is a choice that no row "
                 "identifies (4 SSPs x 64-element strips): the rate scales with it until the links bind, and the ring "
                 "latency the remote latency is fitted on includes two barriers, so it overstates a reference's "
@@ -354,14 +358,16 @@ def _plot(frame: pd.DataFrame, out_dir: Path, quick: bool) -> list[Path]:
         sim = rows[rows["sim_value"].notna()]
         what = ("alltoall, full-round rate;\n124 is run on 128" if kind == "MPI"
                 else f"upc: read-modify-write,\n{UPC_WINDOW} in flight")
-        errors = [(sim["sim_value"] - sim["sim_value_low"]).fillna(0), (sim["sim_value_high"] - sim["sim_value"]).fillna(0)]
+        errors = [(sim["sim_value"] - sim["sim_value_low"]).fillna(0),
+                  (sim["sim_value_high"] - sim["sim_value"]).fillna(0)]
         ax.errorbar(sim["cpus"], sim["sim_value"], yerr=errors, fmt="o--", color="tab:orange", capsize=3,
                     label=f"X1 {kind}, simulated ({what}; bars: 95% interval, where the run gave one)")
         for _, row in rows[rows["sim_value"].isna()].iterrows():
             ax.annotate("not simulated", (row["cpus"], row["value"]), textcoords="offset points", xytext=(-30, -16),
                         fontsize=8, color="grey")
     t3e = gups[gups["machine"] == "Cray T3E"]
-    mpi_ax.plot(t3e["cpus"], t3e["value"], "^", color="grey", markersize=9, label="T3E, published (HPCC list; not run here)")
+    mpi_ax.plot(t3e["cpus"], t3e["value"], "^", color="grey", markersize=9,
+                label="T3E, published (HPCC list; not run here)")
     mpi_ax.set(title="MPI: HPCC 0.5b bucket sort + all-to-all")
     upc_ax.set(title="UPC: a remote read-modify-write per update")
     from matplotlib.ticker import NullFormatter, ScalarFormatter
