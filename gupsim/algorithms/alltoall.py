@@ -117,24 +117,19 @@ def round_shares(rounds: list[RoundTimes], processes: int) -> dict[str, float]:
             "full_round_gups_high": float("nan")}
     sums = {phase: sum(getattr(r, phase) for r in full) for phase in PHASES}
     total = sum(sums.values())
+    round_s = [sum(getattr(r, phase) for phase in PHASES) / processes for r in full]  # each round's duration
     cvs, waits = [], []
-    for r in full:
+    for r, duration in zip(full, round_s):
         mean = r.fill / processes
         var = max(0.0, r.fill_sq / processes - mean * mean)
         cvs.append(var**0.5 / mean if mean > 0 else 0.0)
-        round_s = _round_total(r) / processes
-        waits.append((r.fill_max - mean) / round_s if round_s > 0 else 0.0)
+        waits.append((r.fill_max - mean) / duration if duration > 0 else 0.0)
     rate = sum(r.updates for r in full) / (total / processes) / 1e9
-    low, high = _round_interval(rate, [r.updates / (_round_total(r) / processes) / 1e9 for r in full])
+    low, high = _round_interval(rate, [r.updates / duration / 1e9 for r, duration in zip(full, round_s)])
     return out | {f"share_{phase}": sums[phase] / total for phase in PHASES} | {
         "round_s": total / processes / len(full), "fill_cv": sum(cvs) / len(cvs),
         "fill_wait_share": sum(waits) / len(waits),
         "full_round_gups": rate, "full_round_gups_low": low, "full_round_gups_high": high}
-
-
-def _round_total(r: RoundTimes) -> float:
-    """A round's phase times summed over its processes."""
-    return sum(getattr(r, phase) for phase in PHASES)
 
 
 def _round_interval(rate: float, per_round: list[float]) -> tuple[float, float]:

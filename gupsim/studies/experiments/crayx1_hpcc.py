@@ -73,7 +73,8 @@ QUICK_MPI_SIMULATED = (32, 60)
 MPI_UPDATES = {32: 380_000, 60: 360_000, 124: 1_121_000, 252: 1_226_000}
 #: The T3E row: 1,024 processors, one a node, on a 16x8x8 torus (a choice: the seed gives no layout), 2.5 rounds
 #: of 1,024 x 2,048 x 0.95 updates (two full).
-T3E_CPUS, T3E_SHAPE, T3E_UPDATES = 1024, "16x8x8", 4_981_000
+T3E_CPUS, T3E_SHAPE = 1024, "16x8x8"
+T3E_UPDATES = int(round(2.5 * T3E_CPUS * 2048 * 0.95, -3))
 QUICK_MPI_UPDATES = 2_048
 UPC_MSPS, UPC_UPDATES, QUICK_UPC_UPDATES = 252, 1_024, 32
 #: Remote references an MSP keeps in flight: an MSP is 4 SSPs (Dunigan, ORNL X1 evaluation, S), each streaming
