@@ -69,6 +69,10 @@ class DataVortexConfig(BaseModel):
                              f"come round more than {MAX_DEFLECTIONS_PER_PACKET_TIME:,} times per packet ahead of it")
         return self
 
+    def deadlock_hint(self) -> str:
+        """Appended to a deadlock report (as the torus network's): nothing known allows one here."""
+        return ""
+
     def topology_kind(self, num_nodes: int) -> str:
         return self.topology
 
@@ -114,6 +118,10 @@ class FatTreeConfig(BaseModel):
             if getattr(self, name) < largest:
                 raise ValueError(f"{name}={getattr(self, name)} cannot hold one full packet ({largest} chunks)")
         return self
+
+    def deadlock_hint(self) -> str:
+        """Appended to a deadlock report (as the torus network's): nothing known allows one here."""
+        return ""
 
     def topology_kind(self, num_nodes: int) -> str:
         return self.topology

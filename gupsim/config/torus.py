@@ -77,6 +77,12 @@ class NetworkConfig(BaseModel):
         "dimension-order escape VC")
     flow_control: Literal["bubble", "none"] = Field(
         description="torus deadlock avoidance: BG/L's bubble rule, or none (a what-if that can deadlock)")
+    bubble_accounting: Literal["chunks", "packets"] = Field(
+        description="how an escape channel counts the room a packet holds, for the bubble rule: chunks: its own "
+        "chunks (exact while a ring carries packets of one size; mixed sizes can split a ring's free room into "
+        "pieces no waiting packet fits, and deadlock); packets: a full packet's room (max_chunks_per_packet) "
+        "whatever its size, Puente et al.'s bubble in packet slots, deadlock-free for any mix "
+        "(docs/model.md, 'Mixed packet sizes')")
     link_buffer_chunks: int = Field(ge=1, le=MAX_COUNT, description="input buffer at the far end of each directed link")
     injection_fifo_chunks: int = Field(ge=1, le=MAX_COUNT, description="injection FIFO depth of a node")
     reception_fifo_chunks: int = Field(ge=1, le=MAX_COUNT, description="reception FIFO depth of a node")
@@ -121,6 +127,15 @@ class NetworkConfig(BaseModel):
                 f"router.vc_depth_chunks={vc.vc_depth_chunks} is too small: the bubble rule on an escape VC "
                 f"needs room for two full packets ({2 * largest} chunks)")
         return self
+
+    def deadlock_hint(self) -> str:
+        """Appended to a deadlock report: what in the network is known to allow one ('' if nothing)."""
+        if self.topology != "mesh" and self.flow_control == "bubble" and self.bubble_accounting == "chunks":
+            return ("; the bubble rule counts chunks here, and packets of mixed sizes can fragment a ring's free "
+                    "room (docs/model.md, 'Mixed packet sizes'): --set network.bubble_accounting=packets")
+        if self.topology != "mesh" and self.flow_control == "none":
+            return "; a torus without flow control can deadlock: --set network.flow_control=bubble"
+        return ""
 
     def topology_kind(self, num_nodes: int) -> str:
         """The topology a partition of ``num_nodes`` is wired as ('auto' resolved)."""

@@ -12,6 +12,9 @@ for the room it leaves behind.  Each is a plain function of integers and floats 
   deadlock-free this way instead of with a dateline (BookSim2's ``dim_order_torus`` and SST merlin's
   ``torus`` change VC at the dateline; gupsim's models have no dateline VC, and ``cray-t3e.yaml``'s bubble
   stands in for the T3E's);
+* **the room a packet holds** (:func:`held_room`) on an escape channel: its own chunks, or a whole packet's
+  room with ``network.bubble_accounting: packets`` (Puente et al.'s bubble in packet slots), which keeps
+  the rule deadlock-free when packets of several sizes share a ring (docs/model.md, "Mixed packet sizes");
 * **the adaptive choice** (:func:`minimal_ports`, :func:`less_busy`): among the minimal directions whose
   dynamic channel has room, the link that frees soonest, the first such in port order on a tie;
 * **BG/L's VC router** (:func:`more_tokens`, :func:`fewer_waiters`): the dynamic VC with the most free
@@ -91,6 +94,19 @@ def entry_bubble(link_dim: int, ring_dim: int, bubble: int) -> int:
     """The chunks a packet must leave free behind it on the escape channel of a link along ``link_dim``:
     ``bubble`` when it enters that ring (it is on ``ring_dim``, -1 for none), else 0."""
     return bubble if link_dim != ring_dim else 0
+
+
+def held_room(chunks: int, slot: int) -> int:
+    """The room a packet of ``chunks`` takes in a pool whose room is counted in slots of ``slot`` chunks:
+    ``slot`` if the packet is smaller, else its own chunks (``slot`` 0 counts chunks).
+
+    Escape channels count in full-packet slots with ``network.bubble_accounting: packets``; every other pool,
+    and every escape channel with ``chunks``, counts chunks.  Counted in chunks, a ring's free room can split
+    between buffers into pieces smaller than the packets waiting for it, and the ring stops with room free
+    (docs/model.md, "Mixed packet sizes"); counted in slots, free room comes in whole packets and the bubble
+    rule's proof for one packet size holds.  The rule is idempotent, so either engine may apply it at any
+    layer."""
+    return slot if chunks < slot else chunks
 
 
 def grants(free: int, chunks: int, bubble: int) -> bool:

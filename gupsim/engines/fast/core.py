@@ -39,7 +39,7 @@ from numba import njit
 
 from gupsim.base.errors import UnknownNameError
 
-from gupsim.engines.fast.credits import enqueue, give, give_later, inj_pool, link_of_pool, list_append, rec_pool, room, take, waiters, wake
+from gupsim.engines.fast.credits import enqueue, give, give_later, inj_pool, link_of_pool, list_append, pool_room, rec_pool, room, take, waiters, wake
 from gupsim.engines.order import router_entity
 from gupsim.engines.fast.events import NORMAL, URGENT, event, event_arg, event_kind, give_chunks, give_event, give_pool, key_for, push
 from gupsim.engines.fast import dma
@@ -282,7 +282,7 @@ def admit(t, pool, chunks, bubble):
     """Allocation: take ``chunks`` of ``pool`` now unless that overtakes a waiter or breaks the bubble
     (:func:`gupsim.engines.router_rules.admits`); the waiters are granted in order by
     :func:`gupsim.engines.fast.credits.give`."""
-    return take(t.pools, t.deferred, t.counters, pool, chunks, bubble)
+    return take(t.pools, t.deferred, t.counters, pool, pool_room(t.int_params, pool, chunks), bubble)
 
 
 def _bluegene_l_channels(net):

@@ -4,7 +4,8 @@ The pools of :class:`gupsim.engines.reference.torus_network.Credits` (seed 000 ย
 docs/model.md ยง3), compiled: each pool is one row of the pool table ``pq`` (its free chunks and the heads and
 tails of its two waiter queues, continuing packets first, entering packets leaving a bubble of
 ``max_chunks_per_packet``), and :func:`take`, :func:`enqueue` and :func:`give` are ``Credits.take``, a wait
-in its queue and ``Credits.give``.  A link has as many escape and dynamic pools as its router declares
+in its queue and ``Credits.give``.  An escape VC counts a packet's room in full-packet slots with
+``network.bubble_accounting: packets`` (:func:`pool_room`, as the reference's ``Credits.slot``).  A link has as many escape and dynamic pools as its router declares
 (bluegene-l one of each, bgl-vc its ``router.escape_vcs`` and ``router.dynamic_vcs``): the table's first rows
 are every link's escape VCs, then every link's dynamic VCs, then the FIFOs (:func:`link_of_pool`).  With ``fifos: per-dimension`` a rank has one injection and one reception
 FIFO per dimension plus a node-local one (:func:`fifo_group`, :func:`rec_pool`), as
@@ -41,12 +42,13 @@ from numba import njit
 
 from gupsim.engines import router_rules
 from gupsim.engines.fast.events import NORMAL, event, give_event, key_for, push, push_keyed
-from gupsim.engines.fast.tables import C_DEFER_FULL, C_DONE, C_ERROR, C_EVENTS, C_HEAP_N, C_LAZY, C_RESCHEDULED, C_SEEN_K, C_SEEN_T, EV_RESUME, EV_WAKE, I_DYNAMIC_VCS, I_ESCAPE_VCS, I_FIFO_GROUPS, I_MAXCH, I_NRANKS, I_POOL_DYN, I_POOL_INJ, I_POOL_REC, I_X, PK_BUBBLE, PK_CHUNKS, PK_DST, PK_LINK, PK_NEXT, PK_SRC, PK_STATE, PQ_DEFERRED, PQ_FREE, RK_GRANTED, RK_WAIT, W_INJ, WAKE_GRANT, WAKE_ROOM, f2i, i2f, node_of
+from gupsim.engines.fast.tables import C_DEFER_FULL, C_DONE, C_ERROR, C_EVENTS, C_HEAP_N, C_LAZY, C_RESCHEDULED, C_SEEN_K, C_SEEN_T, EV_RESUME, EV_WAKE, I_DYNAMIC_VCS, I_ESCAPE_SLOT, I_ESCAPE_VCS, I_FIFO_GROUPS, I_MAXCH, I_NRANKS, I_POOL_DYN, I_POOL_INJ, I_POOL_REC, I_X, PK_BUBBLE, PK_CHUNKS, PK_DST, PK_LINK, PK_NEXT, PK_SRC, PK_STATE, PQ_DEFERRED, PQ_FREE, RK_GRANTED, RK_WAIT, W_INJ, WAKE_GRANT, WAKE_ROOM, f2i, i2f, node_of
 
 
 # The allocator's rules (router_rules): who may take room now, and whether the head waiter's room has come.
 admits = njit(cache=True, inline="always", _nrt=False)(router_rules.admits)
 grants = njit(cache=True, inline="always", _nrt=False)(router_rules.grants)
+held_room = njit(cache=True, inline="always", _nrt=False)(router_rules.held_room)
 
 #: Deferred returns kept per pool (``dq[pool, :, :]``, its second axis); a return that finds them full goes
 #: into the heap.  0 defers nothing: every return is a heap event (tests compare the two).  8 measured a
@@ -56,6 +58,17 @@ DEFER_SLOTS = 8
 
 
 # ================================================================== credit pools
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def pool_room(ip, pool, chunks):
+    """The room a packet of ``chunks`` holds in ``pool``: a full packet's on an escape VC counted in slots
+    (``I_ESCAPE_SLOT``, the reference's ``Credits.slot``), else its chunks.  Idempotent, so a return that
+    passes through :func:`file_return` and then :func:`give` is counted once."""
+    slot = ip[I_ESCAPE_SLOT]
+    if chunks < slot and pool < ip[I_POOL_DYN]:
+        return slot
+    return chunks
 
 
 @njit(cache=True, _nrt=False)
@@ -186,15 +199,16 @@ def give(pk, pq, rk, ip, hh, ctr, pool, chunks, now):
 
     Returns kept beside the pool need not be settled first: with a waiter or a watcher there are none,
     and without, this only adds room, as they do."""
-    pq[pool, PQ_FREE] += chunks
+    pq[pool, PQ_FREE] += pool_room(ip, pool, chunks)
     for cls in range(2):
         h = 2 * cls
         while pq[pool, h] >= 0:
             p = pq[pool, h]
-            if not grants(pq[pool, PQ_FREE], pk[p, PK_CHUNKS], pk[p, PK_BUBBLE]):
+            need = pool_room(ip, pool, pk[p, PK_CHUNKS])
+            if not grants(pq[pool, PQ_FREE], need, pk[p, PK_BUBBLE]):
                 return
             pq[pool, h] = pk[p, PK_NEXT]
-            pq[pool, PQ_FREE] -= pk[p, PK_CHUNKS]
+            pq[pool, PQ_FREE] -= need
             if pk[p, PK_STATE] == W_INJ:
                 src = pk[p, PK_SRC]
                 rk[src, RK_GRANTED] = 1
@@ -241,6 +255,7 @@ def file_return(pk, pq, dq, rk, ip, hh, ctr, pool, chunks, tbits, key):
     """A credit return of ``chunks`` to ``pool`` at time bits ``tbits``, keyed ``key``: an event in the queue
     ``hh`` if someone waits on the pool, else kept beside it.  Run by the pool's owner (in a partitioned run, by
     its part when the return comes from another: gupsim.engines.fast.partitioned)."""
+    chunks = pool_room(ip, pool, chunks)  # settle adds the kept returns' room as it is
     payload = give_event(pool, chunks)
     if _watched(pq, rk, ip, pool):
         push_keyed(hh, ctr, tbits, key, payload)

@@ -195,6 +195,7 @@ class FastSimulation:
         ip[tb.I_X:tb.I_Z + 1] = topo.shape
         ip[tb.I_WRAPS] = int(topo.wraps)
         ip[tb.I_BUBBLE] = net.max_chunks_per_packet if topo.wraps and net.flow_control == "bubble" else 0
+        ip[tb.I_ESCAPE_SLOT] = ip[tb.I_BUBBLE] if net.bubble_accounting == "packets" else 0
         ip[tb.I_ADAPTIVE] = int(net.routing == "adaptive")
         ip[tb.I_NLINKS], ip[tb.I_NRANKS], ip[tb.I_MAXCH] = nlinks, R, net.max_chunks_per_packet
         groups = topo.ports // 2 + 1 if net.fifos == "per-dimension" else 1
@@ -378,7 +379,8 @@ class FastSimulation:
             waiting = stuck if stuck.any() else ~kernel.ended(a)[:ranks]
             raise DeadlockError.report(now, np.flatnonzero(waiting).tolist(),
                                        int(ctr[tb.C_INJECTED] - ctr[tb.C_DELIVERED]), int(ctr[tb.C_APPLIED]),
-                                       self.total_updates, self.algorithm.deadlock_hint())
+                                       self.total_updates,
+                                       self.algorithm.deadlock_hint() + self.net_cfg.deadlock_hint())
 
     def _measure(self, a: dict[str, Any], now: float) -> RunOutcome:
         """The outcome, read from the kernel's arrays; the algorithm's counters under the reference class's

@@ -130,6 +130,9 @@ I_LOG_APPLIES = 27
 # escape VCs and dynamic VCs, each a pool of its own: escape VC v of link l is pool l * I_ESCAPE_VCS + v, dynamic
 # VC v is I_POOL_DYN + l * I_DYNAMIC_VCS + v (bluegene-l: one of each, so a link's escape pool is the link's number)
 I_ROUTER, I_ESCAPE_VCS, I_DYNAMIC_VCS = 28, 29, 30
+# the slot an escape VC counts a packet's room in (network.bubble_accounting: packets), 0 for chunks
+# (gupsim.engines.router_rules.held_room; gupsim.engines.fast.credits.pool_room)
+I_ESCAPE_SLOT = 31
 N_IPARAMS = 32
 F_RATE, F_CHUNK_S, F_ROUTER_S, F_CYCLE_S = range(4)
 # seconds from a packet's tail leaving a link's VC to its tokens being back at the sender (0 but for bgl-vc)

@@ -55,6 +55,9 @@ class Router:
     name: ClassVar[str] = "abstract"
     #: Seconds from a packet's tail leaving a link's VC to its tokens being back at the sender.
     token_return_s: float = 0.0
+    #: The slot an escape channel counts a packet's room in (``network.bubble_accounting: packets``), 0 for
+    #: chunks; the network makes its escape buffers with it (:func:`gupsim.engines.router_rules.held_room`).
+    escape_slot: int = 0
 
     def __init__(self, network: Network) -> None:
         self.network = network
@@ -95,6 +98,9 @@ class BlueGeneLRouter(Router):
         cfg = network.cfg
         #: Chunks an entering packet must leave free behind it (0: no bubble rule, a mesh or flow_control none).
         self.bubble = cfg.max_chunks_per_packet if topo.wraps and cfg.flow_control == "bubble" else 0
+        #: The slot an escape channel counts a packet's room in (:func:`rules.held_room`): a full packet with
+        #: ``bubble_accounting: packets`` on a ring with the bubble rule, else 0 (its own chunks).
+        self.escape_slot = self.bubble if cfg.bubble_accounting == "packets" else 0
 
     def _offsets(self, node: int, dst: int) -> list[int]:
         a, b = self._coords[node], self._coords[dst]
@@ -182,7 +188,8 @@ class BglVcRouter(BlueGeneLRouter):
         pool = pools[i]
         if pool is None:
             net = self.network
-            pool = pools[i] = net.credits(self.depth, net.link_owner(link))
+            slot = self.escape_slot if pools is self.escape else 0  # only escape VCs keep the bubble
+            pool = pools[i] = net.credits(self.depth, net.link_owner(link), slot)
         return pool
 
     def escape_channel(self, link: int, bubble: int) -> Credits:

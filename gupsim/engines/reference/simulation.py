@@ -246,7 +246,8 @@ class Simulation:
         stuck = [r for r in range(self.num_ranks) if self.streams[r].remaining or net.inbox[r].items]
         waiting = stuck or [r for r, p in enumerate(procs) if p.is_alive]
         return DeadlockError.report(self.env.now, waiting, net.packets_injected - net.packets_delivered,
-                                    self.applied, self.total_updates, self.algorithm.deadlock_hint())
+                                    self.applied, self.total_updates,
+                                    self.algorithm.deadlock_hint() + self.machine.network.deadlock_hint())
 
     def outcome(self) -> RunOutcome:
         """What the finished run measured (:class:`gupsim.engines.outcome.ReportsOutcome`)."""

@@ -24,9 +24,11 @@ the readable SimPy reference model of that network:
   a packet may enter a ring (be injected, or turn into a new dimension) only
   if the buffer it enters keeps room for one more full packet after it;
   continuing along the ring needs room for itself only.  Meshes have no
-  rings and need no bubble.  The rule counts chunks, so it is exact only for
-  packets of one size: mixed sizes can split a ring's free room between
-  buffers until none holds a packet (docs/model.md, "A known hole").
+  rings and need no bubble.  ``network.bubble_accounting`` says how the room
+  is counted: ``chunks``, each packet its own (exact for packets of one
+  size: mixed sizes can split a ring's free room between buffers until none
+  holds a packet), or ``packets``, each packet a full packet's room, which
+  is deadlock-free for any mix (docs/model.md, "Mixed packet sizes").
 * **Routing.**  ``deterministic``: dimension order (x, y, z), ties on a
   torus going ``+``.  ``adaptive`` (BG/L's dynamic routing, seed 000 §5.1):
   every link has a second input buffer, a dynamic virtual channel; at each
@@ -78,7 +80,7 @@ import simpy
 from gupsim.engines.links import link_stats
 from gupsim.engines.order import router_entity
 from gupsim.engines.reference.router import make_router
-from gupsim.engines.router_rules import admits, grants
+from gupsim.engines.router_rules import admits, grants, held_room
 from gupsim.topology.grid import HALF_RING_TIES
 
 if TYPE_CHECKING:
@@ -139,12 +141,17 @@ class Credits:
     ``bubble`` chunks free behind them) second.  Keeping the classes apart is
     what makes the bubble rule deadlock-free: a packet already on the ring is
     never stuck behind one that is waiting to get on.
+
+    A pool with a ``slot`` (an escape channel with ``network.bubble_accounting:
+    packets``) counts a smaller packet as holding ``slot`` chunks
+    (:func:`gupsim.engines.router_rules.held_room`) in everything it takes and
+    gets back.
     """
 
-    __slots__ = ("env", "capacity", "free", "_cont", "_enter", "_watchers", "order", "head_free_at", "owner")
+    __slots__ = ("env", "capacity", "free", "slot", "_cont", "_enter", "_watchers", "order", "head_free_at", "owner")
 
-    def __init__(self, env: simpy.Environment, capacity: int, owner: int | None = None):
-        self.env, self.capacity, self.free = env, capacity, capacity
+    def __init__(self, env: simpy.Environment, capacity: int, owner: int | None = None, slot: int = 0):
+        self.env, self.capacity, self.free, self.slot = env, capacity, capacity, slot
         # the entity whose code a credit return to this pool runs as (gupsim.engines.order)
         self.owner = owner
         # buffer_order fifo: the packets holding room here, oldest first, and when the oldest may leave
@@ -156,6 +163,7 @@ class Credits:
 
     def take(self, chunks: int, bubble: int = 0) -> bool:
         """Take the room now if that is allowed without overtaking a waiter."""
+        chunks = held_room(chunks, self.slot)
         if not admits(self.free, chunks, bubble, bool(self._cont), bool(self._enter)):
             return False
         self.free -= chunks
@@ -164,7 +172,7 @@ class Credits:
     def wait(self, chunks: int, bubble: int = 0) -> simpy.Event:
         """An event that fires once the room has been granted (and taken)."""
         event = self.env.event()
-        (self._enter if bubble else self._cont).append((event, chunks, bubble))
+        (self._enter if bubble else self._cont).append((event, held_room(chunks, self.slot), bubble))
         self._serve()
         return event
 
@@ -178,7 +186,7 @@ class Credits:
         return event
 
     def give(self, chunks: int) -> None:
-        self.free += chunks
+        self.free += held_room(chunks, self.slot)
         self._serve()
         if self._watchers:
             ready = [w for w in self._watchers if self.free >= w[0]]
@@ -348,9 +356,10 @@ class Network(FifoInjection):
         first = next((d for d in range(g - 1) if a[d] != b[d]), g - 1)
         return self.injection[pkt.src * g + first]
 
-    def credits(self, chunks: int, owner: int) -> Credits:
-        """A new pool of ``chunks`` tokens whose returns run as entity ``owner`` (a router's VCs)."""
-        return Credits(self.env, chunks, owner)
+    def credits(self, chunks: int, owner: int, slot: int = 0) -> Credits:
+        """A new pool of ``chunks`` tokens whose returns run as entity ``owner`` (a router's VCs), counted in
+        slots of ``slot`` chunks (an escape VC's, :attr:`Router.escape_slot`) or in chunks (0)."""
+        return Credits(self.env, chunks, owner, slot)
 
     def link_owner(self, link: int) -> int:
         """The entity a credit return to ``link``'s buffers runs as: the router at its near end, which holds the
@@ -365,7 +374,8 @@ class Network(FifoInjection):
         """The escape channel of ``link`` (its input buffer), made on first use."""
         buf = self._buffers[link]
         if buf is None:
-            buf = self._buffers[link] = Credits(self.env, self.cfg.link_buffer_chunks, self.link_owner(link))
+            buf = self._buffers[link] = Credits(self.env, self.cfg.link_buffer_chunks, self.link_owner(link),
+                                                self.router.escape_slot)
         return buf
 
     # ------------------------------------------------------------------ injection

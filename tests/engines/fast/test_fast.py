@@ -19,6 +19,7 @@ UPC = {"payload_bytes": 64, "wire_bytes": 75, "local_overhead_cycles": 40.0, "re
 
 PER_DIM = {"network.fifos": "per-dimension", "network.link_bytes_per_s": 1e7}
 IN_ORDER = {"network.buffer_order": "fifo", "network.link_bytes_per_s": 1e7}
+SLOTS = {"network.bubble_accounting": "packets"}
 ROUND_ROBIN = {"cache.routed_working_set": "round-robin"}
 PARITY = {"network.half_ring_ties": "source-parity", "network.topology": "torus", "network.link_bytes_per_s": 1e7}
 
@@ -58,6 +59,9 @@ CASES = [
     ("routed", "4x2x2", 600, {**ROUND_ROBIN, "cpu.processes_per_node": 2}, {}),
     # the head moves on once the router has 8 bytes of it (BG/P's setting), not a whole chunk
     ("one-packet", "4x4x2", 300, {"network.topology": "torus", "network.cut_through_bytes": 8}, {}),
+    # escape channels counted in full-packet slots (network.bubble_accounting: packets): 1-chunk packets hold 8
+    ("routed", "4x4x2", 600, {**SLOTS, **IN_ORDER, **PER_DIM, "network.topology": "torus", "network.routing": "adaptive"},
+     {}),
 ]
 
 
@@ -73,6 +77,7 @@ VC_CASES = [  # the CI runs those not marked slow: one per algorithm, with sever
                  marks=pytest.mark.slow),
     pytest.param("routed", "2x2x2", 400, ADAPTIVE_VC, {}, marks=pytest.mark.slow),
     ("routed", "4x4x2", 400, {**VC, **PER_DIM, **IN_ORDER, "network.router.escape_vcs": 3}, {}),
+    ("one-packet", "4x4x2", 300, {**ADAPTIVE_VC, **SLOTS, "network.router.escape_vcs": 2}, {}),
     ("routed", "4x4x4", 200, {**ADAPTIVE_VC, **PER_DIM, "network.half_ring_ties": "source-parity",
                               "network.router.dynamic_vcs": 1, "network.router.token_return_ns": 100.0}, {}),
     pytest.param("baseline", "2x2x2", 200, ADAPTIVE_VC, {}, marks=pytest.mark.slow),
