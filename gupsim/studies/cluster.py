@@ -66,11 +66,15 @@ def open_client(scheduler: str | None, workers: int | None, processes: bool) -> 
         # Worker processes use the C allocator for Python objects.  In a worker, pymalloc's arenas stay
         # pinned after a SimPy run by a few objects that live on, so the next run's record would count the
         # dead run's memory; runpool.reset_peak_rss gives the C allocator's free pages back before each run.
+        # Workers log only CRITICAL: what fails in a task reaches gupsim as the task's exception, and gupsim
+        # reports it; a worker's own ERROR lines are what it says while its scheduler goes away (a heartbeat's
+        # "Failed to communicate with scheduler" and its traceback, seen in one Ctrl-C of a CI run even with
+        # the workers killed first, _kill_worker_processes), on the stderr it shares with gupsim.
         stopped: list[int] = []
         with dask.config.set({"distributed.nanny.pre-spawn-environ.PYTHONMALLOC": "malloc"}), \
                 _signals_wait_while_starting(processes, stopped):
             cluster = LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1,
-                                   processes=processes, dashboard_address=":0", silence_logs=logging.ERROR)
+                                   processes=processes, dashboard_address=":0", silence_logs=logging.CRITICAL)
             client = Client(cluster)
         if stopped:  # a signal while the cluster started: answered now, with the cluster closed
             close_client(client, interrupted=True)
