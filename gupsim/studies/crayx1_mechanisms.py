@@ -32,8 +32,8 @@ import pandas as pd
 
 from gupsim.config.loading import load_machine
 from gupsim.engines.run import make_run_config, run
-from gupsim.studies.experiments.crayx1_hpcc import (SHAPES, UPC_FIT_ROW, UPC_MSPS, UPC_WINDOW, fit_upc_remote_latency,
-                                                    reference_rows)
+from gupsim.studies.experiments.crayx1_hpcc import (MIXED_SIZES, SHAPES, UPC_FIT_ROW, UPC_MSPS, UPC_WINDOW,
+                                                    fit_upc_remote_latency, reference_rows)
 from gupsim.studies.figures import pyplot, save_figure
 
 MACHINE = "cray-x1"
@@ -106,7 +106,7 @@ def mpi_records(records_dir: Path, run_missing: bool = False, sizes=tuple(MPI_SH
                 bucket: int = BUCKET_SLOTS) -> list[dict]:
     options = {} if bucket == BUCKET_SLOTS else {"bucket_size": bucket}
     return [_load(records_dir / mpi_name(p, bucket), make_run_config(
-        machine=MACHINE, shape=MPI_SHAPES[p], algorithm="alltoall", updates_per_process=mpi_updates(p, bucket),
+        machine=load_machine(MACHINE, MIXED_SIZES), shape=MPI_SHAPES[p], algorithm="alltoall", updates_per_process=mpi_updates(p, bucket),
         algorithm_options=options), run_missing) for p in sizes]
 
 

@@ -5,7 +5,7 @@ pieces no waiting packet fits.  The case: ``alltoall`` on ``cray-x1`` 7x2x1 (56 
 MSP, seed 0.  At t = 0.0201 s the X+ ring of the second row holds 422 of its 448 chunks: every buffer has a
 16-chunk packet waiting to continue, and the 26 free chunks are split 14 and 12 between two buffers
 (16-chunk packets beside the 2-chunk tails of 16 KB blocks), so nothing moves.  Counted in full-packet slots
-(``packets``, the X1's machine file), free room comes in whole packets and the same run ends.
+(``packets``, as the reproduce target runs the X1's MPI rows), free room comes in whole packets and the same run ends.
 """
 
 from __future__ import annotations
@@ -27,7 +27,9 @@ def _x1_all_to_all(accounting: str) -> dict:
 
 
 def test_counted_in_packet_slots_the_x1_all_to_all_on_7x2x1_runs_to_its_end():
-    assert load_machine("cray-x1").network.bubble_accounting == "packets"
+    from gupsim.studies.experiments.crayx1_hpcc import MIXED_SIZES
+
+    assert MIXED_SIZES == {"network.bubble_accounting": "packets"}  # the reproduce target's MPI rows run so
     record = _x1_all_to_all("packets")
     assert record["updates_applied"] == PROCESSES * UPDATES
 

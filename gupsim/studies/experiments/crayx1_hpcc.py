@@ -68,6 +68,11 @@ QUICK_MPI_SIMULATED = (32, 60)
 #: and 252, so that four rounds are full: with two, the full-round rate's interval is wide (t = 12.7 at one degree
 #: of freedom).  (Counted in chunks, the escape channels deadlocked the 252-MSP row in its third round; the X1's
 #: machine file counts them in packets: docs/research/cray-x1-t3e.md, "A deadlock in the X1 all-to-all".)
+#: The MPI rows' machine settings: the all-to-all mixes 16-chunk packets with the 2-chunk tails of its blocks, and
+#: the torus's escape channels then count a packet's room in full-packet slots, the bubble rule's form that is
+#: deadlock-free for mixed sizes (counted in chunks, the 252-MSP row deadlocks in its third round: docs/model.md,
+#: "Mixed packet sizes").  The UPC rows send packets of one size and keep the machine file's exact chunk count.
+MIXED_SIZES = {"network.bubble_accounting": "packets"}
 MPI_UPDATES = {32: 380_000, 60: 360_000, 124: 1_121_000, 252: 2_206_000}
 #: The T3E row: 1,024 processors, one a node, on a 16x8x8 torus (a choice: the seed gives no layout), 2.5 rounds
 #: of 1,024 x 2,048 x 0.95 updates (two full).
@@ -191,7 +196,7 @@ def _runs(quick: bool, upc_latency_cycles: float) -> dict[str, object]:
     runs = {}
     for p in QUICK_MPI_SIMULATED if quick else MPI_SIMULATED:
         runs[_label("Cray X1", p, "MPI optimized")] = make_run_config(
-            machine="cray-x1", shape=SHAPES[p], algorithm="alltoall",
+            machine=load_machine("cray-x1", MIXED_SIZES), shape=SHAPES[p], algorithm="alltoall",
             updates_per_process=QUICK_MPI_UPDATES if quick else MPI_UPDATES[p])
     runs[UPC_RING_ROW] = make_run_config(
         machine="cray-x1", shape=SHAPES[UPC_MSPS], algorithm="upc",
@@ -227,7 +232,7 @@ def _not_simulated(row: pd.Series) -> str:
                 "million packets, and 2.5 rounds take about 2.6 hours of the fast engine on one core "
                 "(docs/performance-log.md, \"The T3E row\"). It runs, resumable, with `gupsim run --machine "
                 f"cray-t3e --shape {T3E_SHAPE} --algorithm alltoall --updates {T3E_UPDATES} --fixed-length "
-                "--checkpoint FILE`; its target would be a factor of 2.")
+                "--set network.bubble_accounting=packets --checkpoint FILE`; its target would be a factor of 2.")
     return (f"Not simulated with --quick: one round on {p} MSPs "
             f"holds about {p * 2048 * 0.95:,.0f} updates per process; the full target runs several rounds "
             "(docs/performance-log.md, \"alltoall on the fast engine\", has the wall times).")
