@@ -128,6 +128,16 @@ class NetworkConfig(BaseModel):
                 f"needs room for two full packets ({2 * largest} chunks)")
         return self
 
+    def bubble_chunks(self, wraps: bool) -> int:
+        """The room a packet entering a ring must leave free behind it: a full packet on a ring with the bubble
+        rule, 0 on a mesh or without flow control (both engines' routers read it)."""
+        return self.max_chunks_per_packet if wraps and self.flow_control == "bubble" else 0
+
+    def escape_slot_chunks(self, wraps: bool) -> int:
+        """The slot an escape channel counts a packet's room in: the bubble's full packet with
+        ``bubble_accounting: packets``, 0 (each packet its own chunks) otherwise."""
+        return self.bubble_chunks(wraps) if self.bubble_accounting == "packets" else 0
+
     def deadlock_hint(self) -> str:
         """Appended to a deadlock report: what in the network is known to allow one ('' if nothing)."""
         if self.topology != "mesh" and self.flow_control == "bubble" and self.bubble_accounting == "chunks":

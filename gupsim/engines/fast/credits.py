@@ -65,9 +65,8 @@ def pool_room(ip, pool, chunks):
     """The room a packet of ``chunks`` holds in ``pool``: a full packet's on an escape VC counted in slots
     (``I_ESCAPE_SLOT``, the reference's ``Credits.slot``), else its chunks.  Idempotent, so a return that
     passes through :func:`file_return` and then :func:`give` is counted once."""
-    slot = ip[I_ESCAPE_SLOT]
-    if chunks < slot and pool < ip[I_POOL_DYN]:
-        return slot
+    if pool < ip[I_POOL_DYN]:
+        return held_room(chunks, ip[I_ESCAPE_SLOT])
     return chunks
 
 

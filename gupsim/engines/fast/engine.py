@@ -194,8 +194,7 @@ class FastSimulation:
         ip[tb.I_PPN] = self.ppn
         ip[tb.I_X:tb.I_Z + 1] = topo.shape
         ip[tb.I_WRAPS] = int(topo.wraps)
-        ip[tb.I_BUBBLE] = net.max_chunks_per_packet if topo.wraps and net.flow_control == "bubble" else 0
-        ip[tb.I_ESCAPE_SLOT] = ip[tb.I_BUBBLE] if net.bubble_accounting == "packets" else 0
+        ip[tb.I_BUBBLE], ip[tb.I_ESCAPE_SLOT] = net.bubble_chunks(topo.wraps), net.escape_slot_chunks(topo.wraps)
         ip[tb.I_ADAPTIVE] = int(net.routing == "adaptive")
         ip[tb.I_NLINKS], ip[tb.I_NRANKS], ip[tb.I_MAXCH] = nlinks, R, net.max_chunks_per_packet
         groups = topo.ports // 2 + 1 if net.fifos == "per-dimension" else 1

@@ -97,10 +97,9 @@ class BlueGeneLRouter(Router):
         self._coords = [tuple(int(v) for v in c) for c in topo.coords_array()]
         cfg = network.cfg
         #: Chunks an entering packet must leave free behind it (0: no bubble rule, a mesh or flow_control none).
-        self.bubble = cfg.max_chunks_per_packet if topo.wraps and cfg.flow_control == "bubble" else 0
-        #: The slot an escape channel counts a packet's room in (:func:`rules.held_room`): a full packet with
-        #: ``bubble_accounting: packets`` on a ring with the bubble rule, else 0 (its own chunks).
-        self.escape_slot = self.bubble if cfg.bubble_accounting == "packets" else 0
+        self.bubble = cfg.bubble_chunks(topo.wraps)
+        #: The slot an escape channel counts a packet's room in (:func:`rules.held_room`), 0 for its own chunks.
+        self.escape_slot = cfg.escape_slot_chunks(topo.wraps)
 
     def _offsets(self, node: int, dst: int) -> list[int]:
         a, b = self._coords[node], self._coords[dst]
