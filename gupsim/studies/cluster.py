@@ -68,8 +68,8 @@ def open_client(scheduler: str | None, workers: int | None, processes: bool) -> 
         # dead run's memory; runpool.reset_peak_rss gives the C allocator's free pages back before each run.
         # Workers log only CRITICAL: what fails in a task reaches gupsim as the task's exception, and gupsim
         # reports it; a worker's own ERROR lines are what it says while its scheduler goes away (a heartbeat's
-        # "Failed to communicate with scheduler" and its traceback, seen in one Ctrl-C of a CI run even with
-        # the workers killed first, _kill_worker_processes), on the stderr it shares with gupsim.
+        # "Failed to communicate with scheduler" and its traceback, which a Ctrl-C can still draw from a worker
+        # in the moment before _kill_worker_processes reaches it), on the stderr it shares with gupsim.
         stopped: list[int] = []
         with dask.config.set({"distributed.nanny.pre-spawn-environ.PYTHONMALLOC": "malloc"}), \
                 _signals_wait_while_starting(processes, stopped):
