@@ -16,14 +16,12 @@ cold compile of that algorithm's kernels while its cache is empty).
 
 from __future__ import annotations
 
-import math
 import sys
 from typing import Any
 
 from gupsim.base.errors import GupsimError
 from gupsim.engines.run import ENGINES, choose_engine, preflight
-from gupsim.studies.estimate import model_run_s
-from gupsim.topology.base import parse_shape
+from gupsim.studies.estimate import config_run_s
 
 #: ``gupsim run``'s default precision: the GUPS 95% interval's half-width, as a fraction of the rate.
 RUN_PRECISION = 0.02
@@ -34,8 +32,7 @@ SAY_ESTIMATE_FROM_S = 60.0
 def estimate_s(cfg: Any) -> tuple[float, float]:
     """(run, compile) wall seconds expected of ``cfg`` at its cap; compile is 0 on SimPy or a warm cache."""
     engine = choose_engine(cfg)
-    processes = math.prod(parse_shape(cfg.shape)) * cfg.machine.cpu.processes_per_node
-    run_s = model_run_s(engine, cfg.algorithm, cfg.shape, processes, cfg.updates_per_process)
+    run_s = config_run_s(engine, cfg)
     compile_s = ENGINES[engine].compile_estimate_s(cfg)
     return run_s, compile_s
 
@@ -59,11 +56,10 @@ def _faster(cfg: Any, run_s: float) -> str:
     """Where an engine other than the chosen one could make the run sooner, its estimate (a long run on the slower engine
     would otherwise say nothing for minutes)."""
     chosen = choose_engine(cfg)
-    processes = math.prod(parse_shape(cfg.shape)) * cfg.machine.cpu.processes_per_node
     for name, engine in ENGINES.items():
         if name == chosen or engine.unsupported(cfg) is not None:
             continue
-        other_s = model_run_s(name, cfg.algorithm, cfg.shape, processes, cfg.updates_per_process)
+        other_s = config_run_s(name, cfg)
         if other_s < run_s:
             return f"; the {engine.title} engine (--engine {name}) would take about {_duration(other_s)}"
     return ""

@@ -36,7 +36,8 @@ process measured on the shared 2-core box, and three large ones of docs/performa
 ``benchmarks/estimate_error.py`` judges it on (the README's ``gupsim run`` lines and shapes 4x4x4 and 8x8x8),
 so that benchmark is a test of the model, not of the fit.  On its own points the model is within 0.8-1.6x of
 the CPU seconds of every run of 0.1 s or more.  An algorithm with no fitted events (``alltoall``, ``dv``,
-``upc``, ``routed-split``) is costed as ``one-packet``: one packet per update, the most events per update.
+``upc``, ``routed-split``) is costed as ``one-packet``: one packet per update, the most events per update, but
+``alltoall``, whose packets do not follow its updates (:func:`alltoall_events`).
 The first run of a fast-engine kernel in an empty Numba cache also compiles it; :mod:`gupsim.app.first_run`
 adds the engine's own ``compile_estimate_s``.
 """
@@ -48,6 +49,8 @@ import statistics
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+from gupsim.algorithms.alltoall import BUCKET_HEADER_WORDS
+from gupsim.algorithms.baseline import UPDATE_BYTES
 from gupsim.base.errors import GupsimError
 from gupsim.model.bucketing import MAX_PENDING
 from gupsim.topology.base import parse_shape
@@ -121,11 +124,51 @@ def model_events(algorithm: str, shape: str, processes: int, updates_per_process
     return processes * updates_per_process * min(alone, per_update.at(processes, hops, updates_per_process))
 
 
-def model_run_s(engine: str, algorithm: str, shape: str, processes: int, updates_per_process: float) -> float:
+def model_run_s(engine: str, algorithm: str, shape: str, processes: int, updates_per_process: float,
+                events: float | None = None) -> float:
     """The cost model's run time, in CPU seconds (an idle box's wall seconds); an engine it has no figure for is
-    costed as SimPy, the slower."""
+    costed as SimPy, the slower.  ``events`` replaces the model's events where the caller knows them better."""
     s0, exponent = SECONDS_PER_EVENT.get(engine, SECONDS_PER_EVENT["simpy"])
-    return RUN_SETUP_S + model_events(algorithm, shape, processes, updates_per_process) * s0 * processes ** exponent
+    if events is None:
+        events = model_events(algorithm, shape, processes, updates_per_process)
+    return RUN_SETUP_S + events * s0 * processes ** exponent
+
+
+#: ``alltoall``'s events per packet, ``a + b x`` the shape's mean hops (:func:`mean_hops`), through the two runs
+#: measured per packet (docs/performance-log.md, "The T3E row, measured per packet"): 24.8 on the T3E's 16x8x8
+#: (mean hops 8) and 18 on the X1's 9x7x1 (4.25).  Two points: a line through them, not a fit.
+ALLTOALL_EVENTS_PER_PACKET = (10.3, 1.81)
+#: A round's updates per process, as a share of P x ``bucket_size``: a round ends when the fullest bucket fills,
+#: before the others (the share ``gupsim.studies.experiments.crayx1_hpcc`` sizes its runs with).
+ALLTOALL_ROUND_FILL = 0.95
+
+
+def alltoall_events(cfg: Any) -> float:
+    """The events of an ``alltoall`` run: a round sends every process's P - 1 blocks whole (0.5b's fixed
+    exchange) whatever they hold, so its packets follow the rounds, not the updates.  Rounds are the updates over
+    a round's share, rounded up (the last, partly empty one is a whole exchange); a block is 2 + bucket_size
+    words and the MPI header, cut into the network's packets.  The fill and the apply add no event."""
+    opts = cfg.algorithm_options or {}
+    bucket = int(opts.get("bucket_size", 2048))
+    processes = math.prod(parse_shape(cfg.shape)) * cfg.machine.cpu.processes_per_node
+    per_round = max(1.0, ALLTOALL_ROUND_FILL * processes * bucket)
+    rounds = math.ceil(cfg.updates_per_process / per_round)
+    block = UPDATE_BYTES * (BUCKET_HEADER_WORDS + bucket) + cfg.machine.mpi.header_bytes
+    packets = math.ceil(block / cfg.machine.network.max_payload_bytes)
+    a, b = ALLTOALL_EVENTS_PER_PACKET
+    return rounds * processes * (processes - 1) * packets * (a + b * mean_hops(cfg.shape))
+
+
+#: Algorithms whose events the model counts from the whole configuration, not from (shape, processes, updates).
+EVENTS_OF_CONFIG = {"alltoall": alltoall_events}
+
+
+def config_run_s(engine: str, cfg: Any) -> float:
+    """:func:`model_run_s` of a run configuration, with :data:`EVENTS_OF_CONFIG`'s events where it has them."""
+    processes = math.prod(parse_shape(cfg.shape)) * cfg.machine.cpu.processes_per_node
+    counter = EVENTS_OF_CONFIG.get(cfg.algorithm)
+    events = counter(cfg) if counter is not None and engine == "fast" else None
+    return model_run_s(engine, cfg.algorithm, cfg.shape, processes, cfg.updates_per_process, events)
 
 
 @dataclass
@@ -174,8 +217,8 @@ def estimate_point(point: Any, timings: Timings) -> PointEstimate:
     memory = memory_estimate(run, engine)
     if point.key in timings.by_key:
         return PointEstimate(OVERHEAD_S + timings.by_key[point.key], memory, "kept")
-    modelled = model_run_s(engine, run.algorithm, run.shape, processes, run.updates_per_process)
-    ratio = timings.ratio(engine, run.algorithm)
+    modelled = config_run_s(engine, run)
+    ratio = None if run.algorithm in EVENTS_OF_CONFIG else timings.ratio(engine, run.algorithm)
     if ratio is None:
         return PointEstimate(OVERHEAD_S + modelled, memory, "model")
     return PointEstimate(OVERHEAD_S + modelled * ratio, memory, "calibrated")
