@@ -89,15 +89,27 @@ def test_it_passes_the_checks_every_reproduced_table_passes(result, tmp_path):
     check_page_lists_every_miss_with_its_explanation([result], page.read_text())
 
 
-def test_the_full_target_simulates_every_x1_randomaccess_row_and_names_the_t3e_s_command():
-    """Without --quick, the X1 MPI rows at 32-252 MSPs and the UPC row have runs; the T3E row (hours) is not run
-    but its note gives the command that runs it."""
+def test_the_full_target_simulates_every_randomaccess_row_the_t3e_s_too():
+    """Without --quick, the X1 MPI rows at 32-252 MSPs, the UPC row and the T3E row (hours, kept and resumable)
+    have runs; the T3E's is 0.5b's all-to-all on the whole 1,024-processor torus, counted in slots."""
     runs = crayx1_hpcc._runs(quick=False, upc_latency_cycles=0.0)
     assert {"X1 32 RandomAccess MPI", "X1 60 RandomAccess MPI", "X1 124 RandomAccess MPI", "X1 252 RandomAccess MPI",
-            "X1 252 RandomAccess UPC"} <= set(runs)
-    note = crayx1_hpcc._not_simulated(_row_of("T3E 1024 RandomAccess HPCC list"))
-    assert f"--shape {crayx1_hpcc.T3E_SHAPE} --algorithm alltoall --updates {crayx1_hpcc.T3E_UPDATES}" in note
+            "X1 252 RandomAccess UPC", crayx1_hpcc.T3E_ROW} <= set(runs)
+    t3e = runs[crayx1_hpcc.T3E_ROW]
+    assert (t3e.machine.name, t3e.shape, t3e.algorithm) == ("cray-t3e", crayx1_hpcc.T3E_SHAPE, "alltoall")
+    assert t3e.updates_per_process == crayx1_hpcc.T3E_UPDATES
+    assert t3e.machine.network.bubble_accounting == "packets"
     assert math.prod(map(int, crayx1_hpcc.T3E_SHAPE.split("x"))) == crayx1_hpcc.T3E_CPUS == 1024
+    assert crayx1_hpcc.T3E_ROW not in crayx1_hpcc._runs(quick=True, upc_latency_cycles=0.0)
+
+
+@pytest.mark.parametrize("sim, verdict", [(0.4, "within"), (0.12, "outside"), (0.55, "outside")])
+def test_the_t3e_row_is_judged_against_a_factor_of_two(sim, verdict):
+    row = _row_of(crayx1_hpcc.T3E_ROW).copy()
+    row["sim_value"], row["sim_value_low"], row["sim_value_high"] = sim, sim * 0.9, sim * 1.1
+    note = crayx1_hpcc._t3e_note(row)
+    assert f"{sim / row['value']:.2f}x the published value" in note
+    assert f", {verdict} a factor of 2" in note
 
 
 def _row_of(key):

@@ -16,10 +16,11 @@ and the RandomAccess rows are judged.  Both kinds are in one table, keyed by a r
   on 9x7x1 plus the fitted ``remote_latency_cycles`` (:func:`fit_upc_remote_latency`).
 * **RandomAccess rows** (``crayx1_hpcc2004.csv``), judged: X1 MPI at 32, 60, 124 (on 128) and 252 MSPs with
   ``alltoall`` (HPCC 0.5b, on the fast engine), X1 UPC at 252 MSPs with ``upc`` (a remote read-modify-write
-  per update, :data:`UPC_WINDOW` references in flight, SimPy only).  The T3E at 1,024 processors is listed
-  with the command that runs it, not run here: a round is a million 16 KB blocks through a 16x8x8 torus, about
-  2.6 hours of the fast engine for :data:`T3E_UPDATES` (measured per packet, docs/performance-log.md, "The T3E
-  row").
+  per update, :data:`UPC_WINDOW` references in flight, SimPy only), and the T3E at 1,024 processors with
+  ``alltoall`` on a 16x8x8 torus, judged against a factor of 2 (its note).  The T3E run is the target's long
+  one: a round is a million 16 KB blocks, about 2.6 hours of the fast engine on one core for
+  :data:`T3E_UPDATES` (measured per packet, docs/performance-log.md, "The T3E row"); it is kept and resumed
+  like every run (``--keep-runs``), and ``--quick`` leaves it out.
 
 Shapes: an X1 node holds 4 MSPs, so 32 MSPs is ``4x2x1`` (8 nodes) and 60 MSPs ``5x3x1`` (15 nodes); 124 MSPs
 would be 31 nodes, a prime, so that row runs 128 MSPs on ``8x4x1``; 252 is ``9x7x1`` (63 nodes).  The seed
@@ -78,6 +79,8 @@ MPI_UPDATES = {32: 380_000, 60: 360_000, 124: 1_121_000, 252: 2_206_000}
 #: of 1,024 x 2,048 x 0.95 updates (two full).
 T3E_CPUS, T3E_SHAPE = 1024, "16x8x8"
 T3E_UPDATES = int(round(2.5 * T3E_CPUS * 2048 * 0.95, -3))
+#: The T3E row's label, and its target: within a factor of 2 either way (the issue's; the X1 rows' is 25 %).
+T3E_ROW, T3E_FACTOR = "T3E 1024 RandomAccess HPCC list", 2.0
 QUICK_MPI_UPDATES = 2_048
 UPC_MSPS, UPC_UPDATES, QUICK_UPC_UPDATES = 252, 1_024, 32
 #: Remote references an MSP keeps in flight: an MSP is 4 SSPs (Dunigan, ORNL X1 evaluation, S), each streaming
@@ -198,6 +201,9 @@ def _runs(quick: bool, upc_latency_cycles: float) -> dict[str, object]:
         runs[_label("Cray X1", p, "MPI optimized")] = make_run_config(
             machine=load_machine("cray-x1", MIXED_SIZES), shape=SHAPES[p], algorithm="alltoall",
             updates_per_process=QUICK_MPI_UPDATES if quick else MPI_UPDATES[p])
+    if not quick:
+        runs[T3E_ROW] = make_run_config(machine=load_machine("cray-t3e", MIXED_SIZES), shape=T3E_SHAPE,
+                                        algorithm="alltoall", updates_per_process=T3E_UPDATES)
     runs[UPC_RING_ROW] = make_run_config(
         machine="cray-x1", shape=SHAPES[UPC_MSPS], algorithm="upc",
         updates_per_process=QUICK_UPC_RING_UPDATES if quick else UPC_RING_UPDATES,
@@ -228,14 +234,25 @@ def _simulated_rate(rec: dict) -> dict:
 def _not_simulated(row: pd.Series) -> str:
     p = int(row["cpus"])
     if row["machine"] == "Cray T3E":
-        return (f"Not simulated here: one round is {p:,} x {p - 1:,} blocks of 16 KB through the torus, about 270 "
-                "million packets, and 2.5 rounds take about 2.6 hours of the fast engine on one core "
-                "(docs/performance-log.md, \"The T3E row\"). It runs, resumable, with `gupsim run --machine "
-                f"cray-t3e --shape {T3E_SHAPE} --algorithm alltoall --updates {T3E_UPDATES} --fixed-length "
-                "--set network.bubble_accounting=packets --checkpoint FILE`; its target would be a factor of 2.")
+        return (f"Not simulated with --quick: one round is {p:,} x {p - 1:,} blocks of 16 KB through the torus, "
+                "about 270 million packets, and the full target's 2.5 rounds take about 2.6 hours of the fast "
+                "engine on one core (docs/performance-log.md, \"The T3E row\").")
     return (f"Not simulated with --quick: one round on {p} MSPs "
             f"holds about {p * 2048 * 0.95:,.0f} updates per process; the full target runs several rounds "
             "(docs/performance-log.md, \"alltoall on the fast engine\", has the wall times).")
+
+
+def _t3e_note(row: pd.Series) -> str:
+    """The T3E row's verdict against its own target, a factor of 2 either way, with its interval's."""
+    ratio = row["sim_value"] / row["value"]
+    low, high = row.get("sim_value_low"), row.get("sim_value_high")
+    span = (f" (95% interval {low / row['value']:.2f}x-{high / row['value']:.2f}x)"
+            if pd.notna(low) and pd.notna(high) else "")
+    within = 1 / T3E_FACTOR <= ratio <= T3E_FACTOR
+    return (f"Judged against a factor of {T3E_FACTOR:g} (this row's target; the 25 % of the summary is the X1 "
+            f"rows'): simulated {row['sim_value']:.3f} GUPS is {ratio:.2f}x the published value{span}, "
+            + ("within" if within else "outside") + f" a factor of {T3E_FACTOR:g}. The T3E's MPI costs are fitted "
+            "on its two ring rows and its link and router on no row (cray-t3e.yaml); nothing is tuned to this row.")
 
 
 def reproduce(quick: bool = False, inputs: dict | None = None, pool: RunPool = SERIAL) -> Comparison:
@@ -301,8 +318,10 @@ def reproduce(quick: bool = False, inputs: dict | None = None, pool: RunPool = S
               f"remote latency {upc_latency:,.0f} cycles fitted on the UPC random-ring latency) on "
               f"{SHAPES[UPC_MSPS]} ({UPC_MSPS} MSPs), "
             + f"{QUICK_UPC_UPDATES if quick else UPC_UPDATES:,} updates per MSP" + (" (--quick)" if quick else "")
-            + ". No constant is fitted on a RandomAccess row. The target is 25 % (the T3E's would be a factor of "
-              "2; it is not run here, its note says why)."
+            + ("" if quick else f"; the T3E with `alltoall` on {T3E_SHAPE} ({T3E_CPUS:,} processors, the same slots), "
+               f"{T3E_UPDATES:,} updates per processor, judged by its full-round rate")
+            + ". No constant is fitted on a RandomAccess row. The target is 25 %, and a factor of 2 for the T3E "
+              "(its note gives that verdict" + ("; --quick leaves it out)." if quick else ").")
         ),
         remarks=[UPC_RING_REMARK, _shape_remark(frame)],
         wall_s=time.perf_counter() - t0,
@@ -316,13 +335,15 @@ def _judge(frame: pd.DataFrame, notes: dict, quick: bool, upc_reference_cycles: 
     """Notes for judged rows that miss, from the simulated values alone."""
     for _, row in frame.iterrows():
         err, key = row["rel_err_value"], row["row"]
-        if pd.isna(err) or abs(err) <= TARGET or key in FITS:
+        if pd.isna(err) or (abs(err) <= TARGET and key != T3E_ROW) or key in FITS:
             continue
         if row["unit"] != "GUPS":
             what = "2 MB" if "bandwidth" in row["quantity"] else "8 bytes"
             notes[(key, "value")] = (
                 f"Judged on the fits' reading: one MPI call of {what} costs the same at every machine size, so the "
                 "model gives the fitted row's value at this size too; a change with size is not in this closed form.")
+        elif key == T3E_ROW:
+            notes[(key, "value")] = _t3e_note(row)
         elif "MPI" in key and err > 0:
             notes[(key, "value")] = (
                 f"The simulated alltoall reaches {row['sim_value']:.3f} GUPS with the busiest link "
@@ -371,8 +392,17 @@ def _plot(frame: pd.DataFrame, out_dir: Path, quick: bool) -> list[Path]:
             ax.annotate("not simulated", (row["cpus"], row["value"]), textcoords="offset points", xytext=(-30, -16),
                         fontsize=8, color="grey")
     t3e = gups[gups["machine"] == "Cray T3E"]
-    mpi_ax.plot(t3e["cpus"], t3e["value"], "^", color="grey", markersize=9,
-                label="T3E, published (HPCC list; not run here)")
+    mpi_ax.plot(t3e["cpus"], t3e["value"], "^", color="grey", markersize=9, label="T3E, published (HPCC list)")
+    t3e_sim = t3e[t3e["sim_value"].notna()]
+    if len(t3e_sim):
+        mpi_ax.errorbar(t3e_sim["cpus"], t3e_sim["sim_value"],
+                        yerr=[(t3e_sim["sim_value"] - t3e_sim["sim_value_low"]).fillna(0),
+                              (t3e_sim["sim_value_high"] - t3e_sim["sim_value"]).fillna(0)],
+                        fmt="v", color="tab:green", capsize=3, markersize=8,
+                        label="T3E, simulated (alltoall, full-round rate; bars: 95% interval)")
+    else:
+        mpi_ax.annotate("T3E not simulated (--quick)", (t3e["cpus"].iloc[0], t3e["value"].iloc[0]),
+                        textcoords="offset points", xytext=(-60, -16), fontsize=8, color="grey")
     mpi_ax.set(title="MPI: HPCC 0.5b bucket sort + all-to-all")
     upc_ax.set(title="UPC: a remote read-modify-write per update")
     from matplotlib.ticker import NullFormatter, ScalarFormatter
