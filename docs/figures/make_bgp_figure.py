@@ -37,6 +37,7 @@ from pathlib import Path
 from gupsim.algorithms.baseline import Baseline
 from gupsim.studies import bgp
 from gupsim.studies.experiments import bgp_gups
+from gupsim.studies.estimate import config_run_s
 from gupsim.studies.figures import pyplot, save_figure
 from page_blocks import replace_block  # this folder's module: the scripts run from here
 from gupsim.studies.validation import reference_table
@@ -174,18 +175,33 @@ def _all_bounds() -> list[dict]:
             if bgp_gups.applies(alg, ppn)]
 
 
+def _wall(r: dict) -> str:
+    """A row's wall time and peak memory from its record, with the threads it ran on (one where not recorded)."""
+    threads = r.get("threads") or 1
+    return (f"{r['wall_s'] / 60:.1f} min on {threads} thread{'s' * (threads != 1)}, "
+            f"{r['peak_rss_mb'] / 1024:.1f} GB")
+
+
+def _estimated_wall(n: int, mode: str, alg: str) -> str:
+    """The cost model's one-core time of a row not simulated, at its cap (a 1% stop may end it sooner)."""
+    cfg = bgp_gups.row_config(bgp.PARTITIONS[n], mode, alg, bgp_gups.FAST_UPDATES)
+    return f"not run; about {config_run_s('fast', cfg) / 3600:.1f} h on 1 thread by the cost model, at its cap"
+
+
 def best_table(rows: list[dict]) -> str:
-    """The best simulated row at each simulated size; beyond, the largest bound among the algorithms whose bound
-    the simulation came near (``baseline``'s leaves out its MPI calls: it ran at a few per cent of it)."""
-    lines = ["| nodes | what | best algorithm, mode | GUPS | its limit | smaller bound | largest simulated run / "
-             "bound of this algorithm and mode |", "|---|---|---|---|---|---|---|"]
+    """The best simulated row at each simulated size with its wall time; beyond, the largest bound among the
+    algorithms whose bound the simulation came near (``baseline``'s leaves out its MPI calls: it ran at a few per
+    cent of it), with the cost model's estimate of that row's run."""
+    header = ["| nodes | what | best algorithm, mode | GUPS | its limit | smaller bound | largest simulated run / "
+              "bound of this algorithm and mode | wall time |", "|---|---|---|---|---|---|---|---|"]
+    lines = {}
     simulated = sorted({r["nodes"] for r in rows})
     for n in simulated:
         b = max((r for r in rows if r["nodes"] == n), key=rate)
         what = "steady rate, 95% interval " + _interval(b) if b["precision"] == "ok" else \
             f"whole-run rate, no valid interval (windowed {b['gups']:.3f})"
-        lines.append(f"| {n:,} | simulated ({what}) | {b['algorithm']}, {b['mode']} | {rate(b):.3f} | {b['limit']} | "
-                     f"{b['bottleneck']} {b['bound_gups']:.3f} | {rate(b) / b['bound_gups']:.2f} |")
+        lines[n] = (f"| {n:,} | simulated ({what}) | {b['algorithm']}, {b['mode']} | {rate(b):.3f} | {b['limit']} | "
+                     f"{b['bottleneck']} {b['bound_gups']:.3f} | {rate(b) / b['bound_gups']:.2f} | {_wall(b)} |")
     reached = {}
     for r in rows:
         key = (r["algorithm"], r["mode"])
@@ -196,10 +212,10 @@ def best_table(rows: list[dict]) -> str:
             continue
         b = max((x for x in bounds if x["nodes"] == n), key=lambda x: x["bound_gups"])
         got = reached.get((b["algorithm"], b["mode"]))
-        lines.append(f"| {n:,} | bounds only (not simulated) | {b['algorithm']}, {b['mode']} | "
+        lines[n] = (f"| {n:,} | bounds only (not simulated) | {b['algorithm']}, {b['mode']} | "
                      f"≤ {b['bound_gups']:.2f} | – | {b['bottleneck']} {b['bound_gups']:.2f} | "
-                     f"{'–' if got is None else f'{got:.2f}'} |")
-    return "\n".join(lines)
+                     f"{'–' if got is None else f'{got:.2f}'} | {_estimated_wall(n, b['mode'], b['algorithm'])} |")
+    return "\n".join(header + [lines[n] for n in sorted(lines)])
 
 
 def public_table() -> str:

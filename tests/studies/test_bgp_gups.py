@@ -135,6 +135,8 @@ def test_fast_engine_rows_stay_at_or_under_both_bounds_by_either_rate(alg, mode)
 def test_full_table_simulates_every_algorithm_on_the_fast_engine_to_1024_nodes():
     assert gups.simulated_updates(1024, "VN", "routed") == gups.FAST_UPDATES
     assert gups.simulated_updates(40960, "VN", "routed") is None
+    assert gups.simulated_updates(32768, "VN", "routed") == gups.FAST_UPDATES  # routed alone from 16,384 nodes
+    assert gups.simulated_updates(32768, "VN", "one-packet") is None
     assert gups.simulated_updates(4096, "VN", "routed") == gups.FAST_UPDATES  # VN only beyond 1,024 nodes
     assert gups.simulated_updates(4096, "VN", "one-packet") == gups.FAST_UPDATES
     assert gups.simulated_updates(4096, "SMP", "routed") is None
@@ -144,7 +146,8 @@ def test_full_table_simulates_every_algorithm_on_the_fast_engine_to_1024_nodes()
     assert gups.simulated_updates(512, "VN", "routed-split") == gups.FAST_UPDATES
     assert gups.simulated_updates(1024, "dual", "routed-split") == gups.FAST_UPDATES
     assert gups.simulated_updates(2048, "VN", "routed-split") is None
-    assert gups.simulated_updates(16384, "VN", "routed") is None
+    assert gups.simulated_updates(16384, "VN", "routed") == gups.FAST_UPDATES
+    assert gups.simulated_updates(16384, "dual", "routed") is None
 
 
 def test_a_slow_dma_engine_binds_and_the_dma_bound_holds():

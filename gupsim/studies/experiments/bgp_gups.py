@@ -40,8 +40,8 @@ that were run (full run only).  Every algorithm has a fast kernel
 (gupsim/engines/fast/, which models the DMA engine bit for bit), and every row of
 the partitions of :data:`FAST_SIMULATED_NODES` runs on the fast engine at
 :data:`FAST_UPDATES` updates per process at most (each row stops once its rate
-is known to 1%, as ``gupsim reproduce`` runs it), and in virtual-node mode ``routed`` and
-``one-packet`` on those of :data:`FAST_SIMULATED_VN`; a row no kernel could run
+is known to 1%, as ``gupsim reproduce`` runs it), and in virtual-node mode
+the algorithms :data:`FAST_SIMULATED_VN` names for the larger ones; a row no kernel could run
 would be bounds only.  ``sim_gups`` is the run record's rate: its interval's where the row
 reached 1%, else the windowed rate (25-75 % of updates applied), which in a short run can exceed a bound; ``sim_gups_run`` is the
 whole run's average, which cannot, and ``sim_fraction_of_bound`` is that over
@@ -74,9 +74,13 @@ ALGORITHMS = ("baseline", "routed", "one-packet", "routed-split")
 #: which a window's rate is stable (at 1,024 the windowed rate of routed on 4x4x4 was 2-3% above its CPU bound,
 #: the buckets still filling; at 4,096 and 8,192 both rates are under it, within 1% of each other).
 FAST_SIMULATED_NODES = (512, 1024)
-#: Larger partitions simulated in virtual-node mode only, with ``routed`` and ``one-packet`` (the held-back packets'
-#: queue makes the throttle cost a few events per packet: docs/performance-log.md); the other rows there are bounds.
-FAST_SIMULATED_VN = {"nodes": (2048, 4096, 8192), "algorithms": ("routed", "one-packet")}
+#: Larger partitions simulated in virtual-node mode only: nodes -> the algorithms run there.  ``routed`` and
+#: ``one-packet`` to 8,192 nodes (the held-back packets' queue makes the throttle cost a few events per packet:
+#: docs/performance-log.md); from 16,384 nodes ``routed`` alone, the best algorithm by every bound there and the
+#: cheapest to run (about 4 events an update against one-packet's 24-38: docs/bgp.md, "Beyond 8,192 nodes", gives
+#: each row's measured cost and the estimates of the rows not run).  The other rows are bounds.
+FAST_SIMULATED_VN = {2048: ("routed", "one-packet"), 4096: ("routed", "one-packet"), 8192: ("routed", "one-packet"),
+                     16384: ("routed",), 32768: ("routed",)}
 #: Every row's cap; ``gupsim reproduce`` stops a row once its rate is known to 1% (one-packet on 16x16x16 in VN
 #: mode stopped at 1,229 updates a process, 205 CPU s; on 8x8x8 VN it ran to the cap, 36 CPU s, without an interval).
 FAST_UPDATES = MIN_STEADY_UPDATES
@@ -183,7 +187,7 @@ def row_bounds(shape: str, mode: str, alg: str) -> dict:
 def simulated_updates(nodes: int, mode: str, alg: str) -> int | None:
     """Updates per process of a full run's simulated row, or None for a bounds-only row (a size beyond
     :data:`FAST_SIMULATED_NODES` and :data:`FAST_SIMULATED_VN`, or a row the fast engine cannot run)."""
-    vn_only = mode == "VN" and nodes in FAST_SIMULATED_VN["nodes"] and alg in FAST_SIMULATED_VN["algorithms"]
+    vn_only = mode == "VN" and alg in FAST_SIMULATED_VN.get(nodes, ())
     if not (nodes in FAST_SIMULATED_NODES or vn_only) or \
             ENGINES["fast"].unsupported(row_config(bgp.PARTITIONS[nodes], mode, alg, 1)) is not None:
         return None
@@ -265,8 +269,9 @@ def reproduce(quick: bool = False, inputs: dict | None = None, pool: RunPool = S
                 "000 eq. (1) and (2) with BG/P's clock, link rate and cores and the assumed BG/L cycle costs "
                 "(see gupsim/experiments/bgp_gups.py). `simulated` marks the rows that were run (full run): "
                 f"every algorithm on the fast engine, to 1% or {FAST_UPDATES} updates per process, on "
-                f"{', '.join(map(str, FAST_SIMULATED_NODES))} nodes, and VN routed and one-packet on "
-                f"{', '.join(map(str, FAST_SIMULATED_VN['nodes']))}; the others are bounds only."),
+                f"{', '.join(map(str, FAST_SIMULATED_NODES))} nodes, and in VN mode "
+                + "; ".join(f"{' and '.join(algs)} on {nodes}" for nodes, algs in FAST_SIMULATED_VN.items())
+                + "; the others are bounds only."),
         wall_s=time.perf_counter() - t0, checks=checks,
         # sim_wall_s stays in the CSV only: it changes with the box on every regeneration (diff noise on the page)
         shown=["cpu_bound_gups", "network_bound_gups", "bottleneck", "simulated", "sim_gups", "sim_gups_run",
