@@ -218,7 +218,7 @@ def best_table(rows: list[dict]) -> str:
     return "\n".join(header + [lines[n] for n in sorted(lines)])
 
 
-def public_table() -> str:
+def public_table(rows: list[dict]) -> str:
     pub = reference_table("bgp_hpcc_public.csv").iloc[0]
     nodes, value = int(pub["nodes"]), float(pub["value"])
     lines = [f"| mode | algorithm | CPU bound | network bound | smaller bound | {value:g} GUPS / smaller bound |",
@@ -240,6 +240,10 @@ def public_table() -> str:
               f"{per_hop:.0f} cycles per software hop over {hops:.2f} hops after the two hand-offs "
               f"({bgp_gups.HANDOFF_CYCLES:g} cycles each, assumed), against the model's assumed "
               f"route_hop_cycles {m.cpu.route_hop_cycles:g}."]
+    for r in (r for r in rows if r["nodes"] == nodes):
+        lines.append(f"- Simulated at this size: {r['algorithm']} in {r['mode']} mode, {rate(r):.2f} GUPS"
+                     + (f" [{r['gups_ci_low']:.2f}, {r['gups_ci_high']:.2f}]" if r["precision"] == "ok" else "")
+                     + f"; the public rate is {value / rate(r):.2f} of it.")
     return "\n".join(lines)
 
 
@@ -308,7 +312,7 @@ def main() -> None:
     text = replace_block(text, "bgp-limits", limits_table(rows), PAGE)
     text = replace_block(text, "bgp-summary", summary(rows), PAGE)
     text = replace_block(text, "bgp-best", best_table(rows), PAGE)
-    text = replace_block(text, "bgp-public", public_table(), PAGE)
+    text = replace_block(text, "bgp-public", public_table(rows), PAGE)
     PAGE.write_text(text)
 
 
