@@ -66,6 +66,12 @@ class Tagged(Message):
         self.tag, self.src, self.done = tag, src, done
 
 
+def message_bytes(machine, words: int) -> int:
+    """An MPI message of ``words`` 8-byte words on ``machine``: the words and the MPI header (a fixed block of
+    0.5b is ``BUCKET_HEADER_WORDS + bucket_size`` words; the cost model prices a round's blocks with it too)."""
+    return UPDATE_BYTES * words + machine.mpi.header_bytes
+
+
 #: The phases of a round each process times, in order (:class:`RoundTimes`).
 PHASES = ("fill", "barrier", "exchange", "apply")
 
@@ -208,7 +214,7 @@ class AllToAll(Algorithm):
     # ------------------------------------------------------------------ messaging
 
     def _message_bytes(self, words: int) -> int:
-        return UPDATE_BYTES * words + self.sim.machine.mpi.header_bytes
+        return message_bytes(self.sim.machine, words)
 
     def _isend(self, rank: int, dst: int, msg: Tagged):
         net = self.sim.net

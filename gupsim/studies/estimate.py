@@ -49,8 +49,8 @@ import statistics
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from gupsim.algorithms.alltoall import BUCKET_HEADER_WORDS
-from gupsim.algorithms.baseline import UPDATE_BYTES
+from gupsim.algorithms.alltoall import BUCKET_HEADER_WORDS, message_bytes
+from gupsim.algorithms.base import validate_options
 from gupsim.base.errors import GupsimError
 from gupsim.model.bucketing import MAX_PENDING
 from gupsim.topology.base import parse_shape
@@ -148,12 +148,11 @@ def alltoall_events(cfg: Any) -> float:
     exchange) whatever they hold, so its packets follow the rounds, not the updates.  Rounds are the updates over
     a round's share, rounded up (the last, partly empty one is a whole exchange); a block is 2 + bucket_size
     words and the MPI header, cut into the network's packets.  The fill and the apply add no event."""
-    opts = cfg.algorithm_options or {}
-    bucket = int(opts.get("bucket_size", 2048))
-    processes = math.prod(parse_shape(cfg.shape)) * cfg.machine.cpu.processes_per_node
+    bucket = validate_options(cfg.algorithm, cfg.algorithm_options or {}).bucket_size
+    processes = _processes(cfg)
     per_round = max(1.0, ALLTOALL_ROUND_FILL * processes * bucket)
     rounds = math.ceil(cfg.updates_per_process / per_round)
-    block = UPDATE_BYTES * (BUCKET_HEADER_WORDS + bucket) + cfg.machine.mpi.header_bytes
+    block = message_bytes(cfg.machine, BUCKET_HEADER_WORDS + bucket)
     packets = math.ceil(block / cfg.machine.network.max_payload_bytes)
     a, b = ALLTOALL_EVENTS_PER_PACKET
     return rounds * processes * (processes - 1) * packets * (a + b * mean_hops(cfg.shape))
@@ -163,12 +162,15 @@ def alltoall_events(cfg: Any) -> float:
 EVENTS_OF_CONFIG = {"alltoall": alltoall_events}
 
 
+def _processes(cfg: Any) -> int:
+    return math.prod(parse_shape(cfg.shape)) * cfg.machine.cpu.processes_per_node
+
+
 def config_run_s(engine: str, cfg: Any) -> float:
     """:func:`model_run_s` of a run configuration, with :data:`EVENTS_OF_CONFIG`'s events where it has them."""
-    processes = math.prod(parse_shape(cfg.shape)) * cfg.machine.cpu.processes_per_node
     counter = EVENTS_OF_CONFIG.get(cfg.algorithm)
     events = counter(cfg) if counter is not None and engine == "fast" else None
-    return model_run_s(engine, cfg.algorithm, cfg.shape, processes, cfg.updates_per_process, events)
+    return model_run_s(engine, cfg.algorithm, cfg.shape, _processes(cfg), cfg.updates_per_process, events)
 
 
 @dataclass
@@ -200,6 +202,8 @@ def kept_timings(store: Any = None, kept: Iterable[dict[str, Any]] = ()) -> Timi
 
 
 def _add(timings: Timings, engine: Any, row: dict[str, Any]) -> None:
+    if row.get("algorithm") in EVENTS_OF_CONFIG:  # a row holds no configuration to count its events from
+        return
     try:
         modelled = model_run_s(str(engine), row["algorithm"], row["shape"], int(row["processes"]),
                                int(row["updates_per_process"]))
@@ -213,12 +217,11 @@ def _add(timings: Timings, engine: Any, row: dict[str, Any]) -> None:
 def estimate_point(point: Any, timings: Timings) -> PointEstimate:
     """A sweep point's (:class:`gupsim.studies.sweep.Point`) estimate."""
     run, engine = point.run, point.engine
-    processes = math.prod(parse_shape(run.shape)) * run.machine.cpu.processes_per_node
     memory = memory_estimate(run, engine)
     if point.key in timings.by_key:
         return PointEstimate(OVERHEAD_S + timings.by_key[point.key], memory, "kept")
     modelled = config_run_s(engine, run)
-    ratio = None if run.algorithm in EVENTS_OF_CONFIG else timings.ratio(engine, run.algorithm)
+    ratio = timings.ratio(engine, run.algorithm)
     if ratio is None:
         return PointEstimate(OVERHEAD_S + modelled, memory, "model")
     return PointEstimate(OVERHEAD_S + modelled * ratio, memory, "calibrated")
