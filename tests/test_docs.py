@@ -310,3 +310,23 @@ def test_ci_runs_exactly_the_readme_s_second_command():
     ci_lines = (REPO_ROOT / ".ci" / "run").read_text().splitlines()
     assert ci_lines[-1] == commands[1]
     assert commands[0].split(" && ")[:2] == commands[1].split(" && ")[:2]
+
+
+def test_bgp_rows_add_refuses_what_is_not_a_planned_row_s_record_in_one_line(tmp_path):
+    """``docs/figures/bgp_rows.py --add`` caches a record made elsewhere only if its configuration is a planned
+    row's: a file that is not a record, or a record of another run, is refused in one line and the cache is left
+    as it was."""
+    import json
+
+    script = REPO_ROOT / "docs" / "figures" / "bgp_rows.py"
+    cache = REPO_ROOT / "docs" / "research" / "data" / "bgp_rows.jsonl"
+    before = cache.read_bytes()
+    cut, other = tmp_path / "cut.json", tmp_path / "other.json"
+    cut.write_text('{"gups": 1.0, "con')
+    other.write_text(json.dumps({"gups": 1.0, "wall_s": 1.0, "config": {"shape": "4x4x4"}}))
+    for path, says in ((cut, "not a finished run's record"), (other, "not a planned row's configuration")):
+        out = subprocess.run([sys.executable, str(script), "--add", str(path)], capture_output=True, text=True)
+        assert out.returncode == 2
+        lines = out.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"{path}: {says}")
+    assert cache.read_bytes() == before

@@ -65,8 +65,12 @@ def add(paths: list[str]) -> int:
     """Cache the records in ``paths`` whose configuration is a planned row's; say which are not, and why."""
     rows, done = planned_configs(), {key(r) for r in cached()}
     for path in paths:
-        rec = json.loads(Path(path).read_text())
-        cfg = json.dumps(rec.get("config"), sort_keys=True)
+        try:
+            rec = json.loads(Path(path).read_text())
+            cfg = json.dumps(rec["config"], sort_keys=True)
+        except (OSError, ValueError, TypeError, KeyError) as exc:
+            print(f"{path}: not a finished run's record ({exc!r}): not added", file=sys.stderr)
+            return 2
         if cfg not in rows:
             print(f"{path}: not a planned row's configuration (bgp_gups.row_config at 1%): not added", file=sys.stderr)
             return 2
