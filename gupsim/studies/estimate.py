@@ -134,28 +134,66 @@ def model_run_s(engine: str, algorithm: str, shape: str, processes: int, updates
     return RUN_SETUP_S + events * s0 * processes ** exponent
 
 
-#: ``alltoall``'s events per packet, ``a + b x`` the shape's mean hops (:func:`mean_hops`), through the two runs
-#: measured per packet (docs/performance-log.md, "The T3E row, measured per packet"): 24.8 on the T3E's 16x8x8
-#: (mean hops 8) and 18 on the X1's 9x7x1 (4.25).  Two points: a line through them, not a fit.
-ALLTOALL_EVENTS_PER_PACKET = (10.3, 1.81)
-#: A round's updates per process, as a share of P x ``bucket_size``: a round ends when the fullest bucket fills,
-#: before the others (the share ``gupsim.studies.experiments.crayx1_hpcc`` sizes its runs with).
-ALLTOALL_ROUND_FILL = 0.95
+#: ``alltoall``'s events per packet, ``a + m / n + hops * (b + d * (1 - exp(-n / n0)))`` for blocks of ``n``
+#: packets (``hops``: :func:`mean_hops`): a packet's own events (``a``), its message's shared out over its
+#: packets (``m``), and events at each hop, more when it follows the other packets of its own block along the
+#: same path, held behind them and woken again (``d``, growing over about ``n0`` packets).  Fitted by
+#: ``benchmarks/alltoall_events_fit.py`` on the T3E's small tori (2x2x2 to 8x4x4) with blocks of 1 to 257
+#: packets (within 3% of each of its 30 runs), and judged there on what it was not fitted on: the X1
+#: reproduce shapes' 65-packet blocks of 256-byte packets and the full 16x8x8 T3E torus.
+ALLTOALL_EVENTS_PER_PACKET = (4.97, 5.88, 1.39, 2.40, 45.0)
+
+
+def alltoall_packets_per_block(cfg: Any) -> int:
+    """The network packets of one ``alltoall`` block: 2 + bucket_size words and the MPI header."""
+    bucket = validate_options(cfg.algorithm, cfg.algorithm_options or {}).bucket_size
+    block = message_bytes(cfg.machine, BUCKET_HEADER_WORDS + bucket)
+    return math.ceil(block / cfg.machine.network.max_payload_bytes)
+
+
+def alltoall_round_updates(processes: int, bucket: int) -> float:
+    """A process's mean updates in a full round: its fill ends when the fullest of its ``processes`` buckets is
+    full, so the mean bucket then holds ``m`` with ``m + z sqrt(m) = bucket``, ``z = sqrt(2 ln P)`` the usual
+    reach of the largest of P near-Poisson counts above their mean (0.92 of a 2,048-slot bucket at 1,024
+    processes, 0.72 of a 64-slot one at 32; measured 0.93 and 0.75)."""
+    z = math.sqrt(2.0 * math.log(processes)) if processes > 1 else 0.0
+    root = (-z + math.sqrt(z * z + 4.0 * bucket)) / 2.0
+    return processes * root * root
+
+
+def alltoall_rounds(updates_per_process: float, processes: int, bucket: int) -> int:
+    """The rounds of a run: it ends in the round its slowest process runs out of updates.  A process's updates in
+    a round vary about their mean (:func:`alltoall_round_updates`) with a coefficient of variation of about
+    ``1 / sqrt(bucket)`` (HPCC's stream fills buckets in bursts: measured 0.12-0.14, 0.05-0.06 and 0.02 at 64,
+    512 and 2,048 slots), so after ``k`` rounds the slowest of P has taken about ``k - z cv sqrt(k)`` rounds'
+    worth, ``z = sqrt(2 ln P)``; the rounds are the least ``k`` at which that covers the run."""
+    share = updates_per_process / max(1.0, alltoall_round_updates(processes, bucket))
+    spread = (math.sqrt(2.0 * math.log(processes)) if processes > 1 else 0.0) / math.sqrt(bucket)
+    root = (spread + math.sqrt(spread * spread + 4.0 * share)) / 2.0
+    return max(1, math.ceil(root * root - 1e-9))
+
+
+def alltoall_events_per_packet(packets_per_block: int, hops: float) -> float:
+    """:data:`ALLTOALL_EVENTS_PER_PACKET`'s model at a block of ``packets_per_block`` packets, ``hops`` apart."""
+    a, m, b, d, n0 = ALLTOALL_EVENTS_PER_PACKET
+    n = packets_per_block
+    return a + m / n + hops * (b + d * (1.0 - math.exp(-n / n0)))
 
 
 def alltoall_events(cfg: Any) -> float:
     """The events of an ``alltoall`` run: a round sends every process's P - 1 blocks whole (0.5b's fixed
-    exchange) whatever they hold, so its packets follow the rounds, not the updates.  Rounds are the updates over
-    a round's share, rounded up (the last, partly empty one is a whole exchange); a block is 2 + bucket_size
-    words and the MPI header, cut into the network's packets.  The fill and the apply add no event."""
+    exchange) whatever they hold, and its barrier's ceil(log2 P) one-packet messages a process, so its packets
+    follow the rounds (:func:`alltoall_rounds`; the last, partly empty ones are whole exchanges), not the updates.
+    The fill and the apply add no event."""
     bucket = validate_options(cfg.algorithm, cfg.algorithm_options or {}).bucket_size
     processes = _processes(cfg)
-    per_round = max(1.0, ALLTOALL_ROUND_FILL * processes * bucket)
-    rounds = math.ceil(cfg.updates_per_process / per_round)
-    block = message_bytes(cfg.machine, BUCKET_HEADER_WORDS + bucket)
-    packets = math.ceil(block / cfg.machine.network.max_payload_bytes)
-    a, b = ALLTOALL_EVENTS_PER_PACKET
-    return rounds * processes * (processes - 1) * packets * (a + b * mean_hops(cfg.shape))
+    rounds = alltoall_rounds(cfg.updates_per_process, processes, bucket)
+    packets = alltoall_packets_per_block(cfg)
+    hops = mean_hops(cfg.shape)
+    steps = (processes - 1).bit_length()
+    blocks = processes * (processes - 1) * packets * alltoall_events_per_packet(packets, hops)
+    barrier = processes * steps * alltoall_events_per_packet(1, hops)
+    return rounds * (blocks + barrier)
 
 
 #: Algorithms whose events the model counts from the whole configuration, not from (shape, processes, updates).
@@ -167,9 +205,10 @@ def _processes(cfg: Any) -> int:
 
 
 def config_run_s(engine: str, cfg: Any) -> float:
-    """:func:`model_run_s` of a run configuration, with :data:`EVENTS_OF_CONFIG`'s events where it has them."""
+    """:func:`model_run_s` of a run configuration, with :data:`EVENTS_OF_CONFIG`'s events where it has them, on
+    either engine: both run the same model event for event, and SimPy is costed per fast-engine event."""
     counter = EVENTS_OF_CONFIG.get(cfg.algorithm)
-    events = counter(cfg) if counter is not None and engine == "fast" else None
+    events = counter(cfg) if counter is not None else None
     return model_run_s(engine, cfg.algorithm, cfg.shape, _processes(cfg), cfg.updates_per_process, events)
 
 
