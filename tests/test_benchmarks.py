@@ -162,3 +162,41 @@ def test_alltoall_peak_refuses_a_scale_that_does_not_divide_the_machines_in_one_
     out = subprocess.run([sys.executable, str(script), "--scale", "3"], capture_output=True, text=True)
     assert out.returncode == 2 and out.stdout == ""  # nothing ran
     assert out.stderr.strip() == "alltoall_peak: --scale 3 does not divide every dimension of 64x32x32, 40x32x16"
+
+
+# ---------------------------------------------------------------- alltoall_checkpoint_rounds.py
+
+def test_alltoall_checkpoint_rounds_gives_the_finished_runs_full_round_rate(tmp_path, monkeypatch):
+    """The full rounds a checkpoint holds are final: read from the last save before the run ends, they give the
+    record's own full-round rate and shares, to the bit; a damaged file is refused in one line."""
+    import importlib.util
+    import shutil
+
+    from gupsim.config.loading import load_machine
+    from gupsim.engines.fast import driver
+    from gupsim.engines.run import make_run_config
+    from tests.engines.fast.conftest import _record
+
+    spec = importlib.util.spec_from_file_location("rounds", BENCH_FAST.parent / "alltoall_checkpoint_rounds.py")
+    rounds = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(rounds)
+    config = make_run_config(machine=load_machine("cray-x1", {"network.bubble_accounting": "packets"}),
+                             shape="2x2x1", algorithm="alltoall", updates_per_process=6000,
+                             algorithm_options={"bucket_size": 64}, engine="fast")
+    uncut, _ = _record(config)
+    saves, save = [], driver.save
+
+    def keep(checkpoint, *args):
+        save(checkpoint, *args)
+        saves.append(shutil.copy(checkpoint.path, tmp_path / f"save{len(saves)}.npz"))
+
+    monkeypatch.setattr(driver, "save", keep)
+    _record(config, driver.Checkpoint(tmp_path / "run.npz", key="k", every_s=0.0), batch_events=997)
+    assert len(saves) > 3
+    _, first_rounds, first = rounds.read(saves[0], 16)
+    _, last_rounds, last = rounds.read(saves[-1], 16)
+    assert first["full_rounds"] < last["full_rounds"] == uncut["alg_full_rounds"] >= 2
+    for key in ("full_round_gups", "full_round_gups_low", "full_round_gups_high", "round_s", "share_exchange"):
+        assert last[key] == uncut[f"alg_{key}"]
+    (tmp_path / "bad.npz").write_bytes(open(saves[-1], "rb").read()[:-100])
+    assert rounds.main([str(tmp_path / "bad.npz"), "16"]) == 2
