@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 
 import numpy as np
@@ -28,7 +27,7 @@ import numpy as np
 from gupsim.config.loading import load_machine
 from gupsim.engines.run import make_run_config, simulate
 from gupsim.studies.estimate import (ALLTOALL_EVENTS_PER_PACKET, alltoall_events_per_packet,
-                                    alltoall_packets_per_block, mean_hops)
+                                    alltoall_packets_per_block, mean_hops, processes_of)
 
 #: Escape channels counted in whole packets, as the reproduce target runs mixed block tails (crayx1_hpcc).
 SLOTS = {"network.bubble_accounting": "packets"}
@@ -50,8 +49,7 @@ def run(machine: str, shape: str, bucket: int) -> dict:
     mach = load_machine(machine, SLOTS)
     cfg = make_run_config(machine=mach, shape=shape, algorithm="alltoall", precision=None,
                           updates_per_process=1, algorithm_options={"bucket_size": bucket})
-    processes = cfg.machine.cpu.processes_per_node * math.prod(int(v) for v in shape.split("x"))
-    cfg = cfg.model_copy(update={"updates_per_process": processes * bucket * 85 // 100})
+    cfg = cfg.model_copy(update={"updates_per_process": processes_of(cfg) * bucket * 85 // 100})
     _, record = simulate(cfg)
     return {"machine": machine, "shape": shape, "bucket": bucket,
             "packets_per_block": alltoall_packets_per_block(cfg), "packets": record["packets_injected"],

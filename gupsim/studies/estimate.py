@@ -144,11 +144,23 @@ def model_run_s(engine: str, algorithm: str, shape: str, processes: int, updates
 ALLTOALL_EVENTS_PER_PACKET = (4.97, 5.88, 1.39, 2.40, 45.0)
 
 
+def _bucket_size(cfg: Any) -> int:
+    return validate_options(cfg.algorithm, cfg.algorithm_options or {}).bucket_size
+
+
+def _block_packets(machine: Any, bucket: int) -> int:
+    block = message_bytes(machine, BUCKET_HEADER_WORDS + bucket)
+    return math.ceil(block / machine.network.max_payload_bytes)
+
+
 def alltoall_packets_per_block(cfg: Any) -> int:
     """The network packets of one ``alltoall`` block: 2 + bucket_size words and the MPI header."""
-    bucket = validate_options(cfg.algorithm, cfg.algorithm_options or {}).bucket_size
-    block = message_bytes(cfg.machine, BUCKET_HEADER_WORDS + bucket)
-    return math.ceil(block / cfg.machine.network.max_payload_bytes)
+    return _block_packets(cfg.machine, _bucket_size(cfg))
+
+
+def _largest_of_reach(processes: int) -> float:
+    """``sqrt(2 ln P)``: how many standard deviations the largest of P near-normal counts lies above their mean."""
+    return math.sqrt(2.0 * math.log(processes)) if processes > 1 else 0.0
 
 
 def alltoall_round_updates(processes: int, bucket: int) -> float:
@@ -156,7 +168,7 @@ def alltoall_round_updates(processes: int, bucket: int) -> float:
     full, so the mean bucket then holds ``m`` with ``m + z sqrt(m) = bucket``, ``z = sqrt(2 ln P)`` the usual
     reach of the largest of P near-Poisson counts above their mean (0.92 of a 2,048-slot bucket at 1,024
     processes, 0.72 of a 64-slot one at 32; measured 0.93 and 0.75)."""
-    z = math.sqrt(2.0 * math.log(processes)) if processes > 1 else 0.0
+    z = _largest_of_reach(processes)
     root = (-z + math.sqrt(z * z + 4.0 * bucket)) / 2.0
     return processes * root * root
 
@@ -168,7 +180,7 @@ def alltoall_rounds(updates_per_process: float, processes: int, bucket: int) -> 
     512 and 2,048 slots), so after ``k`` rounds the slowest of P has taken about ``k - z cv sqrt(k)`` rounds'
     worth, ``z = sqrt(2 ln P)``; the rounds are the least ``k`` at which that covers the run."""
     share = updates_per_process / max(1.0, alltoall_round_updates(processes, bucket))
-    spread = (math.sqrt(2.0 * math.log(processes)) if processes > 1 else 0.0) / math.sqrt(bucket)
+    spread = _largest_of_reach(processes) / math.sqrt(bucket)
     root = (spread + math.sqrt(spread * spread + 4.0 * share)) / 2.0
     return max(1, math.ceil(root * root - 1e-9))
 
@@ -185,10 +197,10 @@ def alltoall_events(cfg: Any) -> float:
     exchange) whatever they hold, and its barrier's ceil(log2 P) one-packet messages a process, so its packets
     follow the rounds (:func:`alltoall_rounds`; the last, partly empty ones are whole exchanges), not the updates.
     The fill and the apply add no event."""
-    bucket = validate_options(cfg.algorithm, cfg.algorithm_options or {}).bucket_size
-    processes = _processes(cfg)
+    bucket = _bucket_size(cfg)
+    processes = processes_of(cfg)
     rounds = alltoall_rounds(cfg.updates_per_process, processes, bucket)
-    packets = alltoall_packets_per_block(cfg)
+    packets = _block_packets(cfg.machine, bucket)
     hops = mean_hops(cfg.shape)
     steps = (processes - 1).bit_length()
     blocks = processes * (processes - 1) * packets * alltoall_events_per_packet(packets, hops)
@@ -200,7 +212,8 @@ def alltoall_events(cfg: Any) -> float:
 EVENTS_OF_CONFIG = {"alltoall": alltoall_events}
 
 
-def _processes(cfg: Any) -> int:
+def processes_of(cfg: Any) -> int:
+    """A run configuration's processes: its nodes times the machine's processes a node."""
     return math.prod(parse_shape(cfg.shape)) * cfg.machine.cpu.processes_per_node
 
 
@@ -209,7 +222,7 @@ def config_run_s(engine: str, cfg: Any) -> float:
     either engine: both run the same model event for event, and SimPy is costed per fast-engine event."""
     counter = EVENTS_OF_CONFIG.get(cfg.algorithm)
     events = counter(cfg) if counter is not None else None
-    return model_run_s(engine, cfg.algorithm, cfg.shape, _processes(cfg), cfg.updates_per_process, events)
+    return model_run_s(engine, cfg.algorithm, cfg.shape, processes_of(cfg), cfg.updates_per_process, events)
 
 
 @dataclass

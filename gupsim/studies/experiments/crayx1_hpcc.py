@@ -18,9 +18,9 @@ and the RandomAccess rows are judged.  Both kinds are in one table, keyed by a r
   ``alltoall`` (HPCC 0.5b, on the fast engine), X1 UPC at 252 MSPs with ``upc`` (a remote read-modify-write
   per update, :data:`UPC_WINDOW` references in flight, SimPy only), and the T3E at 1,024 processors with
   ``alltoall`` on a 16x8x8 torus, judged against a factor of 2 (its note).  The T3E run is the target's long
-  one: a round is a million 16 KB blocks, more than 70 minutes of the fast engine on one core, and
-  :data:`T3E_UPDATES` makes two (docs/performance-log.md, "The T3E row"); it is kept and resumed like every
-  run (``--keep-runs``), and ``--quick`` leaves it out.
+  one: a round is a million 16 KB blocks, 75-80 minutes of the fast engine on one core, and
+  :data:`T3E_UPDATES` makes four (docs/research/cray-x1-t3e.md, "fifth pass"); it is kept and resumed like
+  every run (``--keep-runs``), and ``--quick`` leaves it out.
 
 Shapes: an X1 node holds 4 MSPs, so 32 MSPs is ``4x2x1`` (8 nodes) and 60 MSPs ``5x3x1`` (15 nodes); 124 MSPs
 would be 31 nodes, a prime, so that row runs 128 MSPs on ``8x4x1``; 252 is ``9x7x1`` (63 nodes).  The seed
@@ -76,10 +76,10 @@ QUICK_MPI_SIMULATED = (32, 60)
 MIXED_SIZES = {"network.bubble_accounting": "packets"}
 MPI_UPDATES = {32: 380_000, 60: 360_000, 124: 1_121_000, 252: 2_206_000}
 #: The T3E row: 1,024 processors, one a node, on a 16x8x8 torus (a choice: the seed gives no layout), 1.5 rounds
-#: of 1,024 x 2,048 x 0.95 updates: one full round and a partial one, two exchanges of more than 8 G events each
-#: (the first had not ended at 8.05 G events, 70 minutes of one core: docs/performance-log.md, "The T3E row").
-#: One full round gives the row's rate but no interval (the rounds' spread needs two); 2.5 rounds, three exchanges,
-#: would be about four hours of one core.
+#: of 1,024 x 2,048 x 0.95 updates: one full round, whose rate is the row's value but has no interval (the rounds'
+#: spread needs two), then the rest.  Seven processes' streams fill a bucket early in bursts, so the rest takes three
+#: more exchanges, each 8-10 G events, as long as the first: about five hours of one core in all
+#: (docs/research/cray-x1-t3e.md, "fifth pass").
 T3E_CPUS, T3E_SHAPE = 1024, "16x8x8"
 T3E_UPDATES = int(round(1.5 * T3E_CPUS * 2048 * 0.95, -3))
 #: The T3E row's label, and its target: within a factor of 2 either way (the issue's; the X1 rows' is 25 %).
@@ -238,8 +238,8 @@ def _not_simulated(row: pd.Series) -> str:
     p = int(row["cpus"])
     if row["machine"] == "Cray T3E":
         return (f"Not simulated with --quick: one round is {p:,} x {p - 1:,} blocks of 16 KB through the torus, "
-                "about 270 million packets, and the full target's two rounds take two and a half hours or more of "
-                "the fast engine on one core (docs/performance-log.md, \"The T3E row\").")
+                "about 270 million packets, and the full target's four rounds take about five hours of the fast "
+                "engine on one core (docs/research/cray-x1-t3e.md, \"fifth pass\").")
     return (f"Not simulated with --quick: one round on {p} MSPs "
             f"holds about {p * 2048 * 0.95:,.0f} updates per process; the full target runs several rounds "
             "(docs/performance-log.md, \"alltoall on the fast engine\", has the wall times).")
